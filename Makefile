@@ -1,0 +1,61 @@
+# zkcrawl: a distributed web crawler coordinated by Apache ZooKeeper.
+# `make help` lists the targets.
+
+GO        ?= go
+BIN       ?= bin
+ZK_JAR    := /usr/share/java/zookeeper.jar
+ZK_PORT   ?= 2181
+ZK_DIR    ?= $(or $(TMPDIR),/tmp)/zkcrawl-zk
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT       := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
+# Packages whose tests run under the race detector (all of them; the pure
+# ones are cheap).
+PKGS      := ./...
+CMDS      := seeder crawler crawlctl zkserver testweb
+
+.PHONY: help deps build test vet bench demo demo-real zk-up zk-down clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+deps: ## install ZooKeeper (Debian package) when missing and download Go modules
+	@if [ ! -f $(ZK_JAR) ] || ! command -v java >/dev/null; then \
+	  echo "installing Debian's zookeeper package (ZooKeeper server jars and a Java runtime)"; \
+	  $(APT) update -qq && $(APT) install -y -qq zookeeper; \
+	fi
+	$(GO) mod download
+
+build: ## build every command into ./bin
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+
+vet: ## go vet every package
+	$(GO) vet $(PKGS)
+
+test: deps vet ## install what is needed, then run every test under the race detector
+	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+
+bench: deps build ## the benchmark (pages/s, ZooKeeper writes per page, RSS); writes BENCHMARKS.md
+	./scripts/bench.sh
+
+demo: deps build ## the guided tour: ZooKeeper, a synthetic web, a seeder and 3 crawlers
+	./scripts/demo.sh
+
+demo-real: deps build ## crawl Debian's PostgreSQL 15 HTML docs served by nginx, against wget -r
+	./scripts/demo-real.sh
+
+zk-up: deps build ## start a local standalone ZooKeeper on 127.0.0.1:$(ZK_PORT) (data in $(ZK_DIR))
+	@mkdir -p $(ZK_DIR)
+	@if [ -f $(ZK_DIR)/pid ] && kill -0 $$(cat $(ZK_DIR)/pid) 2>/dev/null; then \
+	  echo "ZooKeeper already running (pid $$(cat $(ZK_DIR)/pid))"; \
+	else \
+	  nohup $(BIN)/zkserver --dir $(ZK_DIR)/data --port $(ZK_PORT) > $(ZK_DIR)/zkserver.log 2>&1 & echo $$! > $(ZK_DIR)/pid; \
+	  for i in $$(seq 1 60); do grep -q '127.0.0.1:$(ZK_PORT)' $(ZK_DIR)/zkserver.log 2>/dev/null && break; sleep 0.5; done; \
+	  echo "ZooKeeper on 127.0.0.1:$(ZK_PORT) (pid $$(cat $(ZK_DIR)/pid), log $(ZK_DIR)/zkserver.log)"; \
+	fi
+
+zk-down: ## stop the ZooKeeper started by zk-up
+	@if [ -f $(ZK_DIR)/pid ]; then kill $$(cat $(ZK_DIR)/pid) 2>/dev/null || true; rm -f $(ZK_DIR)/pid; echo "ZooKeeper stopped"; fi
+
+clean: ## remove build output
+	rm -rf $(BIN)

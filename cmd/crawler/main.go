@@ -1,0 +1,111 @@
+// Command crawler runs one zkcrawl worker. Start as many as you like, on as
+// many machines as you like, against the same ZooKeeper and crawl name.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zkcrawl/zkcrawl/internal/cli"
+	"github.com/zkcrawl/zkcrawl/worker"
+)
+
+const about = `Runs one crawler worker of the crawl NAME (created by seeder). It joins the
+crawl's worker list in ZooKeeper, owns a share of the queue shards, claims
+their URLs with ephemeral znodes, fetches them politely (robots.txt, per-host
+rate limits), writes WARC files and crawl.log into --out, enqueues the links it
+finds and deletes each finished item. Settings come from the crawl's config
+znode and change live (crawlctl config set).
+
+If the worker dies, its ZooKeeper session ends and its claims vanish: other
+workers take its URLs over after --session-timeout. SIGINT or SIGTERM stops it
+gracefully: no new claims, in-flight fetches get --stop-timeout to finish.`
+
+const examples = `  crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1
+  crawler --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --out /data/w7 --metrics-addr :9100
+  crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1 --exit-when-done   # batch crawl`
+
+func main() { cli.Main("crawler", run) }
+
+func run(ctx context.Context, args []string) error {
+	return crawl(ctx, args, os.LookupEnv, os.Stderr)
+}
+
+func crawl(ctx context.Context, args []string, env func(string) (string, bool), stderr io.Writer) error {
+	fs := cli.NewFlagSet("crawler", "crawler --zk HOST:PORT[,...] --crawl NAME --out DIR [flags]", about, examples)
+	fs.SetOutput(stderr)
+	var opts worker.Options
+	fs.StringVar(&opts.Servers, "zk", "127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port...][/chroot]")
+	fs.StringVar(&opts.Crawl, "crawl", "", "crawl name (required), as given to seeder")
+	fs.StringVar(&opts.OutDir, "out", "", "output directory for WARC files and crawl.log (required; one per worker is simplest)")
+	fs.StringVar(&opts.ID, "id", "", "worker id shown in status and logs (default <hostname>-<pid>)")
+	fs.DurationVar(&opts.SessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout: how long a dead worker's claims outlive it")
+	fs.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "exit 0 once the queue is empty and no claim is held anywhere (batch crawls)")
+	fs.DurationVar(&opts.QuietPeriod, "quiet-period", 2*time.Second, "with --exit-when-done: how long the crawl must look finished")
+	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
+	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", 1<<30, "rotate WARC files past this size, in bytes")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9100); off when empty")
+	newLogger := cli.LogFlags(fs)
+	if err := cli.Parse(fs, args, env); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return cli.Usage("unexpected arguments %q", fs.Args())
+	}
+	if opts.Crawl == "" {
+		return cli.Usage("--crawl NAME is required")
+	}
+	if opts.OutDir == "" {
+		return cli.Usage("--out DIR is required")
+	}
+	log, err := newLogger(stderr)
+	if err != nil {
+		return cli.Usage("%v", err)
+	}
+	opts.Logger = log
+
+	if *metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		if opts.Metrics, err = worker.NewMetrics(reg); err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr %s: %w", *metricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "error", err)
+			}
+		}()
+		defer srv.Close()
+		log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	w, err := worker.New(cctx, opts)
+	cancel()
+	if err != nil {
+		return err
+	}
+	log.Info("worker starting", "id", w.ID(), "crawl", opts.Crawl, "out", opts.OutDir)
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("worker stopped", "id", w.ID())
+	return nil
+}

@@ -1,0 +1,217 @@
+// Package config holds a crawl's live settings: the JSON document stored in
+// the crawl's config znode (R/config, see docs/design.md), its defaults, and
+// its strict validation.
+//
+// Every worker watches the znode and applies each new version live; an
+// invalid document is rejected with an error naming the key and the reason,
+// and the worker keeps the last good config. Units are part of the key names
+// (per_host_rate_per_s, fetch_timeout_ms, max_body_bytes).
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Scope modes for Config.Scope. A link is judged against the host of the
+// page it was found on, so by induction a crawl never leaves its seeds'
+// hosts (ScopeSameHost) or registrable domains (ScopeSameDomain).
+const (
+	ScopeSameHost   = "same_host"
+	ScopeSameDomain = "same_domain"
+	ScopeAny        = "any"
+)
+
+// Config is one version of the crawl settings. The JSON keys are the names a
+// user writes in R/config, in a --config file and with `crawlctl config set`.
+type Config struct {
+	// UserAgent is sent with every request and used for robots.txt group
+	// matching (RFC 9309 section 2.2.1 matches on its product token).
+	UserAgent string `json:"user_agent"`
+	// PerHostRatePerS is the cluster-wide request rate to one host, in
+	// requests per second; 0 means unlimited. A stricter robots.txt
+	// Crawl-delay wins.
+	PerHostRatePerS float64 `json:"per_host_rate_per_s"`
+	// PerHostBurst is the token-bucket burst per host (requests), >= 1.
+	PerHostBurst int `json:"per_host_burst"`
+	// PerHostMaxInFlight caps concurrent requests to one host, >= 1.
+	PerHostMaxInFlight int `json:"per_host_max_in_flight"`
+	// WorkerConcurrency is the number of concurrent fetches per worker.
+	WorkerConcurrency int `json:"worker_concurrency"`
+	// MaxDepth is the largest hop count from a seed that is still fetched;
+	// -1 means unlimited (only sensible with include/exclude rules).
+	MaxDepth int `json:"max_depth"`
+	// Scope is one of ScopeSameHost (default), ScopeSameDomain, ScopeAny.
+	Scope string `json:"scope"`
+	// Include, when non-empty, admits only URLs matching one of these
+	// regular expressions (RE2 syntax, over the normalized URL).
+	Include []string `json:"include"`
+	// Exclude drops URLs matching any of these regular expressions; exclude
+	// wins over include.
+	Exclude []string `json:"exclude"`
+	// MaxPages stops the crawl from enqueuing more once this many pages were
+	// fetched cluster-wide (approximate: see docs/design.md); 0 = no cap.
+	MaxPages int64 `json:"max_pages"`
+	// FetchTimeoutMS bounds one fetch, connect to last body byte, in ms.
+	FetchTimeoutMS int `json:"fetch_timeout_ms"`
+	// MaxBodyBytes caps the stored body; longer bodies are truncated and
+	// recorded with WARC-Truncated: length (WARC 1.1 section 5.13).
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// ObeyRobots makes workers honour robots.txt (RFC 9309); default true.
+	ObeyRobots bool `json:"obey_robots"`
+	// MaxAttempts is how many times a URL is tried before it goes to the
+	// dead-letter parent R/failed.
+	MaxAttempts int `json:"max_attempts"`
+	// RetryBackoffMS is the delay before the first retry in ms; it doubles
+	// with each further attempt.
+	RetryBackoffMS int `json:"retry_backoff_ms"`
+	// Paused stops every worker from claiming new items; in-flight fetches
+	// finish.
+	Paused bool `json:"paused"`
+	// AllowPrivateNetworks lets workers connect to loopback, private and
+	// link-local addresses (SSRF guard off). Tests and the demo set it.
+	AllowPrivateNetworks bool `json:"allow_private_networks"`
+}
+
+// Default returns the settings used for every key a document leaves out.
+func Default() Config {
+	return Config{
+		UserAgent:          "zkcrawl/0.1 (+https://github.com/zkcrawl/zkcrawl)",
+		PerHostRatePerS:    1,
+		PerHostBurst:       1,
+		PerHostMaxInFlight: 1,
+		WorkerConcurrency:  32,
+		MaxDepth:           20,
+		Scope:              ScopeSameHost,
+		FetchTimeoutMS:     30000,
+		MaxBodyBytes:       10 << 20,
+		ObeyRobots:         true,
+		MaxAttempts:        3,
+		RetryBackoffMS:     5000,
+	}
+}
+
+// ErrInvalid is wrapped by every validation error, so callers can tell a bad
+// document (keep the last good config) from an I/O error.
+var ErrInvalid = errors.New("invalid crawl config")
+
+// maxDocBytes bounds a config document; a znode holds at most 1 MiB anyway.
+const maxDocBytes = 256 << 10
+
+// Parse decodes a JSON document over Default: keys it leaves out keep their
+// default values. It rejects unknown keys, wrong types, trailing data and out
+// of range values with an error wrapping ErrInvalid that names the key.
+func Parse(data []byte) (Config, error) {
+	return Merge(Default(), data)
+}
+
+// Merge decodes a JSON document over base, with the same strictness as Parse.
+// An empty document returns base after validating it.
+func Merge(base Config, data []byte) (Config, error) {
+	if len(data) > maxDocBytes {
+		return Config{}, fmt.Errorf("%w: document is %d bytes, the limit is %d", ErrInvalid, len(data), maxDocBytes)
+	}
+	c := base
+	if len(bytes.TrimSpace(data)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return Config{}, fmt.Errorf("%w: %s", ErrInvalid, describeJSONError(err))
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return Config{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("key %q: got JSON %s, want %s", te.Field, te.Value, te.Type)
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, err)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "not valid JSON: the document ends early"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown key " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return err.Error()
+}
+
+// Validate checks every key's range and compiles the regular expressions.
+// The error wraps ErrInvalid and names the first offending key.
+func (c Config) Validate() error {
+	bad := func(key string, format string, args ...any) error {
+		return fmt.Errorf("%w: key %q: %s", ErrInvalid, key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case strings.TrimSpace(c.UserAgent) == "" || len(c.UserAgent) > 512 || strings.ContainsAny(c.UserAgent, "\r\n"):
+		return bad("user_agent", "must be 1..512 characters on one line")
+	case c.PerHostRatePerS < 0 || c.PerHostRatePerS > 10000:
+		return bad("per_host_rate_per_s", "%v is outside 0..10000 (0 = unlimited)", c.PerHostRatePerS)
+	case c.PerHostBurst < 1 || c.PerHostBurst > 1000:
+		return bad("per_host_burst", "%d is outside 1..1000", c.PerHostBurst)
+	case c.PerHostMaxInFlight < 1 || c.PerHostMaxInFlight > 1000:
+		return bad("per_host_max_in_flight", "%d is outside 1..1000", c.PerHostMaxInFlight)
+	case c.WorkerConcurrency < 1 || c.WorkerConcurrency > 4096:
+		return bad("worker_concurrency", "%d is outside 1..4096", c.WorkerConcurrency)
+	case c.MaxDepth < -1 || c.MaxDepth > 10000:
+		return bad("max_depth", "%d is outside -1..10000 (-1 = unlimited)", c.MaxDepth)
+	case c.Scope != ScopeSameHost && c.Scope != ScopeSameDomain && c.Scope != ScopeAny:
+		return bad("scope", "%q is not one of %s, %s, %s", c.Scope, ScopeSameHost, ScopeSameDomain, ScopeAny)
+	case c.MaxPages < 0:
+		return bad("max_pages", "%d is negative (0 = no cap)", c.MaxPages)
+	case c.FetchTimeoutMS < 100 || c.FetchTimeoutMS > 600000:
+		return bad("fetch_timeout_ms", "%d is outside 100..600000", c.FetchTimeoutMS)
+	case c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 1<<30:
+		return bad("max_body_bytes", "%d is outside 1024..1073741824", c.MaxBodyBytes)
+	case c.MaxAttempts < 1 || c.MaxAttempts > 100:
+		return bad("max_attempts", "%d is outside 1..100", c.MaxAttempts)
+	case c.RetryBackoffMS < 0 || c.RetryBackoffMS > 86400000:
+		return bad("retry_backoff_ms", "%d is outside 0..86400000", c.RetryBackoffMS)
+	}
+	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
+		for i, p := range list {
+			if _, err := regexp.Compile(p); err != nil {
+				return bad(key, "pattern %d %q: %v", i, p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// FetchTimeout is FetchTimeoutMS as a duration.
+func (c Config) FetchTimeout() time.Duration {
+	return time.Duration(c.FetchTimeoutMS) * time.Millisecond
+}
+
+// RetryDelay is the wait before attempt number attempt+1 (attempt >= 1):
+// RetryBackoffMS doubled per earlier attempt, capped at one hour.
+func (c Config) RetryDelay(attempt int) time.Duration {
+	d := time.Duration(c.RetryBackoffMS) * time.Millisecond
+	for i := 1; i < attempt && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+// Encode returns the document as indented JSON, the form written to R/config.
+func (c Config) Encode() []byte {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		panic(err) // Config has only plain fields: cannot fail.
+	}
+	return b
+}

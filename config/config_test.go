@@ -1,0 +1,70 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseDefaultsAndOverrides(t *testing.T) {
+	c, err := Parse([]byte(`{"per_host_rate_per_s": 5, "scope": "any", "obey_robots": false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PerHostRatePerS != 5 || c.Scope != ScopeAny || c.ObeyRobots {
+		t.Fatalf("overrides not applied: %+v", c)
+	}
+	if c.MaxAttempts != Default().MaxAttempts || c.UserAgent != Default().UserAgent {
+		t.Fatalf("defaults lost: %+v", c)
+	}
+	empty, err := Parse(nil)
+	if err != nil || empty.Scope != ScopeSameHost || !empty.ObeyRobots {
+		t.Fatalf("empty document: %+v, %v", empty, err)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := map[string]string{
+		`{`:                                   "not valid JSON",
+		`{"per_host_rate_per_s": "fast"}`:     `key "per_host_rate_per_s"`,
+		`{"per_host_rate_per_s": -1}`:         `key "per_host_rate_per_s"`,
+		`{"worker_concurrency": 0}`:           `key "worker_concurrency"`,
+		`{"max_depth": -2}`:                   `key "max_depth"`,
+		`{"scope": "planet"}`:                 `key "scope"`,
+		`{"colour": "blue"}`:                  `unknown key "colour"`,
+		`{"exclude": ["(unclosed"]}`:          `key "exclude"`,
+		`{"max_body_bytes": 1e12}`:            `key "max_body_bytes"`,
+		`{"user_agent": ""}`:                  `key "user_agent"`,
+		`{"max_attempts": 1} {"paused":true}`: "trailing data",
+		`[1,2]`:                               "want config.Config",
+	}
+	for doc, want := range cases {
+		_, err := Parse([]byte(doc))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%s) = %v, want an ErrInvalid mentioning %q", doc, err, want)
+		}
+	}
+}
+
+func TestEncodeRoundTrip(t *testing.T) {
+	c := Default()
+	c.Include = []string{`^https://example\.org/`}
+	got, err := Parse(c.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Encode()) != string(c.Encode()) {
+		t.Fatalf("round trip changed the config:\n%s\n%s", got.Encode(), c.Encode())
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	c := Default()
+	c.RetryBackoffMS = 100
+	if d := c.RetryDelay(1).Milliseconds(); d != 100 {
+		t.Fatalf("attempt 1: %d ms", d)
+	}
+	if d := c.RetryDelay(3).Milliseconds(); d != 400 {
+		t.Fatalf("attempt 3: %d ms", d)
+	}
+}

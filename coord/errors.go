@@ -1,0 +1,99 @@
+package coord
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Sentinel errors. Callers branch on them with errors.Is.
+var (
+	// ErrSessionExpired means the ZooKeeper session the operation depended on
+	// has expired: its ephemeral znodes (claims, lock nodes, member nodes) are
+	// gone. Not recoverable within that session; obtain the new one with
+	// Client.Session and rebuild state (ZooKeeper Programmer's Guide,
+	// "Sessions").
+	ErrSessionExpired = errors.New("coord: zookeeper session expired")
+
+	// ErrClosed means the Client was closed.
+	ErrClosed = errors.New("coord: client closed")
+
+	// ErrInvalidArgument wraps every bad-input error (empty path, bad key,
+	// shard out of range); the message names the input and the reason.
+	ErrInvalidArgument = errors.New("coord: invalid argument")
+
+	// ErrNotFound means a znode the operation needs does not exist (for
+	// example the config znode, or a dead letter).
+	ErrNotFound = errors.New("coord: znode not found")
+
+	// ErrVersionConflict is returned by compare-and-set writes when the znode
+	// version differs from the expected one (ZooKeeper BadVersion).
+	ErrVersionConflict = errors.New("coord: version conflict")
+
+	// ErrNotInitialized means the queue's parent znodes are missing: run
+	// Queue.Init first.
+	ErrNotInitialized = errors.New("coord: queue not initialized")
+
+	// ErrClaimed means another worker (another session, or another goroutine
+	// of this Client) holds the claim on the item.
+	ErrClaimed = errors.New("coord: item already claimed")
+
+	// ErrGone means the item no longer exists: someone else completed it.
+	ErrGone = errors.New("coord: item gone")
+
+	// ErrClaimLost means the claim's session ended (or the claim znode
+	// vanished): this call changed nothing and the item stays queued for
+	// another worker (at-least-once). One ambiguity remains: if an earlier
+	// attempt of the same call was cut off by connection loss and the session
+	// then expired, that attempt may have committed before; either way the
+	// item is never lost.
+	ErrClaimLost = errors.New("coord: claim lost")
+
+	// ErrClaimFinished means Complete, Release, Retry or Fail was already
+	// called successfully on this Claim.
+	ErrClaimFinished = errors.New("coord: claim already finished")
+
+	// ErrNotLocked is returned by Mutex.Unlock when the Mutex is not held.
+	ErrNotLocked = errors.New("coord: mutex not held")
+
+	// ErrLockBusy is returned when Lock or TryLock is called on a Mutex that is
+	// already held or being acquired by this same Mutex value.
+	ErrLockBusy = errors.New("coord: mutex already held or being acquired")
+)
+
+// IsConnectionLoss reports whether err is a ZooKeeper connection-loss error:
+// the request may or may not have been applied, and the session may still be
+// alive ("recoverable" in the ZooKeeper Programmer's Guide). Only idempotent
+// operations may simply be retried after it.
+//
+// zk.ErrSessionMoved is included: the server ignored the request because the
+// session moved to another server, so a retry is safe. So are socket
+// errors (broken pipe, connection reset, EOF): go-zookeeper v1.0.4 hands a
+// request the raw error when writing it to a dying connection fails, and
+// whether the server got it is then unknown.
+func IsConnectionLoss(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, zk.ErrConnectionClosed) ||
+		errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionMoved) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr)
+}
+
+// isExpired reports whether err says the session has expired.
+func isExpired(err error) bool {
+	return errors.Is(err, ErrSessionExpired) || errors.Is(err, zk.ErrSessionExpired)
+}

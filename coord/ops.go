@@ -1,0 +1,259 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// openACL is the ACL of every znode coord creates (world:anyone, all
+// permissions): zkcrawl relies on network isolation, not ZooKeeper ACLs.
+var openACL = zk.WorldACL(zk.PermAll)
+
+// call runs fn on its own goroutine so that the caller returns as soon as ctx
+// is done (go-zookeeper's calls take no context). Non-idempotent calls pass
+// orphan to undo an effect nobody will own (a lock node, a claim): orphan is
+// called, on another goroutine, exactly when call returns ctx.Err(); it
+// receives fn's result once known, or ctx.Err() if fn was never started.
+func call[T any](ctx context.Context, c *Client, fn func() (T, error), orphan func(T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		if orphan != nil {
+			go orphan(zero, err)
+		}
+		return zero, err
+	}
+	if c.isClosed() {
+		return zero, ErrClosed
+	}
+	if ctx.Done() == nil {
+		v, err := fn()
+		return v, c.mapErr(err)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, c.mapErr(r.err)
+	case <-ctx.Done():
+		if orphan != nil {
+			go func() {
+				r := <-ch
+				orphan(r.v, c.mapErr(r.err))
+			}()
+		}
+		return zero, ctx.Err()
+	}
+}
+
+// mapErr turns go-zookeeper's session-end errors into coord's sentinels
+// (keeping the original in the chain).
+func (c *Client) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrSessionExpired):
+		return fmt.Errorf("%w: %w", ErrSessionExpired, err)
+	case errors.Is(err, zk.ErrClosing), (errors.Is(err, zk.ErrConnectionClosed) && c.isClosed()):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
+func (c *Client) get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
+	type r struct {
+		data []byte
+		st   *zk.Stat
+	}
+	res, err := call(ctx, c, func() (r, error) {
+		d, st, err := c.conn.Get(p)
+		return r{d, st}, err
+	}, nil)
+	return res.data, res.st, err
+}
+
+func (c *Client) getW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	type r struct {
+		data []byte
+		st   *zk.Stat
+		ev   <-chan zk.Event
+	}
+	res, err := call(ctx, c, func() (r, error) {
+		d, st, ev, err := c.conn.GetW(p)
+		return r{d, st, ev}, err
+	}, nil)
+	return res.data, res.st, res.ev, err
+}
+
+func (c *Client) children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
+	type r struct {
+		ch []string
+		st *zk.Stat
+	}
+	res, err := call(ctx, c, func() (r, error) {
+		ch, st, err := c.conn.Children(p)
+		return r{ch, st}, err
+	}, nil)
+	return res.ch, res.st, err
+}
+
+func (c *Client) childrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	type r struct {
+		ch []string
+		st *zk.Stat
+		ev <-chan zk.Event
+	}
+	res, err := call(ctx, c, func() (r, error) {
+		ch, st, ev, err := c.conn.ChildrenW(p)
+		return r{ch, st, ev}, err
+	}, nil)
+	return res.ch, res.st, res.ev, err
+}
+
+func (c *Client) exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
+	type r struct {
+		ok bool
+		st *zk.Stat
+	}
+	res, err := call(ctx, c, func() (r, error) {
+		ok, st, err := c.conn.Exists(p)
+		return r{ok, st}, err
+	}, nil)
+	return res.ok, res.st, err
+}
+
+func (c *Client) existsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	type r struct {
+		ok bool
+		st *zk.Stat
+		ev <-chan zk.Event
+	}
+	res, err := call(ctx, c, func() (r, error) {
+		ok, st, ev, err := c.conn.ExistsW(p)
+		return r{ok, st, ev}, err
+	}, nil)
+	return res.ok, res.st, res.ev, err
+}
+
+func (c *Client) create(ctx context.Context, p string, data []byte, flags int32, orphan func(string, error)) (string, error) {
+	return call(ctx, c, func() (string, error) {
+		return c.conn.Create(p, data, flags, openACL)
+	}, orphan)
+}
+
+func (c *Client) set(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
+	return call(ctx, c, func() (*zk.Stat, error) {
+		return c.conn.Set(p, data, version)
+	}, nil)
+}
+
+func (c *Client) del(ctx context.Context, p string, version int32) error {
+	_, err := call(ctx, c, func() (struct{}, error) {
+		return struct{}{}, c.conn.Delete(p, version)
+	}, nil)
+	return err
+}
+
+// multi runs the ops as one ZooKeeper transaction. On success it returns
+// the per-op results and idx -1. On failure it returns the index of the
+// first failing op and that op's error, or idx -1 and the call's error when
+// the transaction never reached the server or its outcome is unknown
+// (connection loss).
+func (c *Client) multi(ctx context.Context, orphan func([]zk.MultiResponse, error), ops ...any) ([]zk.MultiResponse, int, error) {
+	res, err := call(ctx, c, func() ([]zk.MultiResponse, error) {
+		return c.conn.Multi(ops...)
+	}, orphan)
+	if err == nil {
+		return res, -1, nil
+	}
+	for i, r := range res {
+		if r.Error != nil {
+			return nil, i, r.Error
+		}
+	}
+	return nil, -1, err
+}
+
+// ensurePath creates p and its missing ancestors as persistent znodes with
+// empty data (idempotent; NodeExists is success). p is absolute.
+func (c *Client) ensurePath(ctx context.Context, p string) error {
+	if ok, _, err := c.exists(ctx, p); err == nil && ok {
+		return nil
+	}
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := ""
+	for _, part := range parts {
+		cur += "/" + part
+		err := Retry(ctx, c.retry, func(ctx context.Context) error {
+			_, err := c.create(ctx, cur, nil, zk.FlagPersistent, nil)
+			if errors.Is(err, zk.ErrNodeExists) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("coord: create %q: %w", cur, err)
+		}
+	}
+	return nil
+}
+
+// abs applies the chroot to a recipe path.
+func (c *Client) abs(p string) string {
+	if p == "/" {
+		if c.chroot != "" {
+			return c.chroot
+		}
+		return "/"
+	}
+	return c.chroot + p
+}
+
+// validatePath checks that p is an absolute ZooKeeper path without a
+// trailing slash, empty or relative ("." / "..") components, or characters
+// ZooKeeper rejects (ZooKeeper Programmer's Guide, "ZNodes").
+func validatePath(p string) error {
+	if p == "" || p[0] != '/' {
+		return fmt.Errorf("path %q: must start with '/': %w", p, ErrInvalidArgument)
+	}
+	if p == "/" {
+		return nil
+	}
+	if strings.HasSuffix(p, "/") {
+		return fmt.Errorf("path %q: must not end with '/': %w", p, ErrInvalidArgument)
+	}
+	for _, comp := range strings.Split(p[1:], "/") {
+		if err := validateName(comp); err != nil {
+			return fmt.Errorf("path %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// validateName checks one path component.
+func validateName(n string) error {
+	switch n {
+	case "":
+		return fmt.Errorf("empty path component: %w", ErrInvalidArgument)
+	case ".", "..":
+		return fmt.Errorf("component %q is reserved: %w", n, ErrInvalidArgument)
+	case "zookeeper":
+		// Allowed below the root; /zookeeper itself is caught by callers that care.
+	}
+	for _, r := range n {
+		if r == '/' || r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
+			return fmt.Errorf("component %q: character %U not allowed: %w", n, r, ErrInvalidArgument)
+		}
+	}
+	return nil
+}

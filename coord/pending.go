@@ -1,0 +1,42 @@
+package coord
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+)
+
+// Pending counts a queue's items and claims, for deciding whether a crawl
+// is done.
+type Pending struct {
+	Queued  int // items in every R/queue/<shard>, claimed or not
+	Claimed int // claims in every R/claims/<shard>
+}
+
+// Pending reads each shard's queued and claimed counts from the parents'
+// numChildren (two pipelined exists calls per shard, no data reads): much
+// cheaper than Stats. The result is a snapshot, not atomic across shards.
+// Errors: ZooKeeper errors after retries, ctx errors.
+func (q *Queue) Pending(ctx context.Context) (Pending, error) {
+	if q.initErr != nil {
+		return Pending{}, q.initErr
+	}
+	var queued, claimed atomic.Int64
+	err := parallel(ctx, 2*q.shards, 64, func(ctx context.Context, i int) error {
+		dir, n := queueDir, &queued
+		if i >= q.shards {
+			dir, n = claimsDir, &claimed
+		}
+		return Retry(ctx, q.c.retry, func(ctx context.Context) error {
+			ok, st, err := q.c.exists(ctx, q.shardPath(dir, i%q.shards))
+			if err == nil && ok {
+				n.Add(int64(st.NumChildren))
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return Pending{}, fmt.Errorf("coord: Queue.Pending %s: %w", q.name, err)
+	}
+	return Pending{Queued: int(queued.Load()), Claimed: int(claimed.Load())}, nil
+}

@@ -1,0 +1,614 @@
+package coord_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// ledger records what consumers did, per key.
+type ledger struct {
+	mu        sync.Mutex
+	processed map[string]int // times a consumer held the item and processed it
+	completed map[string]int // times Complete succeeded
+}
+
+func newLedger() *ledger {
+	return &ledger{processed: make(map[string]int), completed: make(map[string]int)}
+}
+
+func (l *ledger) process(k string) {
+	l.mu.Lock()
+	l.processed[k]++
+	l.mu.Unlock()
+}
+
+func (l *ledger) complete(k string) {
+	l.mu.Lock()
+	l.completed[k]++
+	l.mu.Unlock()
+}
+
+func (l *ledger) counts() (processedKeys, completedKeys, completions int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range l.completed {
+		completions += n
+	}
+	return len(l.processed), len(l.completed), completions
+}
+
+// consume runs one consumer: two goroutines per shard (so concurrent Takes
+// share one shard cursor) doing Take, process,
+// Complete until ctx ends. It survives session expiry by taking the
+// client's next session. work is the simulated processing time. Only Take
+// and Session observe ctx; an item taken is completed with a context of its
+// own, so stopping the consumers never leaves an item half done.
+func consume(ctx context.Context, t testing.TB, q *coord.Queue, c *coord.Client, l *ledger, work time.Duration, wg *sync.WaitGroup) {
+	for i := 0; i < 2*q.Shards(); i++ {
+		shard := i % q.Shards()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				sess, err := c.Session(ctx)
+				if err != nil {
+					return
+				}
+				cl, err := q.Take(ctx, sess, shard, nil)
+				if err != nil {
+					if ctx.Err() != nil || errors.Is(err, coord.ErrClosed) {
+						return
+					}
+					if !errors.Is(err, coord.ErrSessionExpired) && !coord.IsConnectionLoss(err) {
+						t.Errorf("Take shard %d: %v", shard, err)
+						return
+					}
+					continue
+				}
+				k := string(cl.Data())
+				l.process(k)
+				if work > 0 {
+					time.Sleep(work)
+				}
+				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				err = cl.Complete(cctx)
+				cancel()
+				switch {
+				case err == nil:
+					l.complete(k)
+				case errors.Is(err, coord.ErrClaimLost), coord.IsConnectionLoss(err), errors.Is(err, coord.ErrClosed):
+					// At-least-once: the item stays queued for the next taker.
+				default:
+					t.Errorf("Complete %s: %v", cl.Name(), err)
+				}
+			}
+		}()
+	}
+}
+
+// produce puts keys [from, to) in batches of 100 (round-robin shards),
+// retrying a batch until it settles. It returns how many Puts reported a new
+// item.
+func produce(ctx context.Context, q *coord.Queue, prefix string, from, to int) (int, error) {
+	queued := 0
+	for lo := from; lo < to; lo += 100 {
+		hi := min(lo+100, to)
+		var items []coord.PutItem
+		for i := lo; i < hi; i++ {
+			k := key(prefix, i)
+			items = append(items, coord.PutItem{Shard: i % q.Shards(), Key: k, Data: []byte(k)})
+		}
+		for {
+			ok, err := q.PutBatch(ctx, items)
+			for _, b := range ok {
+				if b {
+					queued++
+				}
+			}
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return queued, err
+			}
+			if os.Getenv("COORD_TEST_LOG") != "" {
+				fmt.Fprintf(os.Stderr, "produce: batch %d: %v\n", lo, err)
+			}
+			// Settle the batch again: exactly-once through the seen-set.
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return queued, nil
+}
+
+// queueLeft returns the items and claims left in every shard.
+func queueLeft(t testing.TB, c *coord.Client, root string, shards int) (items, claims int) {
+	t.Helper()
+	for s := 0; s < shards; s++ {
+		a, _, err := c.Conn().Children(fmt.Sprintf("%s/queue/%s", root, coord.ShardName(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := c.Conn().Children(fmt.Sprintf("%s/claims/%s", root, coord.ShardName(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		items += len(a)
+		claims += len(b)
+	}
+	return items, claims
+}
+
+func newQueue(t testing.TB, c *coord.Client, root string, shards int) *coord.Queue {
+	t.Helper()
+	q := coord.NewQueue(c, root, shards, coord.WithOwner("test"))
+	if err := q.Init(ctxT(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// 4 producers and 4 consumers over 10,000 items: every item consumed
+// exactly once when nobody dies.
+func TestQueueExactlyOnce(t *testing.T) {
+	t.Parallel()
+	const producers, consumers, items, shards = 4, 4, 10000, 4
+	root := testRoot(t)
+	admin := connect(t, zkAddr(t))
+	newQueue(t, admin, root, shards)
+	ctx := ctxT(t, 150*time.Second)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	l := newLedger()
+	var cwg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < consumers; i++ {
+		c := connect(t, zkAddr(t))
+		consume(cctx, t, coord.NewQueue(c, root, shards), c, l, 0, &cwg)
+	}
+	var pwg sync.WaitGroup
+	var queued atomic.Int64
+	for i := 0; i < producers; i++ {
+		c := connect(t, zkAddr(t))
+		q := coord.NewQueue(c, root, shards)
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			per := items / producers
+			n, err := produce(ctx, q, "eo", i*per, (i+1)*per)
+			if err != nil {
+				t.Errorf("producer %d: %v", i, err)
+			}
+			queued.Add(int64(n))
+		}()
+	}
+	// Duplicates are refused.
+	dup := coord.NewQueue(admin, root, shards)
+	pwg.Wait()
+	if ok, err := dup.Put(ctx, 0, key("eo", 7), nil); ok || err != nil {
+		t.Fatalf("duplicate Put = %v, %v", ok, err)
+	}
+	produced := time.Since(start)
+	eventually(t, 120*time.Second, "all items completed", func() bool {
+		_, done, _ := l.counts()
+		return done == items || t.Failed()
+	})
+	stop()
+	cwg.Wait()
+	t.Logf("%d items: produced in %v, consumed in %v", items, produced.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if queued.Load() != items {
+		t.Errorf("Put reported %d new items, want %d", queued.Load(), items)
+	}
+	l.mu.Lock()
+	for k, n := range l.processed {
+		if n != 1 {
+			t.Errorf("key %s processed %d times", k, n)
+		}
+	}
+	for k, n := range l.completed {
+		if n != 1 {
+			t.Errorf("key %s completed %d times", k, n)
+		}
+	}
+	if len(l.processed) != items {
+		t.Errorf("%d keys processed, want %d", len(l.processed), items)
+	}
+	l.mu.Unlock()
+	if left, claims := queueLeft(t, admin, root, shards); left != 0 || claims != 0 {
+		t.Errorf("left: %d items, %d claims", left, claims)
+	}
+}
+
+// Consumers' sessions expire at random (through proxies): every item is
+// consumed at least once and none is lost.
+func TestQueueAtLeastOnceWithExpiry(t *testing.T) {
+	t.Parallel()
+	const consumers, items, shards = 4, 2000, 4
+	root := testRoot(t)
+	admin := connect(t, zkAddr(t))
+	q := newQueue(t, admin, root, shards)
+	ctx := ctxT(t, 150*time.Second)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	l := newLedger()
+	var cwg sync.WaitGroup
+	var proxies []*testenv.Proxy
+	for i := 0; i < consumers; i++ {
+		p, c := proxied(t, zkAddr(t))
+		proxies = append(proxies, p)
+		consume(cctx, t, coord.NewQueue(c, root, shards), c, l, 3*time.Millisecond, &cwg)
+	}
+	// Expire every consumer's session once, at a random moment of the run,
+	// while items are produced at a steady 250/s over 8 s.
+	var ewg sync.WaitGroup
+	var expiries atomic.Int64
+	for _, p := range proxies {
+		ewg.Add(1)
+		go func() {
+			defer ewg.Done()
+			if !sleepCtx(cctx, time.Duration(500+rand.IntN(5000))*time.Millisecond) {
+				return
+			}
+			if testenv.ExpireSession(cctx, p, testSessionTimeout) == nil {
+				expiries.Add(1)
+			}
+		}()
+	}
+	for lo := 0; lo < items; lo += 50 {
+		if _, err := produce(ctx, q, "alo", lo, lo+50); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ewg.Wait() // every expiry is over before the queue is checked
+	eventually(t, 120*time.Second, "every item processed and the queue empty", func() bool {
+		n, _, _ := l.counts()
+		if n < items {
+			return t.Failed()
+		}
+		left, claims := queueLeft(t, admin, root, shards)
+		return left == 0 && claims == 0
+	})
+	stop()
+	cwg.Wait()
+	processed, completedKeys, completions := l.counts()
+	redelivered := 0
+	l.mu.Lock()
+	for _, n := range l.processed {
+		redelivered += n - 1
+	}
+	l.mu.Unlock()
+	t.Logf("%d expiries; %d keys processed (%d redeliveries), %d completed by a successful Complete (%d completions)",
+		expiries.Load(), processed, redelivered, completedKeys, completions)
+	if processed != items {
+		t.Fatalf("%d keys processed, want %d", processed, items)
+	}
+	if completions > items {
+		t.Fatalf("%d successful completions for %d items", completions, items)
+	}
+	if expiries.Load() != consumers {
+		t.Fatalf("%d of %d sessions expired", expiries.Load(), consumers)
+	}
+}
+
+// Connection loss injected while Puts are in flight (CutAll) never enqueues
+// an item twice: items left in the queue plus items consumed equals the
+// number of distinct keys.
+func TestQueuePutConnectionLoss(t *testing.T) {
+	t.Parallel()
+	const producers, keys, shards = 4, 3000, 4
+	root := testRoot(t)
+	admin := connect(t, zkAddr(t))
+	newQueue(t, admin, root, shards)
+	ctx := ctxT(t, 120*time.Second)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	l := newLedger()
+	var cwg sync.WaitGroup
+	cc := connect(t, zkAddr(t))
+	consume(cctx, t, coord.NewQueue(cc, root, shards), cc, l, 0, &cwg)
+
+	var pwg sync.WaitGroup
+	var proxies []*testenv.Proxy
+	var queued atomic.Int64
+	for i := 0; i < producers; i++ {
+		p := testenv.ProxyFor(t, zkAddr(t))
+		proxies = append(proxies, p)
+		c := connect(t, p.Addr())
+		q := coord.NewQueue(c, root, shards)
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			// Every producer puts every key: 4 contenders per key, plus
+			// retries after connection loss.
+			n, err := produce(ctx, q, "cl", 0, keys)
+			if err != nil {
+				t.Errorf("producer %d: %v", i, err)
+			}
+			queued.Add(int64(n))
+		}()
+	}
+	done := make(chan struct{})
+	var cuts atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Duration(20+rand.IntN(60)) * time.Millisecond):
+				proxies[rand.IntN(len(proxies))].CutAll()
+				cuts.Add(1)
+			}
+		}
+	}()
+	pwg.Wait()
+	close(done)
+	// Let the consumer drain a while, then stop it and count once no claim
+	// is left (a Take cancelled mid-claim releases in the background).
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	cwg.Wait()
+	eventually(t, 10*time.Second, "no claims", func() bool { _, n := queueLeft(t, admin, root, shards); return n == 0 })
+	left, claims := queueLeft(t, admin, root, shards)
+	_, completedKeys, completions := l.counts()
+	processed, _, _ := l.counts()
+	t.Logf("%d cuts; Put reported %d new; %d left + %d consumed (%d processed, %d claims left)",
+		cuts.Load(), queued.Load(), left, completions, processed, claims)
+	if completions != completedKeys {
+		t.Errorf("some key completed twice: %d completions of %d keys", completions, completedKeys)
+	}
+	if left+completions != keys {
+		t.Errorf("queue %d + consumed %d = %d, want %d distinct keys", left, completions, left+completions, keys)
+	}
+	if queued.Load() > keys {
+		t.Errorf("Put reported %d new items for %d keys", queued.Load(), keys)
+	}
+}
+
+// Claim, Retry, Fail, Requeue, Release and Stats on one item; fencing after
+// expiry.
+func TestClaimLifecycle(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	ctx := ctxT(t, 60*time.Second)
+	p, c := proxied(t, zkAddr(t))
+	q := newQueue(t, c, root, 2)
+	other := connect(t, zkAddr(t))
+	oq := coord.NewQueue(other, root, 2, coord.WithOwner("other"))
+	sess, _ := c.Session(ctx)
+	osess, _ := other.Session(ctx)
+
+	if ok, err := q.Put(ctx, 1, "abcd", []byte("v1")); !ok || err != nil {
+		t.Fatalf("Put = %v, %v", ok, err)
+	}
+	names, ev, err := q.Items(ctx, 1)
+	if err != nil || len(names) != 1 {
+		t.Fatalf("Items = %v, %v", names, err)
+	}
+	name := names[0]
+	cl, err := q.Claim(ctx, sess, 1, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cl.Data()) != "v1" || cl.Shard() != 1 || cl.Name() != name {
+		t.Fatalf("claim = %q %d %s", cl.Data(), cl.Shard(), cl.Name())
+	}
+	if _, err := oq.Claim(ctx, osess, 1, name); !errors.Is(err, coord.ErrClaimed) {
+		t.Fatalf("second claim: %v, want ErrClaimed", err)
+	}
+	if _, err := q.Claim(ctx, sess, 1, name); !errors.Is(err, coord.ErrClaimed) {
+		t.Fatalf("same-process second claim: %v, want ErrClaimed", err)
+	}
+	st, err := q.Stats(ctx)
+	if err != nil || st.Queued != 1 || st.Claimed != 1 || st.Shards[1].Claims[0].Owner != "test" ||
+		st.Shards[1].Claims[0].Session != sess.ID() {
+		t.Fatalf("Stats = %+v, %v", st, err)
+	}
+	if err := cl.Retry(ctx, []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Complete(ctx); !errors.Is(err, coord.ErrClaimFinished) {
+		t.Fatalf("Complete after Retry: %v", err)
+	}
+	cl2, err := oq.Take(ctx, osess, 1, func(n string, d []byte) bool { return string(d) == "v2" })
+	if err != nil || cl2.Name() != name {
+		t.Fatalf("Take after Retry = %v, %v", cl2, err)
+	}
+	if err := cl2.Fail(ctx, []byte("dead")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ev:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Items watch did not fire")
+	}
+	failed, err := q.Failed(ctx)
+	if err != nil || len(failed) != 1 || failed[0] != "s001-"+name {
+		t.Fatalf("Failed = %v, %v", failed, err)
+	}
+	if d, err := q.FailedData(ctx, failed[0]); err != nil || string(d) != "dead" {
+		t.Fatalf("FailedData = %q, %v", d, err)
+	}
+	newName, err := q.Requeue(ctx, failed[0], []byte("v3"))
+	if err != nil || newName == "" {
+		t.Fatalf("Requeue = %q, %v", newName, err)
+	}
+	if _, err := q.Requeue(ctx, failed[0], nil); !errors.Is(err, coord.ErrNotFound) {
+		t.Fatalf("second Requeue: %v", err)
+	}
+	cl3, err := q.Claim(ctx, sess, 1, newName)
+	if err != nil || string(cl3.Data()) != "v3" {
+		t.Fatalf("Claim requeued = %v, %v", cl3, err)
+	}
+	if err := cl3.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl4, err := q.Claim(ctx, sess, 1, newName)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Fencing: the claiming session expires; Complete changes nothing.
+	if err := testenv.ExpireSession(ctx, p, testSessionTimeout); err != nil {
+		t.Fatal(err)
+	}
+	<-sess.Done()
+	if err := cl4.Complete(ctx); !errors.Is(err, coord.ErrClaimLost) {
+		t.Fatalf("Complete after expiry: %v, want ErrClaimLost", err)
+	}
+	if _, err := q.Get(ctx, 1, newName); err != nil {
+		t.Fatalf("item lost after fenced Complete: %v", err)
+	}
+	sess2, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl5, err := q.Claim(ctx, sess2, 1, newName)
+	if err != nil {
+		t.Fatalf("reclaim with new session: %v", err)
+	}
+	if err := cl5.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Claim(ctx, sess2, 1, newName); !errors.Is(err, coord.ErrGone) {
+		t.Fatalf("claim of completed item: %v, want ErrGone", err)
+	}
+	st, err = q.Stats(ctx)
+	if err != nil || st.Queued != 0 || st.Claimed != 0 || st.Failed != 0 {
+		t.Fatalf("final Stats = %+v, %v", st, err)
+	}
+	if _, err := q.Put(ctx, 0, "XYZ", nil); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Fatalf("bad key: %v", err)
+	}
+	if _, err := q.Put(ctx, 2, "abcd", nil); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Fatalf("bad shard: %v", err)
+	}
+}
+
+// A claim issued while partitioned is sent by go-zookeeper only after the
+// partition heals, by which time the session has expired and the client
+// runs a NEW session. The session fence makes it fail instead of creating
+// a claim owned by the new session.
+func TestClaimQueuedAcrossExpiryIsFenced(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	ctx := ctxT(t, 60*time.Second)
+	p, c := proxied(t, zkAddr(t))
+	q := newQueue(t, c, root, 1)
+	sess, _ := c.Session(ctx)
+	if _, err := q.Put(ctx, 0, "aa01", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	names, _, _ := q.Items(ctx, 0)
+	cl, err := q.Claim(ctx, sess, 0, names[0]) // establishes the session fence
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole()
+	res := make(chan error, 1)
+	go func() {
+		_, err := q.Claim(ctx, sess, 0, names[0])
+		res <- err
+	}()
+	time.Sleep(2*testSessionTimeout + 500*time.Millisecond)
+	p.Heal()
+	select {
+	case err := <-res:
+		if !errors.Is(err, coord.ErrSessionExpired) {
+			t.Fatalf("claim across expiry: %v, want ErrSessionExpired", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("claim did not return")
+	}
+	admin := connect(t, zkAddr(t))
+	time.Sleep(200 * time.Millisecond)
+	if kids, _, err := admin.Conn().Children(root + "/claims/s000"); err != nil || len(kids) != 0 {
+		t.Fatalf("claims after fenced claim: %v, %v", kids, err)
+	}
+	st, _ := c.Session(ctx)
+	cl2, err := q.Claim(ctx, st, 0, names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl2.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Take blocks on an empty shard until a Put wakes it through the child
+// watch, and skips items it rejects until the recheck interval.
+func TestTakeWaitsForPut(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	ctx := ctxT(t, 30*time.Second)
+	c := connect(t, zkAddr(t))
+	q := coord.NewQueue(c, root, 1, coord.WithRecheck(200*time.Millisecond))
+	if err := q.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := c.Session(ctx)
+	got := make(chan *coord.Claim, 1)
+	go func() {
+		cl, err := q.Take(ctx, sess, 0, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- cl
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := q.Put(ctx, 0, "beef", []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cl := <-got:
+		if string(cl.Data()) != "late" {
+			t.Fatalf("took %q", cl.Data())
+		}
+		if err := cl.Complete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Take not woken by Put")
+	}
+	// FIFO, with a rejected head item taken after the recheck.
+	for i, k := range []string{"c001", "c002", "c003"} {
+		if _, err := q.Put(ctx, 0, k, []byte(k)); err != nil {
+			t.Fatal(err, i)
+		}
+	}
+	var order []string
+	var rejectOnce atomic.Bool
+	for len(order) < 3 {
+		cl, err := q.Take(ctx, sess, 0, func(_ string, d []byte) bool {
+			return string(d) != "c001" || rejectOnce.Swap(true)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, string(cl.Data()))
+		if err := cl.Complete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(order) != "[c002 c003 c001]" {
+		t.Fatalf("order = %v", order)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := q.Take(tctx, sess, 0, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Take on empty shard: %v", err)
+	}
+}

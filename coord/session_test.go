@@ -1,0 +1,123 @@
+package coord_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// A brief connection loss keeps the session; a partition longer than the
+// session timeout expires it, which Session.Done, Session.Err, State and
+// Subscribe report, and the client goes on with a new session.
+func TestSessionLossAndExpiry(t *testing.T) {
+	t.Parallel()
+	p, c := proxied(t, zkAddr(t))
+	ctx := ctxT(t, 60*time.Second)
+
+	states := c.Subscribe(ctx)
+	if first := <-states; first.State != coord.StateConnected {
+		t.Fatalf("first state = %v, want Connected", first.State)
+	}
+	s1, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p.CutAll()
+	eventually(t, 10*time.Second, "reconnect after CutAll", func() bool { return c.State() == coord.StateConnected && p.Conns() > 0 })
+	if s2, err := c.Session(ctx); err != nil || s2 != s1 {
+		t.Fatalf("after connection loss: session %v (err %v), want the same %v", s2, err, s1)
+	}
+	select {
+	case <-s1.Done():
+		t.Fatal("session ended on mere connection loss")
+	default:
+	}
+
+	if err := testenv.ExpireSession(ctx, p, testSessionTimeout); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s1.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after expiry")
+	}
+	if !errors.Is(s1.Err(), coord.ErrSessionExpired) {
+		t.Fatalf("Err() = %v, want ErrSessionExpired", s1.Err())
+	}
+	s3, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s3.ID() == s1.ID() {
+		t.Fatalf("new session has the old id %s", s3)
+	}
+	// The state stream showed Disconnected, Expired and Connected again.
+	want := map[coord.State]bool{coord.StateDisconnected: false, coord.StateExpired: false}
+	deadline := time.After(5 * time.Second)
+	for !want[coord.StateDisconnected] || !want[coord.StateExpired] {
+		select {
+		case ch := <-states:
+			if _, ok := want[ch.State]; ok {
+				want[ch.State] = true
+			}
+		case <-deadline:
+			t.Fatalf("state changes seen: %v", want)
+		}
+	}
+	c.Close()
+	select {
+	case <-s3.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after Close")
+	}
+	if !errors.Is(s3.Err(), coord.ErrClosed) {
+		t.Fatalf("Err() after Close = %v", s3.Err())
+	}
+	if _, err := c.Session(ctx); !errors.Is(err, coord.ErrClosed) {
+		t.Fatalf("Session after Close: %v", err)
+	}
+}
+
+// go-zookeeper's calls take no context; coord's return promptly when the
+// context ends even while the server is unreachable.
+func TestContextCancelIsPrompt(t *testing.T) {
+	t.Parallel()
+	p, c := proxied(t, zkAddr(t))
+	cfg := coord.NewConfigStore(c, testRoot(t)+"/config")
+	p.Blackhole()
+	defer p.Heal()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err := cfg.Read(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Read during partition: %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Read returned after %v", d)
+	}
+}
+
+func TestConnectChroot(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	c := connect(t, zkAddr(t)+root)
+	cfg := coord.NewConfigStore(c, "/config")
+	ctx := ctxT(t, 20*time.Second)
+	if _, err := cfg.Write(ctx, []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	raw := connect(t, zkAddr(t))
+	data, _, err := raw.Conn().Get(root + "/config")
+	if err != nil || string(data) != "x" {
+		t.Fatalf("chrooted write not at %s/config: %q, %v", root, data, err)
+	}
+	if _, err := coord.Connect(ctx, "nohostport"); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Fatalf("bad connect string: %v", err)
+	}
+}

@@ -1,0 +1,168 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+func TestParseServers(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		hosts  []string
+		chroot string
+		bad    bool
+	}{
+		{in: "127.0.0.1:2181", hosts: []string{"127.0.0.1:2181"}},
+		{in: "a:1,b:2/crawl/x", hosts: []string{"a:1", "b:2"}, chroot: "/crawl/x"},
+		{in: "a:1/", hosts: []string{"a:1"}},
+		{in: "", bad: true},
+		{in: "a", bad: true},
+		{in: "a:1/x/", bad: true},
+		{in: "a:1//x", bad: true},
+	} {
+		hosts, chroot, err := parseServers(tc.in)
+		if tc.bad {
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Errorf("parseServers(%q) err = %v, want ErrInvalidArgument", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(hosts, ",") != strings.Join(tc.hosts, ",") || chroot != tc.chroot {
+			t.Errorf("parseServers(%q) = %v, %q, %v; want %v, %q", tc.in, hosts, chroot, err, tc.hosts, tc.chroot)
+		}
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	for _, k := range []string{"ab", "00ff", strings.Repeat("a", 128)} {
+		if err := ValidateKey(k); err != nil {
+			t.Errorf("ValidateKey(%q) = %v", k, err)
+		}
+	}
+	for _, k := range []string{"", "a", "AB", "0g", "ab/c", strings.Repeat("a", 129)} {
+		if err := ValidateKey(k); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("ValidateKey(%q) = %v, want ErrInvalidArgument", k, err)
+		}
+	}
+}
+
+func TestShardNameAndSort(t *testing.T) {
+	if got := ShardName(7); got != "s007" {
+		t.Errorf("ShardName(7) = %q", got)
+	}
+	if got := ShardName(1234); got != "s1234" {
+		t.Errorf("ShardName(1234) = %q", got)
+	}
+	names := []string{"u-0000000010", "u-0000000002", "u-0000000100", "u-0000000001"}
+	sortFIFO(names)
+	if strings.Join(names, ",") != "u-0000000001,u-0000000002,u-0000000010,u-0000000100" {
+		t.Errorf("sortFIFO = %v", names)
+	}
+	lk := sortedLockNodes([]string{"g2-lock-0000000005", "other", "g1-lock-0000000003", "g3-lock-0000000004"})
+	if len(lk) != 3 || lk[0].name != "g1-lock-0000000003" || lk[2].name != "g2-lock-0000000005" {
+		t.Errorf("sortedLockNodes = %v", lk)
+	}
+}
+
+func TestRetryPolicy(t *testing.T) {
+	p := RetryPolicy{Attempts: 4, Initial: 10 * time.Millisecond, Max: 40 * time.Millisecond}
+	for n := 1; n <= 6; n++ {
+		d := p.Backoff(n)
+		full := min(10*time.Millisecond<<(n-1), 40*time.Millisecond)
+		if d < full/2 || d > full {
+			t.Errorf("Backoff(%d) = %v, want in [%v, %v]", n, d, full/2, full)
+		}
+	}
+	ctx := context.Background()
+
+	calls := 0
+	err := Retry(ctx, p, func(context.Context) error { calls++; return zk.ErrConnectionClosed })
+	if !errors.Is(err, zk.ErrConnectionClosed) || calls != 4 {
+		t.Errorf("connection loss: err=%v calls=%d, want wrapped ErrConnectionClosed after 4 calls", err, calls)
+	}
+
+	calls = 0
+	err = Retry(ctx, p, func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return zk.ErrNoServer
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("recovering: err=%v calls=%d", err, calls)
+	}
+
+	calls = 0
+	err = Retry(ctx, p, func(context.Context) error { calls++; return zk.ErrSessionExpired })
+	if !errors.Is(err, ErrSessionExpired) || calls != 1 {
+		t.Errorf("expiry: err=%v calls=%d, want ErrSessionExpired after 1 call", err, calls)
+	}
+
+	calls = 0
+	err = Retry(ctx, p, func(context.Context) error { calls++; return zk.ErrNodeExists })
+	if !errors.Is(err, zk.ErrNodeExists) || calls != 1 {
+		t.Errorf("non-retryable: err=%v calls=%d", err, calls)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	calls = 0
+	err = Retry(cctx, RetryPolicy{Attempts: 100, Initial: time.Second}, func(context.Context) error {
+		calls++
+		cancel()
+		return zk.ErrConnectionClosed
+	})
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Errorf("cancelled: err=%v calls=%d", err, calls)
+	}
+
+	start := time.Now()
+	err = Retry(ctx, RetryPolicy{Attempts: 1000, Initial: 5 * time.Millisecond, Max: 5 * time.Millisecond, Total: 50 * time.Millisecond},
+		func(context.Context) error { return zk.ErrConnectionClosed })
+	if err == nil || time.Since(start) > time.Second {
+		t.Errorf("total bound: err=%v after %v", err, time.Since(start))
+	}
+}
+
+func TestOwnedShardsPartition(t *testing.T) {
+	const shards = 64
+	for n := 1; n <= 7; n++ {
+		var members []string
+		for i := 0; i < n; i++ {
+			members = append(members, fmt.Sprintf("worker-%d", i))
+		}
+		seen := make(map[int]string)
+		for _, m := range members {
+			for _, s := range OwnedShards(m, shards, members) {
+				if prev, dup := seen[s]; dup {
+					t.Fatalf("n=%d: shard %d owned by %s and %s", n, s, prev, m)
+				}
+				seen[s] = m
+			}
+		}
+		if len(seen) != shards {
+			t.Fatalf("n=%d: %d of %d shards owned", n, len(seen), shards)
+		}
+		if n > 1 {
+			// Rendezvous hashing: removing the last member moves only its shards.
+			fewer := members[:n-1]
+			for s, m := range seen {
+				if m != members[n-1] && Owner(s, fewer) != m {
+					t.Fatalf("n=%d: shard %d moved from %s though its owner stayed", n, s, m)
+				}
+			}
+		}
+	}
+	if got := OwnedShards("x", 8, nil); len(got) != 0 {
+		t.Errorf("OwnedShards with no members = %v", got)
+	}
+	if Owner(3, nil) != "" {
+		t.Errorf("Owner with no members not empty")
+	}
+}

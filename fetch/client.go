@@ -1,0 +1,398 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults applied by New and SetOptions to zero fields of Options.
+const (
+	// DefaultUserAgent is sent when Options.UserAgent is empty. Its product
+	// token "zkcrawl" is what robots.txt groups match (RFC 9309 section 2.2.1).
+	DefaultUserAgent = "zkcrawl/0.1 (+https://github.com/zkcrawl/zkcrawl)"
+	// DefaultTimeout bounds one whole fetch: dial, TLS, request, headers and
+	// body.
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxBodyBytes caps the bytes of body read per response, as
+	// transferred (compressed if the server used Content-Encoding): 10 MiB.
+	DefaultMaxBodyBytes int64 = 10 << 20
+)
+
+// acceptHeader is the Accept request header, the one Heritrix 3 sends by
+// default: HTML preferred, anything accepted.
+const acceptHeader = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+// Options configures a Fetcher. Zero fields take the defaults above; they
+// can be replaced at any time with Fetcher.SetOptions.
+type Options struct {
+	// UserAgent is the User-Agent request header. Default DefaultUserAgent.
+	UserAgent string
+	// Timeout bounds one fetch from dial to the last body byte; past it the
+	// fetch fails with CodeTimeout. Zero or negative: DefaultTimeout.
+	Timeout time.Duration
+	// MaxBodyBytes caps the body bytes read per response, counted as
+	// transferred (before gzip decoding). Past it reading stops and
+	// Result.Truncated is set. Zero or negative: DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// AllowPrivateNetworks disables the SSRF guard (see BlockedAddr). Only for
+	// tests and crawls of one's own intranet.
+	AllowPrivateNetworks bool
+	// Logger receives debug lines per fetch. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns o with zero fields replaced by the defaults.
+func (o Options) withDefaults() Options {
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Fetcher performs single HTTP GETs for the crawler. It is safe for
+// concurrent use; all fetches share one connection pool (HTTP/1.1
+// keep-alive). Create it with New.
+type Fetcher struct {
+	opts      atomic.Pointer[Options]
+	transport *http.Transport
+}
+
+// New returns a Fetcher with opts (zero fields defaulted).
+//
+// The transport speaks HTTP/1.1 only (HTTP/2 is disabled) so that
+// Result.RawRequest and Result.RawResponseHeader are the HTTP/1.1 messages a
+// WARC 1.1 request/response record holds; it ignores proxy environment
+// variables (no traffic may leave through a proxy, and the SSRF guard must
+// see the real peer); it never decompresses on its own (the body is kept as
+// transferred); and it keeps up to 64 idle connections per host, 1024 in all.
+func New(opts Options) *Fetcher {
+	f := &Fetcher{}
+	o := opts.withDefaults()
+	f.opts.Store(&o)
+	dialer := &net.Dialer{
+		Timeout:   30 * time.Second, // the fetch context usually ends it sooner
+		KeepAlive: 30 * time.Second,
+		Control:   ssrfControl(func() bool { return f.opts.Load().AllowPrivateNetworks }),
+	}
+	f.transport = &http.Transport{
+		Proxy:                  nil,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      false,
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
+		TLSHandshakeTimeout:    10 * time.Second,
+		DisableCompression:     true,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    64,
+		IdleConnTimeout:        60 * time.Second,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	return f
+}
+
+// Options returns the options in effect, with defaults filled in.
+func (f *Fetcher) Options() Options { return *f.opts.Load() }
+
+// SetOptions replaces the options live; fetches already running keep the
+// options they started with. Zero fields take the defaults. Turning
+// AllowPrivateNetworks off also closes idle pooled connections, and every
+// fetch re-checks the address of the connection it is handed, so no pooled
+// connection to a private address is reused afterwards.
+func (f *Fetcher) SetOptions(opts Options) {
+	o := opts.withDefaults()
+	old := f.opts.Swap(&o)
+	if old.AllowPrivateNetworks && !o.AllowPrivateNetworks {
+		f.transport.CloseIdleConnections()
+	}
+}
+
+// Close closes idle pooled connections. The Fetcher stays usable.
+func (f *Fetcher) Close() { f.transport.CloseIdleConnections() }
+
+// Fetch GETs rawURL once and returns the response with its body, capped at
+// Options.MaxBodyBytes. It never follows redirects: a 3xx comes back as a
+// Result whose Redirect holds the Location resolved against rawURL (RFC 9110
+// section 10.2.2). Any HTTP status, including 4xx and 5xx, is a Result with
+// a nil error.
+//
+// It sends "Accept-Encoding: gzip" and keeps the body as transferred; use
+// Result.DecodedBody to get the decoded bytes.
+//
+// Errors are *FetchError with a negative crawl-log code (see codes.go):
+// CodeUnfetchableURI for a bad URL or a scheme other than http/https,
+// CodeDNSFailed, CodeConnectFailed, CodeConnectLost, CodeTimeout,
+// CodeBlockedByUser (SSRF guard), CodeCanceled when ctx is cancelled.
+// The Result is nil whenever the error is non-nil.
+func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
+	return f.fetch(ctx, rawURL, 0)
+}
+
+// fetch is Fetch with an optional body cap overriding Options.MaxBodyBytes
+// (maxBody > 0), used for robots.txt's 500 KiB limit.
+func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Result, error) {
+	o := f.opts.Load()
+	if maxBody <= 0 {
+		maxBody = o.MaxBodyBytes
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+
+	wc := &wireCapture{allowPrivate: o.AllowPrivateNetworks}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, wc.trace()), http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL,
+			Err: fmt.Errorf("%w: %q", ErrUnsupportedScheme, req.URL.Scheme)}
+	}
+	if req.URL.Host == "" {
+		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: errors.New("invalid URL: no host")}
+	}
+	req.Header.Set("User-Agent", o.UserAgent)
+	req.Header.Set("Accept", acceptHeader)
+	// Set explicitly, so the transport neither adds its own nor decodes the
+	// body: the stored body is the one transferred.
+	req.Header.Set("Accept-Encoding", "gzip")
+	wc.requestLine = "GET " + req.URL.RequestURI() + " HTTP/1.1\r\n"
+
+	started := time.Now()
+	resp, err := f.transport.RoundTrip(req)
+	if err != nil {
+		code := classify(ctx, reqCtx, err, phaseRoundTrip)
+		if wc.wasBlocked() {
+			code, err = CodeBlockedByUser, fmt.Errorf("%w: pooled connection to %s: %v", ErrBlockedAddress, wc.remoteIP(), err)
+		}
+		o.Logger.Debug("fetch failed", "url", rawURL, "code", code, "err", err)
+		return nil, &FetchError{Code: code, URL: rawURL, Err: err}
+	}
+	defer resp.Body.Close()
+
+	body, truncated, err := readBody(resp.Body, maxBody, resp.ContentLength)
+	if err != nil {
+		code := classify(ctx, reqCtx, err, phaseBody)
+		o.Logger.Debug("fetch failed reading body", "url", rawURL, "code", code, "bytes", len(body), "err", err)
+		return nil, &FetchError{Code: code, URL: rawURL, Err: fmt.Errorf("reading body after %d bytes: %w", len(body), err)}
+	}
+
+	res := &Result{
+		URL:               rawURL,
+		Status:            resp.StatusCode,
+		Header:            resp.Header,
+		RawRequest:        wc.request(req),
+		RawResponseHeader: rawResponseHeader(resp),
+		Body:              body,
+		ContentType:       resp.Header.Get("Content-Type"),
+		RemoteIP:          wc.remoteIP(),
+		Started:           started,
+		Duration:          time.Since(started),
+		Truncated:         truncated,
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		if loc, err := resp.Location(); err == nil {
+			res.Redirect = loc.String()
+		}
+	}
+	res.MIME = mediaType(res.ContentType)
+	if res.MIME == "" && len(body) > 0 {
+		// No Content-Type: sniff per the WHATWG MIME Sniffing Standard, as
+		// browsers do, from the first 512 decoded bytes.
+		head, _ := res.DecodedBody(512)
+		if len(head) > 0 {
+			res.MIME = mediaType(http.DetectContentType(head))
+		}
+	}
+	o.Logger.Debug("fetched", "url", rawURL, "status", res.Status, "bytes", len(body),
+		"truncated", truncated, "ip", res.RemoteIP, "duration", res.Duration)
+	return res, nil
+}
+
+// ErrUnsupportedScheme is the cause of CodeUnfetchableURI when the URL's
+// scheme is not http or https.
+var ErrUnsupportedScheme = errors.New("unsupported URL scheme (only http and https)")
+
+// readBody reads at most limit bytes of body. If the body is longer it stops
+// after limit bytes and reports truncated. contentLength (-1 if unknown)
+// sizes the buffer.
+func readBody(body io.Reader, limit int64, contentLength int64) (data []byte, truncated bool, err error) {
+	var buf bytes.Buffer
+	if contentLength > 0 && contentLength <= limit {
+		buf.Grow(int(contentLength))
+	}
+	_, err = buf.ReadFrom(io.LimitReader(body, limit+1))
+	data = buf.Bytes()
+	if int64(len(data)) > limit {
+		return data[:limit], true, nil
+	}
+	return data, false, err
+}
+
+// mediaType returns the lower-case type/subtype of a Content-Type value, or
+// "" if there is none.
+func mediaType(contentType string) string {
+	if strings.TrimSpace(contentType) == "" {
+		return ""
+	}
+	if mt, _, err := mime.ParseMediaType(contentType); mt != "" && (err == nil || errors.Is(err, mime.ErrInvalidMediaParameter)) {
+		return mt
+	}
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// rawResponseHeader rebuilds the status line and header block of resp in
+// HTTP/1.1 wire form. Go's client parses the header into a map, so field
+// order is lost (fields are written sorted by name, in canonical case) and
+// it removes Transfer-Encoding after undoing chunked framing; the stored
+// body is the de-chunked one, so leaving Transfer-Encoding out keeps the
+// record self-consistent (a WARC reader must not try to de-chunk it).
+func rawResponseHeader(resp *http.Response) []byte {
+	var b bytes.Buffer
+	proto := resp.Proto
+	if proto == "" {
+		proto = "HTTP/1.1"
+	}
+	b.WriteString(proto)
+	b.WriteByte(' ')
+	b.WriteString(resp.Status) // "200 OK"
+	b.WriteString("\r\n")
+	h := resp.Header
+	if h.Get("Transfer-Encoding") != "" {
+		h = h.Clone()
+		h.Del("Transfer-Encoding")
+	}
+	_ = h.Write(&b)
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// wireCapture records, through net/http/httptrace, the request header block
+// as the transport wrote it and the peer of the connection used. The
+// transport may retry a request on a fresh connection after a stale pooled
+// one failed, so GotConn starts a new capture each time.
+type wireCapture struct {
+	allowPrivate bool
+	requestLine  string
+
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	done    bool // WroteHeaders seen for the current connection
+	remote  netip.Addr
+	blocked bool
+}
+
+// trace returns the httptrace hooks that feed wc.
+func (wc *wireCapture) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			ip := remoteIPOf(info.Conn)
+			wc.mu.Lock()
+			wc.buf.Reset()
+			wc.buf.WriteString(wc.requestLine)
+			wc.done = false
+			wc.remote = ip
+			wc.mu.Unlock()
+			if !wc.allowPrivate {
+				// A pooled connection may have been dialled while private
+				// networks were allowed (before SetOptions turned that off).
+				// Close it before the request is written.
+				if blocked, _ := BlockedAddr(ip); blocked {
+					wc.mu.Lock()
+					wc.blocked = true
+					wc.mu.Unlock()
+					info.Conn.Close()
+				}
+			}
+		},
+		WroteHeaderField: func(key string, values []string) {
+			wc.mu.Lock()
+			for _, v := range values {
+				wc.buf.WriteString(key)
+				wc.buf.WriteString(": ")
+				wc.buf.WriteString(v)
+				wc.buf.WriteString("\r\n")
+			}
+			wc.mu.Unlock()
+		},
+		WroteHeaders: func() {
+			wc.mu.Lock()
+			wc.buf.WriteString("\r\n")
+			wc.done = true
+			wc.mu.Unlock()
+		},
+	}
+}
+
+// request returns the captured request header block. If the capture is
+// incomplete (a server that answered before reading the whole request), it
+// falls back to req's own HTTP/1.1 serialization, which uses the same writer
+// the transport uses.
+func (wc *wireCapture) request(req *http.Request) []byte {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	if wc.done {
+		return bytes.Clone(wc.buf.Bytes())
+	}
+	var b bytes.Buffer
+	// A context without the trace, so writing does not feed the capture.
+	_ = req.WithContext(context.Background()).Write(&b)
+	return b.Bytes()
+}
+
+// remoteIP returns the IP of the connection the request went out on, or ""
+// if no connection was obtained.
+func (wc *wireCapture) remoteIP() string {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	if !wc.remote.IsValid() {
+		return ""
+	}
+	return wc.remote.String()
+}
+
+// wasBlocked reports whether GotConn closed a pooled connection to a blocked
+// address.
+func (wc *wireCapture) wasBlocked() bool {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	return wc.blocked
+}
+
+// remoteIPOf returns the peer IP of c, or the zero Addr if it has none.
+func remoteIPOf(c net.Conn) netip.Addr {
+	if c == nil {
+		return netip.Addr{}
+	}
+	switch a := c.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap()
+	default:
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			return ap.Addr().Unmap()
+		}
+	}
+	return netip.Addr{}
+}

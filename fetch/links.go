@@ -1,0 +1,299 @@
+package fetch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/PuerkitoBio/goquery"
+	whatwg "github.com/nlnwa/whatwg-url/url"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
+)
+
+// Link extraction limits.
+const (
+	// DefaultMaxLinks is the number of links ExtractLinks returns per page at
+	// most; the rest are counted in Links.Dropped.
+	DefaultMaxLinks = 10_000
+	// MaxLinkLength: longer URLs are skipped (counted in Links.Invalid). 2083
+	// characters is the classic browser limit Heritrix also uses for URIs.
+	MaxLinkLength = 2083
+)
+
+// ErrNotHTML is returned by ExtractLinks for a content type other than
+// text/html or application/xhtml+xml; such bodies are not parsed.
+var ErrNotHTML = errors.New("not an HTML content type")
+
+// Links is what ExtractLinks found in one page. URLs are absolute http or
+// https URLs without fragment, serialized by the WHATWG URL Standard parser
+// (github.com/nlnwa/whatwg-url), deduplicated, in document order.
+type Links struct {
+	// URLs are the links to follow: a[href], area[href], frame[src],
+	// iframe[src], minus rel="nofollow" links.
+	URLs []string
+	// NoFollowURLs are a/area links marked rel="nofollow". They must not be
+	// followed; they are kept for the crawl log and statistics only.
+	NoFollowURLs []string
+	// NoFollow is set when <meta name="robots"> says "nofollow" or "none":
+	// URLs and NoFollowURLs are then empty.
+	NoFollow bool
+	// NoIndex is set when <meta name="robots"> says "noindex" or "none".
+	// Informational: zkcrawl archives pages regardless.
+	NoIndex bool
+	// Base is the URL relative links were resolved against: the page URL, or
+	// its <base href> when that is a valid http(s) URL.
+	Base string
+	// Dropped counts link elements not examined because the cap was reached.
+	Dropped int
+	// Invalid counts links skipped because they do not parse as URLs, are not
+	// http(s) (javascript:, mailto:, data:, ...), or exceed MaxLinkLength.
+	Invalid int
+}
+
+// ExtractLinks is ExtractLinksLimit with DefaultMaxLinks.
+func ExtractLinks(base *url.URL, body []byte, contentType string) (Links, error) {
+	return ExtractLinksLimit(base, body, contentType, DefaultMaxLinks)
+}
+
+// ExtractLinksLimit parses an HTML page with goquery (golang.org/x/net/html,
+// the WHATWG HTML parsing algorithm, so any byte sequence parses) and returns
+// its outgoing links, at most maxLinks of them (maxLinks <= 0: DefaultMaxLinks).
+// x/net/html refuses documents nested deeper than 512 elements; those are
+// scanned with its tokenizer instead (same elements and attributes, no tree).
+//
+// base is the page's URL. body is the decoded (not gzip-compressed) body;
+// its character encoding is taken from contentType's charset, a BOM or
+// <meta charset> (golang.org/x/net/html/charset), else UTF-8 when the body
+// is valid UTF-8, else windows-1252, as browsers do. Relative links resolve
+// against the first <base href> (HTML Standard, "document base URL") or base.
+// Fragments are removed. Query strings are percent-encoded as UTF-8 whatever
+// the page's encoding (browsers use the page's encoding there; whatwg-url's
+// encoding override would also wrongly apply it to paths and hosts).
+// Only text/html and application/xhtml+xml are parsed; any other
+// contentType gives ErrNotHTML. A nil base is an error.
+//
+// Embedded resources (img, script, link) are not extracted.
+func ExtractLinksLimit(base *url.URL, body []byte, contentType string, maxLinks int) (Links, error) {
+	if base == nil {
+		return Links{}, errors.New("extract links: base URL is nil")
+	}
+	if mt := mediaType(contentType); mt != "text/html" && mt != "application/xhtml+xml" {
+		return Links{}, fmt.Errorf("extract links from %s: content type %q: %w", base, contentType, ErrNotHTML)
+	}
+	if maxLinks <= 0 {
+		maxLinks = DefaultMaxLinks
+	}
+	baseURL, err := linkParser.Parse(base.String())
+	if err != nil {
+		return Links{}, fmt.Errorf("extract links: base URL %q: %w", base, err)
+	}
+
+	utf8Body := body
+	if enc, _, certain := charset.DetermineEncoding(body, contentType); enc != encoding.Nop && (certain || !utf8.Valid(body)) {
+		if dec, err := enc.NewDecoder().Bytes(body); err == nil {
+			utf8Body = dec
+		}
+	}
+
+	sc, err := scanTree(utf8Body)
+	if err != nil {
+		// Too deeply nested for the tree builder: scan the token stream.
+		sc = scanTokens(utf8Body)
+	}
+	return sc.links(baseURL, maxLinks), nil
+}
+
+// linkParser is the WHATWG URL parser for links. It percent-encodes a lone
+// "%" as "%25": the URL Standard keeps it as is, but Go's net/url (and so
+// net/http) rejects such URLs, and every link returned must be fetchable.
+var linkParser = whatwg.NewParser(whatwg.WithPercentEncodeSinglePercentSign())
+
+// pageScan is what a page holds that link extraction needs, in document
+// order, before any URL is resolved.
+type pageScan struct {
+	robots   []string // content of each <meta name="robots">
+	baseHref *string  // href of the first <base href>
+	refs     []rawLink
+}
+
+// rawLink is one candidate link as written in the page.
+type rawLink struct {
+	ref      string
+	nofollow bool
+}
+
+// linkSelector matches the elements whose URL attribute is a link to follow.
+const linkSelector = "a[href], area[href], frame[src], iframe[src]"
+
+// scanTree builds the DOM with goquery and collects meta robots, the first
+// base href and the links. It fails for documents nested deeper than 512
+// elements.
+func scanTree(body []byte) (sc pageScan, err error) {
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil {
+		return sc, err
+	}
+	doc.Find("meta[name]").Each(func(_ int, s *goquery.Selection) {
+		if strings.EqualFold(strings.TrimSpace(s.AttrOr("name", "")), "robots") {
+			sc.robots = append(sc.robots, s.AttrOr("content", ""))
+		}
+	})
+	if b := doc.Find("base[href]").First(); b.Length() > 0 {
+		href := b.AttrOr("href", "")
+		sc.baseHref = &href
+	}
+	doc.Find(linkSelector).Each(func(_ int, s *goquery.Selection) {
+		n := s.Get(0)
+		sc.refs = append(sc.refs, linkOf(n.Data, n.Attr))
+	})
+	return sc, nil
+}
+
+// scanTokens collects the same as scanTree from the tokenizer's start tags,
+// without building a tree, so nesting depth does not matter.
+func scanTokens(body []byte) (sc pageScan) {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return sc // io.EOF: the tokenizer reads from memory
+		case html.StartTagToken, html.SelfClosingTagToken:
+			t := z.Token()
+			switch t.Data {
+			case "a", "area", "frame", "iframe":
+				if _, ok := attr(t.Attr, urlAttr(t.Data)); ok {
+					sc.refs = append(sc.refs, linkOf(t.Data, t.Attr))
+				}
+			case "base":
+				if href, ok := attr(t.Attr, "href"); ok && sc.baseHref == nil {
+					sc.baseHref = &href
+				}
+			case "meta":
+				if name, _ := attr(t.Attr, "name"); strings.EqualFold(strings.TrimSpace(name), "robots") {
+					content, _ := attr(t.Attr, "content")
+					sc.robots = append(sc.robots, content)
+				}
+			}
+		}
+	}
+}
+
+// urlAttr names the attribute holding an element's link.
+func urlAttr(tag string) string {
+	if tag == "frame" || tag == "iframe" {
+		return "src"
+	}
+	return "href"
+}
+
+// attr returns the first attribute key (no namespace) of attrs.
+func attr(attrs []html.Attribute, key string) (string, bool) {
+	for _, a := range attrs {
+		if a.Namespace == "" && a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+// linkOf returns the candidate link of an a, area, frame or iframe element.
+func linkOf(tag string, attrs []html.Attribute) rawLink {
+	ref, _ := attr(attrs, urlAttr(tag))
+	return rawLink{ref: ref, nofollow: hasNoFollowRel(attrs)}
+}
+
+// links applies meta robots and base href, then resolves, filters,
+// deduplicates and caps the candidate links.
+func (sc *pageScan) links(baseURL *whatwg.Url, maxLinks int) Links {
+	var links Links
+	for _, content := range sc.robots {
+		for _, tok := range strings.Split(content, ",") {
+			switch strings.ToLower(strings.TrimSpace(tok)) {
+			case "nofollow":
+				links.NoFollow = true
+			case "noindex":
+				links.NoIndex = true
+			case "none":
+				links.NoFollow, links.NoIndex = true, true
+			}
+		}
+	}
+	if sc.baseHref != nil {
+		if bu, err := baseURL.Parse(*sc.baseHref); err == nil && isHTTPScheme(bu.Scheme()) {
+			baseURL = bu
+		}
+	}
+	links.Base = baseURL.Href(false)
+	if links.NoFollow {
+		return links
+	}
+
+	seen := make(map[string]struct{})
+	seenNoFollow := make(map[string]struct{})
+	n := 0
+	for i, rl := range sc.refs {
+		if n >= maxLinks {
+			links.Dropped = len(sc.refs) - i
+			break
+		}
+		abs, ok := resolveLink(baseURL, rl.ref)
+		if !ok {
+			links.Invalid++
+			continue
+		}
+		if rl.nofollow {
+			if _, dup := seenNoFollow[abs]; !dup {
+				seenNoFollow[abs] = struct{}{}
+				links.NoFollowURLs = append(links.NoFollowURLs, abs)
+				n++
+			}
+			continue
+		}
+		if _, dup := seen[abs]; !dup {
+			seen[abs] = struct{}{}
+			links.URLs = append(links.URLs, abs)
+			n++
+		}
+	}
+	return links
+}
+
+// resolveLink resolves ref against base with the WHATWG URL parser (which
+// strips surrounding whitespace and embedded tabs and newlines, as browsers
+// do) and returns it without fragment if it is an http(s) URL of acceptable
+// length.
+func resolveLink(base *whatwg.Url, ref string) (string, bool) {
+	if len(ref) > 4*MaxLinkLength {
+		return "", false // cannot shrink below the limit; skip the parse
+	}
+	u, err := base.Parse(ref)
+	if err != nil || !isHTTPScheme(u.Scheme()) || u.Hostname() == "" {
+		return "", false
+	}
+	abs := u.Href(true)
+	if len(abs) > MaxLinkLength {
+		return "", false
+	}
+	return abs, true
+}
+
+// isHTTPScheme reports whether a WHATWG scheme (no colon) is http or https.
+func isHTTPScheme(s string) bool { return s == "http" || s == "https" }
+
+// hasNoFollowRel reports whether an element's rel attribute contains the
+// "nofollow" keyword (HTML Standard, link type "nofollow"; rel is a set of
+// space-separated, ASCII case-insensitive tokens).
+func hasNoFollowRel(attrs []html.Attribute) bool {
+	rel, _ := attr(attrs, "rel")
+	for _, tok := range strings.Fields(rel) {
+		if strings.EqualFold(tok, "nofollow") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,356 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// DefaultIdleTTL is how long a host's politeness state is kept after its last
+// request when PolitenessOptions.IdleTTL is zero.
+const DefaultIdleTTL = 10 * time.Minute
+
+// PolitenessOptions configures NewPoliteness. The three limits can be changed
+// later with SetLimits.
+type PolitenessOptions struct {
+	// RatePerSec is the request rate allowed per host, in requests per
+	// second (0.5 = one request every 2 s). 0 means unlimited.
+	RatePerSec float64
+	// Burst is how many requests may start back to back after a host has
+	// been idle (token bucket size). 0 means 1.
+	Burst int
+	// MaxInFlight caps concurrent requests per host. 0 means unlimited.
+	MaxInFlight int
+	// IdleTTL: a host's state (limiter, crawl delay) is dropped once it has
+	// had no request for this long and its token bucket has refilled, so
+	// memory stays bounded with millions of hosts. 0 means DefaultIdleTTL.
+	IdleTTL time.Duration
+	// Logger for debug lines. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Politeness enforces per-host politeness: a token-bucket rate limit
+// (golang.org/x/time/rate) per host, a robots.txt Crawl-delay that can only
+// make that rate stricter, and a cap on concurrent requests per host. A host
+// is a "host:port" authority (see HostKey).
+//
+// The limits are per process. zkcrawl makes them cluster-wide by shard
+// ownership: all URLs of a host fall in one shard and each shard is claimed
+// by exactly one worker (rendezvous hashing over live workers, see
+// docs/design.md), so each host is fetched from one Politeness only.
+//
+// Safe for concurrent use. Create with NewPoliteness.
+type Politeness struct {
+	logger  *slog.Logger
+	idleTTL time.Duration
+
+	mu          sync.Mutex
+	rate        float64
+	burst       int
+	maxInFlight int
+	hosts       map[string]*hostState
+	lastSweep   time.Time
+}
+
+// hostState is one host's politeness state; every field is guarded by
+// Politeness.mu (the limiter has its own lock as well).
+type hostState struct {
+	lim        *rate.Limiter
+	crawlDelay time.Duration
+	inFlight   int // requests holding a slot
+	refs       int // Acquire calls waiting or holding a slot
+	lastUsed   time.Time
+	// slotFreed is closed (and replaced) when a slot frees or the in-flight
+	// cap changes; limitsChanged when the rate, burst or crawl delay change.
+	slotFreed     chan struct{}
+	limitsChanged chan struct{}
+}
+
+// NewPoliteness returns a Politeness with opts. It fails if a limit is
+// negative or not a number.
+func NewPoliteness(opts PolitenessOptions) (*Politeness, error) {
+	if err := checkLimits(opts.RatePerSec, opts.Burst, opts.MaxInFlight); err != nil {
+		return nil, err
+	}
+	if opts.IdleTTL < 0 {
+		return nil, fmt.Errorf("politeness: IdleTTL %v: must not be negative", opts.IdleTTL)
+	}
+	if opts.IdleTTL == 0 {
+		opts.IdleTTL = DefaultIdleTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Politeness{
+		logger:      opts.Logger,
+		idleTTL:     opts.IdleTTL,
+		rate:        opts.RatePerSec,
+		burst:       opts.Burst,
+		maxInFlight: opts.MaxInFlight,
+		hosts:       make(map[string]*hostState),
+		lastSweep:   time.Now(),
+	}, nil
+}
+
+// ErrInvalidLimit is wrapped by errors for a negative or NaN politeness
+// limit.
+var ErrInvalidLimit = errors.New("invalid politeness limit")
+
+// checkLimits validates the three live limits.
+func checkLimits(ratePerSec float64, burst, maxInFlight int) error {
+	switch {
+	case math.IsNaN(ratePerSec) || ratePerSec < 0 || math.IsInf(ratePerSec, 0):
+		return fmt.Errorf("politeness: rate %v requests/s: %w (want a finite number >= 0, 0 = unlimited)", ratePerSec, ErrInvalidLimit)
+	case burst < 0:
+		return fmt.Errorf("politeness: burst %d: %w (want >= 0)", burst, ErrInvalidLimit)
+	case maxInFlight < 0:
+		return fmt.Errorf("politeness: max in-flight %d: %w (want >= 0, 0 = unlimited)", maxInFlight, ErrInvalidLimit)
+	}
+	return nil
+}
+
+// HostKey returns the politeness key of u: its lower-case host name and port,
+// with the scheme's default port filled in ("example.com:443",
+// "[2001:db8::1]:80"). Use it for Acquire and SetCrawlDelay.
+func HostKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		default:
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// effectiveLimit returns the limiter settings for a host: the configured
+// rate and burst, unless the crawl delay is stricter, in which case one
+// request per crawl delay with a burst of 1 (a Crawl-delay means "wait this
+// long between requests"). Called with p.mu held.
+func (p *Politeness) effectiveLimit(crawlDelay time.Duration) (rate.Limit, int) {
+	lim, burst := rate.Inf, p.burst
+	if p.rate > 0 {
+		lim = rate.Limit(p.rate)
+	}
+	if crawlDelay > 0 {
+		if cd := rate.Every(crawlDelay); cd < lim {
+			lim, burst = cd, 1
+		}
+	}
+	if burst < 1 {
+		burst = 1
+	}
+	return lim, burst
+}
+
+// hostLocked returns host's state, creating it; it also evicts idle hosts
+// now and then. Called with p.mu held.
+func (p *Politeness) hostLocked(host string, now time.Time) *hostState {
+	if now.Sub(p.lastSweep) >= p.idleTTL/2 {
+		p.sweepLocked(now)
+	}
+	hs := p.hosts[host]
+	if hs == nil {
+		lim, burst := p.effectiveLimit(0)
+		hs = &hostState{
+			lim:           rate.NewLimiter(lim, burst),
+			lastUsed:      now,
+			slotFreed:     make(chan struct{}),
+			limitsChanged: make(chan struct{}),
+		}
+		p.hosts[host] = hs
+	}
+	return hs
+}
+
+// sweepLocked drops hosts with no request waiting or running for idleTTL
+// whose token bucket is full again, so a fresh limiter (full bucket) for a
+// returning host allows exactly what the old one would have. Called with
+// p.mu held.
+func (p *Politeness) sweepLocked(now time.Time) {
+	p.lastSweep = now
+	before := len(p.hosts)
+	for host, hs := range p.hosts {
+		if hs.refs == 0 && now.Sub(hs.lastUsed) >= p.idleTTL &&
+			(hs.lim.Limit() == rate.Inf || hs.lim.TokensAt(now) >= float64(hs.lim.Burst())) {
+			delete(p.hosts, host)
+		}
+	}
+	if evicted := before - len(p.hosts); evicted > 0 {
+		p.logger.Debug("politeness: evicted idle hosts", "evicted", evicted, "hosts", len(p.hosts))
+	}
+}
+
+// Acquire blocks until a request to host may start: first a free in-flight
+// slot (MaxInFlight), then a token of the host's rate limiter (rate, burst,
+// crawl delay). It returns release, which the caller must call exactly once
+// when the request is done (extra calls are no-ops). Limit changes made
+// while it waits (SetLimits, SetCrawlDelay) apply to it. It fails only when
+// ctx ends, with an error wrapping ctx.Err(); nothing is held then.
+func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), err error) {
+	if host == "" {
+		return nil, errors.New("politeness: empty host key")
+	}
+	p.mu.Lock()
+	hs := p.hostLocked(host, time.Now())
+	hs.refs++
+	p.mu.Unlock()
+
+	// Phase 1: an in-flight slot. Taking the slot before the rate token
+	// means tokens are only spent by requests that start right away, so the
+	// spacing between request starts is the limiter's.
+	for {
+		p.mu.Lock()
+		if p.maxInFlight <= 0 || hs.inFlight < p.maxInFlight {
+			hs.inFlight++
+			p.mu.Unlock()
+			break
+		}
+		wake := hs.slotFreed
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			p.finish(hs, false)
+			return nil, fmt.Errorf("politeness: waiting for an in-flight slot on %s: %w", host, ctx.Err())
+		}
+	}
+
+	// Phase 2: a rate token. Reserve and sleep instead of rate.Limiter.Wait
+	// so that a limit change wakes the waiter, which cancels its reservation
+	// and reserves again under the new limit.
+	for {
+		p.mu.Lock()
+		lim, changed := hs.lim, hs.limitsChanged
+		p.mu.Unlock()
+		if lim.Limit() == rate.Inf {
+			break
+		}
+		r := lim.Reserve() // burst >= 1, so always OK
+		d := r.Delay()
+		if d == 0 {
+			break
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-changed:
+			t.Stop()
+			r.Cancel()
+			continue
+		case <-ctx.Done():
+			t.Stop()
+			r.Cancel()
+			p.finish(hs, true)
+			return nil, fmt.Errorf("politeness: waiting for the rate limit of %s: %w", host, ctx.Err())
+		}
+		break
+	}
+
+	var once sync.Once
+	return func() { once.Do(func() { p.finish(hs, true) }) }, nil
+}
+
+// finish ends one Acquire: frees its slot if it held one and wakes slot
+// waiters.
+func (p *Politeness) finish(hs *hostState, heldSlot bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hs.refs--
+	hs.lastUsed = time.Now()
+	if heldSlot {
+		hs.inFlight--
+		if hs.refs > hs.inFlight { // someone waits for a slot
+			close(hs.slotFreed)
+			hs.slotFreed = make(chan struct{})
+		}
+	}
+}
+
+// SetLimits changes the per-host rate (requests/s, 0 = unlimited), burst
+// (0 = 1) and in-flight cap (0 = unlimited) of every host, live: hosts
+// already known, including callers blocked in Acquire, switch at once; a
+// host's crawl delay still applies when it is stricter. It fails, changing
+// nothing, if a value is negative or not finite.
+func (p *Politeness) SetLimits(ratePerSec float64, burst int, maxInFlight int) error {
+	if err := checkLimits(ratePerSec, burst, maxInFlight); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rate, p.burst, p.maxInFlight = ratePerSec, burst, maxInFlight
+	for _, hs := range p.hosts {
+		p.applyLocked(hs)
+		close(hs.slotFreed)
+		hs.slotFreed = make(chan struct{})
+	}
+	return nil
+}
+
+// SetCrawlDelay sets host's robots.txt Crawl-delay (0 or negative: none).
+// The delay only ever makes the host stricter: the interval between requests
+// becomes max(1/rate, d). The delay is forgotten when the host's state is
+// evicted after IdleTTL, so callers set it before each Acquire (Robots
+// caches it, so that is cheap).
+func (p *Politeness) SetCrawlDelay(host string, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hs := p.hostLocked(host, time.Now())
+	if hs.crawlDelay == d {
+		return
+	}
+	hs.crawlDelay = d
+	p.applyLocked(hs)
+}
+
+// applyLocked pushes the effective limit into hs's limiter and wakes its
+// token waiters. Called with p.mu held.
+func (p *Politeness) applyLocked(hs *hostState) {
+	lim, burst := p.effectiveLimit(hs.crawlDelay)
+	old := hs.lim.Limit()
+	if old == lim && hs.lim.Burst() == burst {
+		return
+	}
+	if old == rate.Inf || lim == rate.Inf {
+		// x/time/rate's token arithmetic with an infinite limit can yield
+		// NaN tokens (Inf * 0 s); start afresh instead. A full bucket is
+		// the right state after an unlimited period.
+		hs.lim = rate.NewLimiter(lim, burst)
+	} else {
+		now := time.Now()
+		hs.lim.SetLimitAt(now, lim)
+		hs.lim.SetBurstAt(now, burst)
+	}
+	close(hs.limitsChanged)
+	hs.limitsChanged = make(chan struct{})
+}
+
+// Hosts returns how many hosts currently have politeness state (for metrics
+// and tests).
+func (p *Politeness) Hosts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.hosts)
+}
+
+// Limits returns the current per-host rate (requests/s), burst and
+// in-flight cap, as last set.
+func (p *Politeness) Limits() (ratePerSec float64, burst int, maxInFlight int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rate, p.burst, p.maxInFlight
+}

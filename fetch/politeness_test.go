@@ -1,0 +1,332 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// arrivalServer records when each request arrives and the peak number of
+// requests in progress at once; each request takes hold.
+type arrivalServer struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	arrivals []time.Time
+	active   atomic.Int32
+	peak     atomic.Int32
+}
+
+func newArrivalServer(t *testing.T, hold time.Duration) *arrivalServer {
+	t.Helper()
+	a := &arrivalServer{}
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.arrivals = append(a.arrivals, time.Now())
+		a.mu.Unlock()
+		n := a.active.Add(1)
+		for {
+			p := a.peak.Load()
+			if n <= p || a.peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(hold)
+		a.active.Add(-1)
+	}))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// times returns the arrival times from index from on, sorted.
+func (a *arrivalServer) times(from int) []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ts := slices.Clone(a.arrivals)
+	slices.SortFunc(ts, func(x, y time.Time) int { return x.Compare(y) })
+	return ts[min(from, len(ts)):]
+}
+
+func (a *arrivalServer) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.arrivals)
+}
+
+func (a *arrivalServer) host(t *testing.T) string {
+	u, err := url.Parse(a.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return HostKey(u)
+}
+
+// politeGet acquires host from p, fetches u and releases.
+func politeGet(t *testing.T, p *Politeness, f *Fetcher, host, u string) {
+	t.Helper()
+	release, err := p.Acquire(context.Background(), host)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer release()
+	if _, err := f.Fetch(context.Background(), u); err != nil {
+		t.Error(err)
+	}
+}
+
+// crawl runs workers goroutines that each fetch perWorker times politely.
+func crawl(t *testing.T, p *Politeness, a *arrivalServer, workers, perWorker int) {
+	t.Helper()
+	f := newFetcher(t, loopbackOpts())
+	host := a.host(t)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for i := 0; i < perWorker; i++ {
+				politeGet(t, p, f, host, a.srv.URL)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// jitter is how much a request's arrival at the server may lag its start
+// at the client (scheduling on a busy 2-core machine with -race). The
+// limiter spaces request starts exactly; arrivals carry this noise.
+const jitter = 25 * time.Millisecond
+
+// assertSpacing checks, at the server, that requests conform to one request
+// per interval: any k consecutive gaps together span at least
+// k*interval - jitter, so a single gap is at least interval - jitter and
+// long runs cannot drift faster than the rate.
+func assertSpacing(t *testing.T, ts []time.Time, interval time.Duration) {
+	t.Helper()
+	for i := range ts {
+		for j := i + 1; j < len(ts); j++ {
+			want := time.Duration(j-i)*interval - jitter
+			if got := ts[j].Sub(ts[i]); got < want {
+				var gaps []time.Duration
+				for k := 1; k < len(ts); k++ {
+					gaps = append(gaps, ts[k].Sub(ts[k-1]).Round(time.Millisecond))
+				}
+				t.Errorf("requests %d..%d arrived %v apart, want >= %v (gaps: %v)", i, j, got, want, gaps)
+				return
+			}
+		}
+	}
+}
+
+func newPoliteness(t *testing.T, o PolitenessOptions) *Politeness {
+	t.Helper()
+	p, err := NewPoliteness(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPolitenessRateSpacing(t *testing.T) {
+	a := newArrivalServer(t, 0)
+	p := newPoliteness(t, PolitenessOptions{RatePerSec: 20, Burst: 1})
+	crawl(t, p, a, 4, 3)
+	if a.count() != 12 {
+		t.Fatalf("%d requests, want 12", a.count())
+	}
+	assertSpacing(t, a.times(0), 50*time.Millisecond)
+}
+
+func TestPolitenessInFlightCap(t *testing.T) {
+	a := newArrivalServer(t, 30*time.Millisecond)
+	p := newPoliteness(t, PolitenessOptions{MaxInFlight: 2})
+	crawl(t, p, a, 8, 2)
+	if peak := a.peak.Load(); peak != 2 {
+		t.Errorf("peak concurrent requests at the server = %d, want 2", peak)
+	}
+}
+
+func TestPolitenessSetLimitsLive(t *testing.T) {
+	a := newArrivalServer(t, 0)
+	p := newPoliteness(t, PolitenessOptions{RatePerSec: 0.5, Burst: 1}) // one request per 2 s
+	f := newFetcher(t, loopbackOpts())
+	host := a.host(t)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 5; i++ {
+			politeGet(t, p, f, host, a.srv.URL)
+		}
+	}()
+	for a.count() < 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the second request now waits ~2 s
+	changed := time.Now()
+	if err := p.SetLimits(20, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	// At 0.5/s the remaining four requests would take 8 s; the waiting
+	// request must have switched to the new rate.
+	if took := time.Since(changed); took > 1500*time.Millisecond {
+		t.Errorf("4 requests after SetLimits(20/s) took %v; the waiter kept the old rate", took)
+	}
+	assertSpacing(t, a.times(1), 50*time.Millisecond)
+
+	// Stricter again: 5/s.
+	if err := p.SetLimits(5, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	n := a.count()
+	for i := 0; i < 3; i++ {
+		politeGet(t, p, f, host, a.srv.URL)
+	}
+	assertSpacing(t, a.times(n-1), 200*time.Millisecond)
+}
+
+func TestPolitenessSetLimitsRaisesInFlightCap(t *testing.T) {
+	a := newArrivalServer(t, 150*time.Millisecond)
+	p := newPoliteness(t, PolitenessOptions{MaxInFlight: 1})
+	f := newFetcher(t, loopbackOpts())
+	host := a.host(t)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Go(func() { politeGet(t, p, f, host, a.srv.URL) })
+	}
+	time.Sleep(50 * time.Millisecond) // one in flight, two waiting for a slot
+	if err := p.SetLimits(0, 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if peak := a.peak.Load(); peak != 3 {
+		t.Errorf("peak concurrency %d after raising the cap to 3, want 3", peak)
+	}
+}
+
+func TestPolitenessCrawlDelayOnlyStricter(t *testing.T) {
+	// Crawl-delay 100 ms is stricter than 100/s: it wins.
+	a := newArrivalServer(t, 0)
+	p := newPoliteness(t, PolitenessOptions{RatePerSec: 100, Burst: 5})
+	p.SetCrawlDelay(a.host(t), 100*time.Millisecond)
+	crawl(t, p, a, 3, 2)
+	assertSpacing(t, a.times(0), 100*time.Millisecond)
+
+	// Crawl-delay 10 ms is looser than 10/s: the rate stays.
+	b := newArrivalServer(t, 0)
+	q := newPoliteness(t, PolitenessOptions{RatePerSec: 10, Burst: 1})
+	q.SetCrawlDelay(b.host(t), 10*time.Millisecond)
+	crawl(t, q, b, 3, 2)
+	assertSpacing(t, b.times(0), 100*time.Millisecond)
+}
+
+func TestPolitenessEvictsIdleHosts(t *testing.T) {
+	p := newPoliteness(t, PolitenessOptions{RatePerSec: 1000, Burst: 1, IdleTTL: 50 * time.Millisecond})
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		release, err := p.Acquire(ctx, "host"+string(rune('a'+i%26))+string(rune('a'+i/26))+":80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	held, err := p.Acquire(ctx, "busy:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Hosts(); n != 101 {
+		t.Fatalf("%d hosts, want 101", n)
+	}
+	time.Sleep(80 * time.Millisecond)
+	release, err := p.Acquire(ctx, "new:80") // triggers a sweep
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if n := p.Hosts(); n != 2 {
+		t.Errorf("%d hosts after the idle TTL, want 2 (busy:80 holds a slot, new:80)", n)
+	}
+	held()
+	held() // extra calls are no-ops
+}
+
+func TestPolitenessAcquireCancel(t *testing.T) {
+	p := newPoliteness(t, PolitenessOptions{MaxInFlight: 1})
+	held, err := p.Acquire(context.Background(), "h:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := p.Acquire(ctx, "h:80"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want DeadlineExceeded", err)
+	}
+	held()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+	defer cancel2()
+	release, err := p.Acquire(ctx2, "h:80")
+	if err != nil {
+		t.Fatalf("slot not freed after a cancelled wait: %v", err)
+	}
+	release()
+
+	// Cancelled while waiting for a rate token.
+	q := newPoliteness(t, PolitenessOptions{RatePerSec: 0.1, Burst: 1})
+	r1, err := q.Acquire(context.Background(), "h:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1()
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel3()
+	if _, err := q.Acquire(ctx3, "h:80"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want DeadlineExceeded", err)
+	}
+}
+
+func TestPolitenessInvalidLimits(t *testing.T) {
+	for _, c := range []struct {
+		rate         float64
+		burst, infly int
+	}{{-1, 1, 1}, {math.NaN(), 1, 1}, {math.Inf(1), 1, 1}, {1, -1, 1}, {1, 1, -1}} {
+		if _, err := NewPoliteness(PolitenessOptions{RatePerSec: c.rate, Burst: c.burst, MaxInFlight: c.infly}); !errors.Is(err, ErrInvalidLimit) {
+			t.Errorf("NewPoliteness(%v, %d, %d): err %v", c.rate, c.burst, c.infly, err)
+		}
+	}
+	p := newPoliteness(t, PolitenessOptions{RatePerSec: 3, Burst: 2, MaxInFlight: 1})
+	if err := p.SetLimits(-2, 0, 0); !errors.Is(err, ErrInvalidLimit) {
+		t.Errorf("SetLimits(-2): %v", err)
+	}
+	if r, b, m := p.Limits(); r != 3 || b != 2 || m != 1 {
+		t.Errorf("limits changed by a rejected SetLimits: %v %d %d", r, b, m)
+	}
+	if _, err := p.Acquire(context.Background(), ""); err == nil {
+		t.Error("empty host accepted")
+	}
+}
+
+func TestHostKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://Example.COM/x":       "example.com:80",
+		"https://example.com/":       "example.com:443",
+		"http://example.com:8080/":   "example.com:8080",
+		"https://[2001:db8::1]/":     "[2001:db8::1]:443",
+		"http://[2001:db8::1]:81/x":  "[2001:db8::1]:81",
+		"HTTPS://example.com:443/a?": "example.com:443",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := HostKey(u); got != want {
+			t.Errorf("HostKey(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,393 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/temoto/robotstxt"
+	"golang.org/x/sync/singleflight"
+)
+
+// robots.txt limits and defaults.
+const (
+	// DefaultRobotsTTL is how long a fetched robots.txt (or a 4xx "allow
+	// all") is cached per origin. RFC 9309 section 2.4 says crawlers should
+	// not use a cached copy for more than 24 hours.
+	DefaultRobotsTTL = time.Hour
+	// DefaultRobotsErrorTTL is how long an unreachable robots.txt (5xx, 429,
+	// network failure: complete disallow) is cached before it is tried again.
+	DefaultRobotsErrorTTL = time.Minute
+	// DefaultMaxCrawlDelay caps the Crawl-delay a robots.txt may impose, so a
+	// site cannot stall a worker's slot for hours.
+	DefaultMaxCrawlDelay = 30 * time.Second
+	// DefaultRobotsCacheEntries bounds the number of origins cached.
+	DefaultRobotsCacheEntries = 100_000
+	// MaxRobotsBytes is how much of a robots.txt is read and parsed: 500 KiB,
+	// the minimum RFC 9309 section 2.5 requires crawlers to parse.
+	MaxRobotsBytes = 500 << 10
+	// maxRobotsRedirects: RFC 9309 section 2.3.1.2, follow at least five
+	// consecutive redirects.
+	maxRobotsRedirects = 5
+)
+
+// RobotsOptions configures NewRobots; zero fields take the defaults above.
+type RobotsOptions struct {
+	// TTL of a fetched robots.txt or of a 4xx answer. Default DefaultRobotsTTL.
+	TTL time.Duration
+	// ErrorTTL of an unreachable robots.txt. Default DefaultRobotsErrorTTL.
+	ErrorTTL time.Duration
+	// MaxCrawlDelay caps CrawlDelay's answer. Default DefaultMaxCrawlDelay.
+	MaxCrawlDelay time.Duration
+	// MaxEntries bounds the cache (origins). Default DefaultRobotsCacheEntries.
+	MaxEntries int
+	// Logger for debug and warning lines. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Robots answers robots.txt questions (RFC 9309) with a cache per origin
+// (scheme://host:port). robots.txt is fetched with the crawl's own Fetcher, so
+// the SSRF guard, user agent and timeouts apply, and parsed with
+// github.com/temoto/robotstxt. Concurrent questions about an origin not yet
+// cached share one fetch (golang.org/x/sync/singleflight).
+//
+// Outcomes of fetching /robots.txt (RFC 9309 section 2.3.1):
+//   - 2xx: the rules are parsed (the first MaxRobotsBytes only).
+//   - 3xx: up to 5 redirects are followed, to any host; more, or a 3xx
+//     without Location, counts as "unavailable".
+//   - 4xx except 429 ("unavailable"): everything is allowed.
+//   - 5xx, 429, or a network failure ("unreachable"): everything is
+//     disallowed, and the origin is tried again after ErrorTTL. 429 is
+//     treated as a server error, as Google does: the site asks us to slow
+//     down, which a full allow would not honour.
+//
+// robots.txt fetches go through the Fetcher directly, not through
+// Politeness; there is at most one per origin per TTL.
+type Robots struct {
+	f    *Fetcher
+	opts RobotsOptions
+	sf   singleflight.Group
+
+	mu    sync.Mutex
+	cache map[string]*robotsEntry
+}
+
+// robotsEntry is one cached robots.txt outcome.
+type robotsEntry struct {
+	data    *robotstxt.RobotsData // rules; nil when unreachable
+	err     error                 // why robots.txt is unreachable (complete disallow)
+	expires time.Time
+}
+
+// NewRobots returns a Robots that fetches with f.
+func NewRobots(f *Fetcher, opts RobotsOptions) *Robots {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultRobotsTTL
+	}
+	if opts.ErrorTTL <= 0 {
+		opts.ErrorTTL = DefaultRobotsErrorTTL
+	}
+	if opts.MaxCrawlDelay <= 0 {
+		opts.MaxCrawlDelay = DefaultMaxCrawlDelay
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultRobotsCacheEntries
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Robots{f: f, opts: opts, cache: make(map[string]*robotsEntry)}
+}
+
+// Allowed reports whether robots.txt of rawURL's origin lets userAgent fetch
+// rawURL (RFC 9309 section 2.2.2: the longest matching rule wins, Allow on a
+// tie, matched against the path and query). The group is chosen by the
+// product token of userAgent ("zkcrawl/0.1 (+...)" -> "zkcrawl", section
+// 2.2.1, case-insensitive), falling back to "*"; an empty userAgent uses the
+// Fetcher's. Note: temoto/robotstxt selects the group whose name is the
+// longest prefix of the token, a little looser than the RFC's exact match.
+// /robots.txt itself is always allowed.
+//
+// A disallowed URL gives (false, nil); callers log CodeRobotsPrecluded. If
+// robots.txt is unreachable the answer is (false, *FetchError) with Code
+// CodeRobotsPrerequisiteFailed (retryable); a URL that is not absolute http(s)
+// gives (false, *FetchError) with CodeUnfetchableURI. If ctx ends while
+// waiting for the fetch, the error wraps ctx.Err(); the fetch itself goes on
+// for other callers and the cache.
+func (r *Robots) Allowed(ctx context.Context, rawURL, userAgent string) (bool, error) {
+	u, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return false, err
+	}
+	if u.EscapedPath() == "/robots.txt" {
+		return true, nil
+	}
+	e, err := r.entry(ctx, u)
+	if err != nil {
+		return false, err
+	}
+	if e.err != nil {
+		return false, &FetchError{Code: CodeRobotsPrerequisiteFailed, URL: rawURL, Err: e.err}
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	return e.data.TestAgent(path, r.productToken(userAgent)), nil
+}
+
+// CrawlDelay returns the Crawl-delay robots.txt sets for userAgent's group
+// on origin, capped at RobotsOptions.MaxCrawlDelay; 0 if there is none, if
+// robots.txt is unreachable, or if ctx ends first. Crawl-delay is not part of
+// RFC 9309; it is the de-facto extension (seconds between requests) that
+// temoto/robotstxt parses. origin is any absolute URL of the site
+// ("https://example.com", a page URL) or a bare "host:port", taken as http.
+func (r *Robots) CrawlDelay(ctx context.Context, origin, userAgent string) time.Duration {
+	if !strings.Contains(origin, "://") {
+		origin = "http://" + origin
+	}
+	u, err := parseHTTPURL(origin)
+	if err != nil {
+		return 0
+	}
+	e, err := r.entry(ctx, u)
+	if err != nil || e.err != nil {
+		return 0
+	}
+	d := e.data.FindGroup(r.productToken(userAgent)).CrawlDelay
+	if d > r.opts.MaxCrawlDelay {
+		d = r.opts.MaxCrawlDelay
+	}
+	if d < 0 {
+		d = 0
+	}
+	return d
+}
+
+// parseHTTPURL parses an absolute http or https URL, or returns a
+// *FetchError with CodeUnfetchableURI.
+func parseHTTPURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("%w: %q", ErrUnsupportedScheme, u.Scheme)}
+	}
+	if u.Host == "" {
+		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: errors.New("invalid URL: no host")}
+	}
+	return u, nil
+}
+
+// productToken returns the robots.txt product token of a User-Agent value:
+// its first word up to "/", lower-cased, keeping only the letters, "_" and
+// "-" RFC 9309 section 2.2.1 allows. An empty ua uses the Fetcher's.
+func (r *Robots) productToken(ua string) string {
+	if strings.TrimSpace(ua) == "" {
+		ua = r.f.Options().UserAgent
+	}
+	ua = strings.TrimSpace(ua)
+	if i := strings.IndexAny(ua, "/ \t;("); i >= 0 {
+		ua = ua[:i]
+	}
+	var b strings.Builder
+	for _, c := range ua {
+		if (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-' {
+			b.WriteRune(c)
+		}
+	}
+	return strings.ToLower(b.String())
+}
+
+// originKey returns "scheme://host:port" with the default port filled in.
+func originKey(u *url.URL) string { return u.Scheme + "://" + HostKey(u) }
+
+// entry returns the cached robots.txt outcome for u's origin, fetching it
+// (once for all concurrent callers) when missing or expired.
+func (r *Robots) entry(ctx context.Context, u *url.URL) (*robotsEntry, error) {
+	key := originKey(u)
+	if e := r.cached(key); e != nil {
+		return e, nil
+	}
+	robotsURL := u.Scheme + "://" + u.Host + "/robots.txt"
+	// The fetch runs detached from this caller's cancellation: others may
+	// share it, and its result is cached either way.
+	fetchCtx := context.WithoutCancel(ctx)
+	ch := r.sf.DoChan(key, func() (any, error) {
+		if e := r.cached(key); e != nil {
+			return e, nil
+		}
+		e := r.load(fetchCtx, robotsURL)
+		r.store(key, e)
+		return e, nil
+	})
+	select {
+	case res := <-ch:
+		return res.Val.(*robotsEntry), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("robots.txt of %s: %w", key, ctx.Err())
+	}
+}
+
+// cached returns the unexpired cache entry for key, or nil.
+func (r *Robots) cached(key string) *robotsEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.cache[key]; e != nil && time.Now().Before(e.expires) {
+		return e
+	}
+	return nil
+}
+
+// store caches e under key, evicting expired entries, and then arbitrary
+// ones, when the cache is full.
+func (r *Robots) store(key string, e *robotsEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.cache) >= r.opts.MaxEntries {
+		now := time.Now()
+		for k, old := range r.cache {
+			if now.After(old.expires) {
+				delete(r.cache, k)
+			}
+		}
+		// Still full: drop about a tenth, in map order (effectively random).
+		for k := range r.cache {
+			if len(r.cache) < r.opts.MaxEntries*9/10 {
+				break
+			}
+			delete(r.cache, k)
+		}
+	}
+	r.cache[key] = e
+}
+
+// load fetches robots.txt at robotsURL, following redirects, and turns the
+// outcome into a cache entry (see the Robots doc for the rules).
+func (r *Robots) load(ctx context.Context, robotsURL string) *robotsEntry {
+	log := r.opts.Logger
+	allowAll := func(why string) *robotsEntry {
+		log.Debug("robots.txt unavailable: allow all", "url", robotsURL, "why", why)
+		data, _ := robotstxt.FromStatusAndBytes(404, nil)
+		return &robotsEntry{data: data, expires: time.Now().Add(r.opts.TTL)}
+	}
+	unreachable := func(err error) *robotsEntry {
+		log.Debug("robots.txt unreachable: disallow all", "url", robotsURL, "err", err)
+		return &robotsEntry{err: err, expires: time.Now().Add(r.opts.ErrorTTL)}
+	}
+
+	target := robotsURL
+	for hop := 0; ; hop++ {
+		res, err := r.f.fetch(ctx, target, MaxRobotsBytes)
+		if err != nil {
+			return unreachable(fmt.Errorf("fetching %s: %w", target, err))
+		}
+		switch s := res.Status; {
+		case s >= 200 && s <= 299:
+			data, err := r.parse(target, res)
+			if err != nil {
+				return unreachable(err)
+			}
+			log.Debug("robots.txt fetched", "url", target, "bytes", len(res.Body))
+			return &robotsEntry{data: data, expires: time.Now().Add(r.opts.TTL)}
+		case s >= 300 && s <= 399:
+			if res.Redirect == "" {
+				return allowAll(fmt.Sprintf("status %d without Location", s))
+			}
+			if hop >= maxRobotsRedirects {
+				return allowAll(fmt.Sprintf("more than %d redirects", maxRobotsRedirects))
+			}
+			target = res.Redirect
+		case s == 429 || (s >= 500 && s <= 599):
+			return unreachable(fmt.Errorf("robots.txt %s: HTTP status %d", target, s))
+		case s >= 400 && s <= 499:
+			return allowAll(fmt.Sprintf("status %d", s))
+		default:
+			return unreachable(fmt.Errorf("robots.txt %s: unexpected HTTP status %d", target, s))
+		}
+	}
+}
+
+// parse decodes and parses a 2xx robots.txt response. Only the first
+// MaxRobotsBytes are used; a cut-off last line is dropped. A body that
+// cannot be decoded is an error (the caller treats it as unreachable).
+func (r *Robots) parse(target string, res *Result) (*robotstxt.RobotsData, error) {
+	body, err := res.DecodedBody(MaxRobotsBytes)
+	partial := res.Truncated || errors.Is(err, ErrDecodedTooLarge)
+	if err != nil && !partial {
+		return nil, fmt.Errorf("robots.txt %s: %w", target, err)
+	}
+	if partial {
+		if i := bytes.LastIndexAny(body, "\r\n"); i >= 0 {
+			body = body[:i+1]
+		}
+	}
+	data, err := robotstxt.FromBytes(body)
+	if err == nil {
+		return data, nil
+	}
+	// temoto/robotstxt rejects the whole file for one bad line (a rule
+	// before any User-agent, an unparsable Crawl-delay). RFC 9309 section
+	// 2.2 wants the valid lines used, so parse again without the bad ones.
+	data, err2 := robotstxt.FromBytes(lenientRobots(body))
+	if err2 == nil {
+		r.opts.Logger.Warn("robots.txt has invalid lines; ignored them", "url", target, "err", err)
+		return data, nil
+	}
+	r.opts.Logger.Warn("robots.txt unparsable; allowing all", "url", target, "err", err2)
+	return robotstxt.FromStatusAndBytes(404, nil)
+}
+
+// lenientRobots returns body without the lines temoto/robotstxt rejects:
+// group rules before the first User-agent line (RFC 9309 section 2.1: rules
+// belong to a group), and any line that fails to parse on its own inside a
+// group. Hand-written because the library offers no lenient mode; it only
+// decides which lines to keep, the parsing stays the library's.
+func lenientRobots(body []byte) []byte {
+	var out bytes.Buffer
+	seenAgent := false
+	for _, line := range splitLines(body) {
+		content, _, _ := bytes.Cut(line, []byte("#"))
+		key, _, hasColon := bytes.Cut(content, []byte(":"))
+		k := strings.ToLower(strings.TrimSpace(string(key)))
+		switch {
+		case !hasColon:
+			continue // blank, comment-only or junk
+		case k == "user-agent" || k == "useragent":
+			seenAgent = true
+		case k == "allow" || k == "disallow" || k == "crawl-delay" || k == "crawldelay":
+			if !seenAgent {
+				continue
+			}
+			probe := append([]byte("user-agent: probe\n"), line...)
+			if _, err := robotstxt.FromBytes(probe); err != nil {
+				continue
+			}
+		default:
+			// Other fields (Sitemap, Host, unknown ones) parse on their own.
+			if _, err := robotstxt.FromBytes(line); err != nil {
+				continue
+			}
+		}
+		out.Write(line)
+		out.WriteByte('\n')
+	}
+	return out.Bytes()
+}
+
+// splitLines splits on LF, CRLF and bare CR (RFC 9309 section 2.2 allows
+// all three end-of-line forms).
+func splitLines(b []byte) [][]byte {
+	return bytes.FieldsFunc(b, func(r rune) bool { return r == '\n' || r == '\r' })
+}

@@ -1,0 +1,112 @@
+package frontier
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxItemBytes is the largest encoded queue item DecodeItem accepts (16 KiB;
+// a valid item is far smaller since URLs are capped at MaxURLLength).
+const MaxItemBytes = 16 << 10
+
+// ErrBadItem is wrapped by every DecodeItem and Encode error.
+var ErrBadItem = errors.New("bad queue item")
+
+// Item is a frontier queue item, stored as the JSON data of a
+// persistent-sequential znode R/queue/<shard>/u-NNNNNNNNNN (see
+// docs/design.md, "Znode layout").
+//
+// JSON keys: url, depth, via, attempts, not_before (RFC 3339 UTC, omitted
+// when zero).
+type Item struct {
+	// URL is the normalized URL to fetch.
+	URL string `json:"url"`
+	// Depth is the hop count from the seed (seeds are 0).
+	Depth int `json:"depth"`
+	// Via is the normalized URL of the page the link was found on; "" for
+	// seeds.
+	Via string `json:"via"`
+	// Attempts counts the fetch attempts that failed with a retryable
+	// error so far.
+	Attempts int `json:"attempts"`
+	// NotBefore is the earliest time the item may be claimed again (retry
+	// back-off); zero means now.
+	NotBefore time.Time `json:"not_before,omitzero"`
+}
+
+// itemKeys are the exact JSON keys of Item. encoding/json matches keys
+// case-insensitively, so DecodeItem checks them itself.
+var itemKeys = map[string]bool{"url": true, "depth": true, "via": true, "attempts": true, "not_before": true}
+
+// Encode returns the JSON encoding of it, with NotBefore in UTC. It returns
+// an error wrapping ErrBadItem when it would not pass DecodeItem.
+func (it Item) Encode() ([]byte, error) {
+	if err := it.validate(); err != nil {
+		return nil, fmt.Errorf("encode item %q: %w", it.URL, err)
+	}
+	if !it.NotBefore.IsZero() {
+		it.NotBefore = it.NotBefore.UTC()
+	}
+	b, err := json.Marshal(it)
+	if err != nil {
+		return nil, fmt.Errorf("encode item %q: %w: %v", it.URL, ErrBadItem, err)
+	}
+	if len(b) > MaxItemBytes {
+		return nil, fmt.Errorf("encode item %q: %w: %d bytes, limit %d", it.URL, ErrBadItem, len(b), MaxItemBytes)
+	}
+	return b, nil
+}
+
+// DecodeItem parses the data of a queue znode strictly: it must be one JSON
+// object of at most MaxItemBytes with only the keys of Item (exact case), a
+// non-empty url, and non-negative depth and attempts. Errors wrap ErrBadItem
+// and name the reason. DecodeItem does not re-normalize the URL.
+func DecodeItem(data []byte) (Item, error) {
+	var it Item
+	if len(data) > MaxItemBytes {
+		return it, fmt.Errorf("decode item: %w: %d bytes, limit %d", ErrBadItem, len(data), MaxItemBytes)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return it, fmt.Errorf("decode item: %w: %v", ErrBadItem, err)
+	}
+	if raw == nil {
+		return it, fmt.Errorf("decode item: %w: not a JSON object", ErrBadItem)
+	}
+	for k := range raw {
+		if !itemKeys[k] {
+			return it, fmt.Errorf("decode item: %w: unknown field %q", ErrBadItem, k)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&it); err != nil {
+		return Item{}, fmt.Errorf("decode item: %w: %v", ErrBadItem, err)
+	}
+	if err := it.validate(); err != nil {
+		return Item{}, fmt.Errorf("decode item %q: %w", it.URL, err)
+	}
+	return it, nil
+}
+
+func (it Item) validate() error {
+	switch {
+	case it.URL == "":
+		return fmt.Errorf("%w: missing url", ErrBadItem)
+	case len(it.URL) > MaxRawURLLength:
+		return fmt.Errorf("%w: url of %d bytes, limit %d", ErrBadItem, len(it.URL), MaxRawURLLength)
+	case it.Depth < 0:
+		return fmt.Errorf("%w: negative depth %d", ErrBadItem, it.Depth)
+	case it.Attempts < 0:
+		return fmt.Errorf("%w: negative attempts %d", ErrBadItem, it.Attempts)
+	}
+	if !it.NotBefore.IsZero() {
+		if y := it.NotBefore.UTC().Year(); y < 1 || y > 9999 {
+			return fmt.Errorf("%w: not_before %s outside years 1..9999 UTC", ErrBadItem, it.NotBefore)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// CrawlLogFlushInterval is how often a CrawlLog flushes its buffer to the
+// file on its own.
+const CrawlLogFlushInterval = time.Second
+
+// crawlLogTimeLayout is RFC 3339 with milliseconds, UTC ("Z").
+const crawlLogTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// LogEntry is one line of the crawl log: one fetch attempt of one URL. It
+// carries the fields of a Heritrix crawl.log line, as JSON.
+type LogEntry struct {
+	// TS is when the attempt ended; zero means "now" at Write. Encoded as
+	// RFC 3339 with milliseconds in UTC, key "ts".
+	TS time.Time `json:"-"`
+	// URL is the normalized URL fetched.
+	URL string `json:"url"`
+	// Status is the HTTP status code, or a negative failure code (fetch.Code*, after Heritrix crawl.log codes).
+	Status int `json:"status"`
+	// Bytes is the payload size in bytes (entity body, headers excluded).
+	Bytes int64 `json:"bytes"`
+	// MIME is the media type from Content-Type, without parameters.
+	MIME string `json:"mime"`
+	// Depth is the hop count from the seed.
+	Depth int `json:"depth"`
+	// Via is the URL of the page the link was found on; "" for seeds.
+	Via string `json:"via"`
+	// Worker is the worker id.
+	Worker string `json:"worker"`
+	// DurationMS is the fetch duration in milliseconds.
+	DurationMS int64 `json:"duration_ms"`
+	// Digest is the payload digest ("sha1:..."), "" when nothing was stored.
+	Digest string `json:"digest"`
+	// Attempt is the 1-based attempt number.
+	Attempt int `json:"attempt"`
+	// ConfigVersion is the R/config znode version the worker applied.
+	ConfigVersion int64 `json:"config_version"`
+	// WARCFile and WARCOffset locate the response record (ResponseInfo).
+	WARCFile   string `json:"warc_file,omitempty"`
+	WARCOffset int64  `json:"warc_offset,omitempty"`
+	// Error describes the failure, if any.
+	Error string `json:"error,omitempty"`
+}
+
+// logEntryJSON fixes the JSON field order with ts first.
+type logEntryJSON struct {
+	TS string `json:"ts"`
+	logEntryNoMethods
+}
+
+type logEntryNoMethods LogEntry
+
+// MarshalJSON encodes e with "ts" first, in RFC 3339 with milliseconds,
+// UTC.
+func (e LogEntry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(logEntryJSON{TS: e.TS.UTC().Format(crawlLogTimeLayout), logEntryNoMethods: logEntryNoMethods(e)})
+}
+
+// UnmarshalJSON decodes a crawl log line; "ts" must be RFC 3339.
+func (e *LogEntry) UnmarshalJSON(b []byte) error {
+	var j struct {
+		TS string `json:"ts"`
+		*logEntryNoMethods
+	}
+	j.logEntryNoMethods = (*logEntryNoMethods)(e)
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339Nano, j.TS)
+	if err != nil {
+		return fmt.Errorf("ts %q: %w", j.TS, err)
+	}
+	e.TS = t
+	return nil
+}
+
+// CrawlLog appends LogEntry lines (JSON Lines) to a file. Each Write hands
+// its line to the OS in one write call (O_APPEND, so workers sharing a file
+// do not interleave lines); Close fsyncs. It
+// is safe for concurrent use; each line is written whole.
+type CrawlLog struct {
+	mu     sync.Mutex
+	f      *os.File
+	bw     *bufio.Writer
+	err    error // first write error, sticky
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// OpenCrawlLog opens path for appending (creating it, mode 0644) and starts
+// the periodic flush. It returns an error naming path when it cannot be
+// opened.
+func OpenCrawlLog(path string) (*CrawlLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open crawl log: %w", err)
+	}
+	l := &CrawlLog{f: f, bw: bufio.NewWriterSize(f, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.flusher()
+	return l, nil
+}
+
+func (l *CrawlLog) flusher() {
+	defer close(l.done)
+	t := time.NewTicker(CrawlLogFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.Flush()
+		}
+	}
+}
+
+// Write appends e as one JSON line, filling a zero TS with the current
+// time. It returns ErrClosed after Close and the first write error again
+// once one occurred.
+func (l *CrawlLog) Write(e LogEntry) error {
+	if e.TS.IsZero() {
+		e.TS = time.Now()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("storage: crawl log entry for %q: %w", e.URL, err)
+	}
+	b = append(b, '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("storage: crawl log entry for %q: %w", e.URL, ErrClosed)
+	}
+	if l.err != nil {
+		return l.err
+	}
+	if _, err := l.bw.Write(b); err != nil {
+		l.err = fmt.Errorf("storage: write crawl log %s: %w", l.f.Name(), err)
+		return l.err
+	}
+	// Write-through: the line reaches the OS before Write returns, so a
+	// worker killed with SIGKILL right after logging (and before completing
+	// the item) loses no line. The crawler logs before it completes an item.
+	return l.flushLocked()
+}
+
+// Flush writes buffered lines to the file (no fsync).
+func (l *CrawlLog) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	return l.flushLocked()
+}
+
+func (l *CrawlLog) flushLocked() error {
+	if l.err != nil {
+		return l.err
+	}
+	if err := l.bw.Flush(); err != nil {
+		l.err = fmt.Errorf("storage: flush crawl log %s: %w", l.f.Name(), err)
+	}
+	return l.err
+}
+
+// Close stops the periodic flush, flushes, fsyncs and closes the file. It is
+// idempotent.
+func (l *CrawlLog) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.stop)
+	err := l.flushLocked()
+	if e := l.f.Sync(); err == nil && e != nil {
+		err = fmt.Errorf("storage: sync crawl log %s: %w", l.f.Name(), e)
+	}
+	if e := l.f.Close(); err == nil && e != nil {
+		err = fmt.Errorf("storage: close crawl log %s: %w", l.f.Name(), e)
+	}
+	l.mu.Unlock()
+	<-l.done
+	return err
+}
+
+// ReadCrawlLog parses a crawl log (JSON Lines of LogEntry); blank lines are
+// skipped. Errors name the 1-based line number.
+func ReadCrawlLog(r io.Reader) ([]LogEntry, error) {
+	br := bufio.NewReader(r)
+	var out []LogEntry
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var e LogEntry
+			if jerr := json.Unmarshal(line, &e); jerr != nil {
+				return out, fmt.Errorf("storage: crawl log line %d: %w", n, jerr)
+			}
+			out = append(out, e)
+		}
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("storage: read crawl log line %d: %w", n, err)
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package storage
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/base32"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Exchange is one HTTP request/response pair as captured by the fetcher, to
+// be written as a WARC request record and a WARC response record.
+type Exchange struct {
+	// TargetURI is the requested URL (WARC-Target-URI, WARC 1.1 section
+	// 5.11). Required; must not contain whitespace or control characters.
+	TargetURI string
+	// IP is the server's IP address (WARC-IP-Address, section 5.12);
+	// optional, but must parse as an IPv4 or IPv6 address when set.
+	IP string
+	// Date is when the request started (WARC-Date, section 5.4); zero means
+	// now.
+	Date time.Time
+	// RawRequest is the request as sent: request line, headers, blank line
+	// and body if any. When it holds no CRLF CRLF, trailing CR/LF are
+	// trimmed and CRLF CRLF appended. Required.
+	RawRequest []byte
+	// RawResponseHeader is the status line and headers as received, with or
+	// without the final CRLF CRLF (normalized to end in exactly one). It must
+	// start with "HTTP/" and hold no blank line before its end. It must
+	// describe Body as stored: if the fetcher removed a chunked
+	// Transfer-Encoding, it should drop that header too.
+	RawResponseHeader []byte
+	// Body is the entity body as transferred (Content-Encoding kept), cut
+	// at the fetcher's size limit when Truncated.
+	Body []byte
+	// Truncated reports that Body was cut at the size limit; the response
+	// record then carries "WARC-Truncated: length" (section 5.13).
+	Truncated bool
+}
+
+// field is one WARC named field.
+type field struct{ name, value string }
+
+// record is a WARC record ready to be serialized.
+type record struct {
+	fields []field
+	block  [][]byte // concatenated to form the record block
+}
+
+func (r *record) add(name, value string) { r.fields = append(r.fields, field{name, value}) }
+
+// set replaces the value of the first field called name.
+func (r *record) set(name, value string) {
+	for i := range r.fields {
+		if r.fields[i].name == name {
+			r.fields[i].value = value
+			return
+		}
+	}
+}
+
+func (r *record) blockLen() int64 {
+	var n int64
+	for _, b := range r.block {
+		n += int64(len(b))
+	}
+	return n
+}
+
+// writeTo serializes the record: version line, named fields,
+// Content-Length, blank line, block, CRLF CRLF (WARC 1.1 section 4).
+func (r *record) writeTo(w io.Writer) error {
+	var h bytes.Buffer
+	h.WriteString(WARCVersion + "\r\n")
+	for _, f := range r.fields {
+		h.WriteString(f.name)
+		h.WriteString(": ")
+		h.WriteString(f.value)
+		h.WriteString("\r\n")
+	}
+	h.WriteString("Content-Length: " + strconv.FormatInt(r.blockLen(), 10) + "\r\n\r\n")
+	if _, err := w.Write(h.Bytes()); err != nil {
+		return err
+	}
+	for _, b := range r.block {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "\r\n\r\n")
+	return err
+}
+
+// newRecordID returns a WARC-Record-ID (WARC 1.1 section 5.2): a random
+// UUID URN in angle brackets.
+func newRecordID() string { return "<urn:uuid:" + uuid.NewString() + ">" }
+
+// blockDigest is the WARC-Block-Digest of a block given in parts.
+func blockDigest(parts ...[]byte) string {
+	h := sha1.New()
+	for _, b := range parts {
+		h.Write(b) // hash.Hash.Write never fails
+	}
+	return "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// prepared is an Exchange validated and normalized into its two records.
+type prepared struct {
+	req, resp     *record
+	respID        string
+	payloadDigest string
+}
+
+var crlf2 = []byte("\r\n\r\n")
+
+// prepare validates ex and builds its request and response records, linked
+// by WARC-Concurrent-To (WARC 1.1 section 5.7). Their WARC-Warcinfo-ID is
+// left empty for setWarcinfo.
+func prepare(ex Exchange) (*prepared, error) {
+	if ex.TargetURI == "" {
+		return nil, fmt.Errorf("%w: empty target URI", ErrBadExchange)
+	}
+	if strings.IndexFunc(ex.TargetURI, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return nil, fmt.Errorf("%w: target URI %q holds whitespace or control characters", ErrBadExchange, ex.TargetURI)
+	}
+	if ex.IP != "" && net.ParseIP(ex.IP) == nil {
+		return nil, fmt.Errorf("%w: %s: IP address %q does not parse", ErrBadExchange, ex.TargetURI, ex.IP)
+	}
+	if len(ex.RawRequest) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty raw request", ErrBadExchange, ex.TargetURI)
+	}
+	reqBlock := ex.RawRequest
+	if !bytes.Contains(reqBlock, crlf2) {
+		reqBlock = append(bytes.TrimRight(reqBlock, "\r\n"), crlf2...)
+	}
+	hdr := bytes.TrimRight(ex.RawResponseHeader, "\r\n")
+	if !bytes.HasPrefix(hdr, []byte("HTTP/")) {
+		return nil, fmt.Errorf("%w: %s: raw response header does not start with a status line (\"HTTP/\")", ErrBadExchange, ex.TargetURI)
+	}
+	if bytes.Contains(hdr, crlf2) || bytes.Contains(hdr, []byte("\n\n")) {
+		return nil, fmt.Errorf("%w: %s: raw response header holds a blank line (pass the body in Body)", ErrBadExchange, ex.TargetURI)
+	}
+	hdr = append(hdr[:len(hdr):len(hdr)], crlf2...)
+
+	date := ex.Date
+	if date.IsZero() {
+		date = time.Now()
+	}
+	reqID, respID := newRecordID(), newRecordID()
+	p := &prepared{respID: respID, payloadDigest: Digest(ex.Body)}
+
+	p.req = &record{block: [][]byte{reqBlock}}
+	p.req.add("WARC-Type", TypeRequest)
+	p.req.add("WARC-Record-ID", reqID)
+	p.req.add("WARC-Date", formatDate(date))
+	p.req.add("WARC-Target-URI", ex.TargetURI)
+	if ex.IP != "" {
+		p.req.add("WARC-IP-Address", ex.IP)
+	}
+	p.req.add("WARC-Concurrent-To", respID)
+	p.req.add("WARC-Warcinfo-ID", "")
+	p.req.add("Content-Type", "application/http;msgtype=request")
+	p.req.add("WARC-Block-Digest", blockDigest(reqBlock))
+
+	p.resp = &record{block: [][]byte{hdr, ex.Body}}
+	p.resp.add("WARC-Type", TypeResponse)
+	p.resp.add("WARC-Record-ID", respID)
+	p.resp.add("WARC-Date", formatDate(date))
+	p.resp.add("WARC-Target-URI", ex.TargetURI)
+	if ex.IP != "" {
+		p.resp.add("WARC-IP-Address", ex.IP)
+	}
+	p.resp.add("WARC-Concurrent-To", reqID)
+	p.resp.add("WARC-Warcinfo-ID", "")
+	p.resp.add("Content-Type", "application/http;msgtype=response")
+	p.resp.add("WARC-Block-Digest", blockDigest(hdr, ex.Body))
+	p.resp.add("WARC-Payload-Digest", p.payloadDigest)
+	if ex.Truncated {
+		p.resp.add("WARC-Truncated", "length")
+	}
+	return p, nil
+}
+
+// setWarcinfo points both records at the warcinfo record of their file
+// (WARC-Warcinfo-ID, WARC 1.1 section 5.10).
+func (p *prepared) setWarcinfo(id string) {
+	p.req.set("WARC-Warcinfo-ID", id)
+	p.resp.set("WARC-Warcinfo-ID", id)
+}
+
+// warcinfoRecord builds the warcinfo record opening a file (WARC 1.1
+// section 6.2), its block in application/warc-fields format (annex B).
+func warcinfoRecord(id, filename string, date time.Time, o *WriterOptions) *record {
+	var b bytes.Buffer
+	put := func(k, v string) {
+		if v == "" {
+			return
+		}
+		v = strings.Map(func(r rune) rune {
+			if r == '\r' || r == '\n' {
+				return ' '
+			}
+			return r
+		}, v)
+		b.WriteString(k + ": " + v + "\r\n")
+	}
+	put("software", "zkcrawl/"+o.Version)
+	put("format", FormatName)
+	put("conformsTo", ConformsTo)
+	put("hostname", o.Hostname)
+	put("operator", o.Operator)
+	put("isPartOf", o.IsPartOf)
+	put("description", o.Description)
+	put("robots", o.Robots)
+	put("http-header-user-agent", o.UserAgent)
+	r := &record{block: [][]byte{b.Bytes()}}
+	r.add("WARC-Type", TypeWarcinfo)
+	r.add("WARC-Record-ID", id)
+	r.add("WARC-Date", formatDate(date))
+	r.add("WARC-Filename", filename)
+	r.add("Content-Type", "application/warc-fields")
+	r.add("WARC-Block-Digest", blockDigest(b.Bytes()))
+	return r
+}

@@ -1,0 +1,320 @@
+package storage
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// DefaultMaxFileBytes is the default WARC file size at which the writer
+// rotates: 1 GiB, the customary WARC file size (WARC 1.1 annex C suggests
+// files of about 1 GB).
+const DefaultMaxFileBytes = 1 << 30
+
+// OpenSuffix is appended to the name of the WARC file being written; it is
+// removed (by rename) when the file is complete, so a file still carrying
+// it after the writer stopped was left by a crash (Heritrix does the same).
+const OpenSuffix = ".open"
+
+// WriterOptions configures a Writer. The zero value is usable.
+type WriterOptions struct {
+	// MaxFileBytes is the compressed size in bytes at which the current file
+	// is closed and the next write opens a new one; 0 means
+	// DefaultMaxFileBytes. A file may exceed it by one request/response
+	// pair, which is never split across files.
+	MaxFileBytes int64
+	// WorkerID is the last part of file names (letters, digits, '.', '_'
+	// and '-' are kept, other characters become '_'); "" means 8 random hex
+	// digits.
+	WorkerID string
+	// Version is the zkcrawl version in the warcinfo "software" field
+	// ("zkcrawl/<Version>"); "" means "dev".
+	Version string
+	// Hostname is the warcinfo "hostname" field; "" means os.Hostname().
+	Hostname string
+	// Operator, IsPartOf (the crawl name), Description, Robots (robots.txt
+	// policy, e.g. "obey") and UserAgent are written to warcinfo when set
+	// (WARC 1.1 annex B; "http-header-user-agent" for UserAgent).
+	Operator    string
+	IsPartOf    string
+	Description string
+	Robots      string
+	UserAgent   string
+	// Logger receives file open/close events; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ResponseInfo locates the response record of an exchange, for the crawl
+// log and for CDX-style lookups.
+type ResponseInfo struct {
+	// File is the final base name of the WARC file (without OpenSuffix).
+	File string
+	// Offset is the byte offset in File of the gzip member holding the
+	// response record.
+	Offset int64
+	// Length is the compressed length in bytes of that gzip member.
+	Length int64
+	// RecordID is the response's WARC-Record-ID ("<urn:uuid:...>").
+	RecordID string
+	// PayloadDigest is the response's WARC-Payload-Digest ("sha1:...").
+	PayloadDigest string
+}
+
+// Writer writes HTTP exchanges to rotating gzip-compressed WARC 1.1 files,
+// one gzip member per record (WARC 1.1 annex D), each file opening with a
+// warcinfo record. File names follow the Heritrix/IIPC convention
+// <prefix>-<yyyyMMddHHmmssSSS UTC>-<serial %05d>-<worker id>.warc.gz.
+// Every record is flushed to the operating system as soon as it is written
+// (no fsync per record; files are fsynced when closed). A Writer is safe for
+// concurrent use; the two records of an exchange are always adjacent.
+type Writer struct {
+	dir, prefix, suffix string
+	opts                WriterOptions
+	log                 *slog.Logger
+
+	mu     sync.Mutex
+	serial int
+	cur    *warcFile
+	zw     *gzip.Writer
+	closed bool
+}
+
+// warcFile is the file being written.
+type warcFile struct {
+	f          *os.File
+	bw         *bufio.Writer
+	cw         *countingWriter
+	name       string // final base name
+	openPath   string // full path with OpenSuffix
+	warcinfoID string
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// NewWriter returns a Writer creating files in dir (created if missing)
+// whose names start with prefix (letters, digits, '.', '_', '-'). No file is
+// created before the first WriteExchange. It returns an error naming dir or
+// prefix when they are unusable.
+func NewWriter(dir, prefix string, opts WriterOptions) (*Writer, error) {
+	if !prefixRE.MatchString(prefix) {
+		return nil, fmt.Errorf("storage: WARC file prefix %q: want letters, digits, '.', '_' or '-'", prefix)
+	}
+	if opts.MaxFileBytes < 0 {
+		return nil, fmt.Errorf("storage: MaxFileBytes %d is negative", opts.MaxFileBytes)
+	}
+	if opts.MaxFileBytes == 0 {
+		opts.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: WARC directory %q: %w", dir, err)
+	}
+	suffix := sanitize(opts.WorkerID)
+	if suffix == "" {
+		suffix = strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log}, nil
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '.' || r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// WriteExchange writes ex as a request record followed by a response record
+// (WARC 1.1 sections 6.4 and 6.5) to the current file, opening a new file
+// first when none is open, and returns where the response record went. The
+// response's block is the normalized status line and headers followed by
+// Body; its WARC-Payload-Digest covers Body. Errors wrap ErrBadExchange for
+// invalid input (nothing is written), ErrClosed after Close, or the I/O
+// error; after an I/O error the current file is cut back to its last
+// complete record and closed, and the next call opens a new file.
+func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ResponseInfo{}, fmt.Errorf("write WARC record for %q: %w", ex.TargetURI, ErrClosed)
+	}
+	p, err := prepare(ex)
+	if err != nil {
+		return ResponseInfo{}, err
+	}
+	if w.cur == nil {
+		if err := w.open(); err != nil {
+			return ResponseInfo{}, err
+		}
+	}
+	p.setWarcinfo(w.cur.warcinfoID)
+	start := w.cur.cw.n
+	if err := w.writeRecord(p.req); err != nil {
+		return ResponseInfo{}, w.abandon(start, fmt.Errorf("write WARC request record for %q to %s: %w", ex.TargetURI, w.cur.name, err))
+	}
+	respOff := w.cur.cw.n
+	if err := w.writeRecord(p.resp); err != nil {
+		return ResponseInfo{}, w.abandon(start, fmt.Errorf("write WARC response record for %q to %s: %w", ex.TargetURI, w.cur.name, err))
+	}
+	info := ResponseInfo{
+		File:          w.cur.name,
+		Offset:        respOff,
+		Length:        w.cur.cw.n - respOff,
+		RecordID:      p.respID,
+		PayloadDigest: p.payloadDigest,
+	}
+	if w.cur.cw.n >= w.opts.MaxFileBytes {
+		if err := w.closeFile(); err != nil {
+			// The records are in the file; report the failure but keep the info.
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+// writeRecord writes r as one gzip member and flushes it to the file.
+func (w *Writer) writeRecord(r *record) error {
+	if w.zw == nil {
+		w.zw = gzip.NewWriter(w.cur.cw)
+	} else {
+		w.zw.Reset(w.cur.cw)
+	}
+	if err := r.writeTo(w.zw); err != nil {
+		return err
+	}
+	if err := w.zw.Close(); err != nil {
+		return err
+	}
+	return w.cur.bw.Flush()
+}
+
+// open creates the next file as <name>.open and writes its warcinfo record.
+func (w *Writer) open() error {
+	for attempt := 0; ; attempt++ {
+		now := time.Now().UTC()
+		ts := strings.Replace(now.Format("20060102150405.000"), ".", "", 1)
+		name := fmt.Sprintf("%s-%s-%05d-%s.warc.gz", w.prefix, ts, w.serial, w.suffix)
+		w.serial++
+		final := filepath.Join(w.dir, name)
+		openPath := final + OpenSuffix
+		if _, err := os.Lstat(final); err == nil {
+			if attempt < 100 {
+				continue // name taken (same millisecond and worker id); next serial
+			}
+			return fmt.Errorf("storage: open WARC file %s: %w", final, fs.ErrExist)
+		}
+		f, err := os.OpenFile(openPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) && attempt < 100 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: open WARC file: %w", err)
+		}
+		bw := bufio.NewWriterSize(f, 64<<10)
+		wf := &warcFile{f: f, bw: bw, cw: &countingWriter{w: bw}, name: name, openPath: openPath, warcinfoID: newRecordID()}
+		w.cur = wf
+		if err := w.writeRecord(warcinfoRecord(wf.warcinfoID, name, now, &w.opts)); err != nil {
+			f.Close()
+			os.Remove(openPath)
+			w.cur = nil
+			return fmt.Errorf("storage: write warcinfo record to %s: %w", openPath, err)
+		}
+		w.log.Info("WARC file opened", "file", openPath)
+		return nil
+	}
+}
+
+// closeFile fsyncs and closes the current file and renames it to its final
+// name.
+func (w *Writer) closeFile() error {
+	wf := w.cur
+	w.cur = nil
+	err := wf.bw.Flush()
+	if e := wf.f.Sync(); err == nil {
+		err = e
+	}
+	if e := wf.f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return fmt.Errorf("storage: close WARC file %s: %w", wf.openPath, err)
+	}
+	final := filepath.Join(w.dir, wf.name)
+	if err := os.Rename(wf.openPath, final); err != nil {
+		return fmt.Errorf("storage: close WARC file: %w", err)
+	}
+	if d, err := os.Open(w.dir); err == nil { // make the rename durable; best effort
+		d.Sync()
+		d.Close()
+	}
+	w.log.Info("WARC file closed", "file", final, "bytes", wf.cw.n)
+	return nil
+}
+
+// abandon handles an I/O error in the middle of an exchange: it cuts the
+// file back to start (the end of the last complete record) and closes it.
+// If the cut fails the file keeps its OpenSuffix so it reads as crashed.
+// It returns cause, joined with any cleanup error.
+func (w *Writer) abandon(start int64, cause error) error {
+	wf := w.cur
+	w.cur = nil
+	if err := wf.f.Truncate(start); err != nil {
+		wf.f.Close()
+		w.log.Error("WARC file left incomplete", "file", wf.openPath, "err", err)
+		return errors.Join(cause, fmt.Errorf("storage: truncate %s: %w", wf.openPath, err))
+	}
+	wf.f.Close()
+	if err := os.Rename(wf.openPath, filepath.Join(w.dir, wf.name)); err != nil {
+		return errors.Join(cause, err)
+	}
+	w.log.Warn("WARC file closed after write error", "file", wf.name, "err", cause)
+	return cause
+}
+
+// Close flushes and closes the current file, renaming it to drop
+// OpenSuffix. Later writes fail with ErrClosed; Close is idempotent.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.cur == nil {
+		return nil
+	}
+	return w.closeFile()
+}

@@ -1,0 +1,131 @@
+package testenv
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+const webHTMLType = "text/html; charset=utf-8"
+
+var (
+	webFlakyBody       = []byte("<!DOCTYPE html>\n<html><head><title>Server error</title></head><body><h1>500 try again</h1></body></html>\n")
+	webUnavailableBody = []byte("<!DOCTYPE html>\n<html><head><title>Unavailable</title></head><body><h1>503 unavailable</h1></body></html>\n")
+)
+
+// webStatusWriter remembers the status sent, for the request log.
+type webStatusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *webStatusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *webStatusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// handler serves host h and records every request in the request log.
+func (w *Web) handler(h int) http.Handler {
+	host := w.hosts[h]
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if !w.enter() {
+			webWrite(rw, http.StatusServiceUnavailable, webHTMLType, webUnavailableBody)
+			return
+		}
+		defer w.leave()
+		start := time.Now()
+		sw := &webStatusWriter{ResponseWriter: rw}
+		target := r.URL.RequestURI()
+		w.serve(sw, r, h, target)
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK // net/http sends 200 for a handler that wrote nothing
+		}
+		w.record(WebRequest{Host: host, HostIndex: h, Path: target, Time: start, UserAgent: r.UserAgent(), Status: status})
+		w.log.LogAttrs(r.Context(), slog.LevelDebug, "synthetic web request", slog.String("host", host),
+			slog.String("path", target), slog.Int("status", status), slog.Duration("took", time.Since(start)))
+	})
+}
+
+func webWrite(rw http.ResponseWriter, status int, ctype string, body []byte) {
+	hd := rw.Header()
+	hd.Set("Content-Type", ctype)
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	rw.WriteHeader(status)
+	_, _ = rw.Write(body) // a client that went away is not our error
+}
+
+func (w *Web) serve(rw http.ResponseWriter, r *http.Request, h int, target string) {
+	if target == "/robots.txt" {
+		st, ok := w.cfg.RobotsStatus[h]
+		if !ok {
+			st = http.StatusOK
+		}
+		webWrite(rw, st, "text/plain; charset=utf-8", w.robotsTxt[h])
+		return
+	}
+	rt := w.route(h, target)
+	switch rt.kind {
+	case webKindRedirect:
+		rw.Header().Set("Location", rt.location)
+		webWrite(rw, rt.status, webHTMLType, rt.body)
+	case webKindError:
+		webWrite(rw, rt.status, webHTMLType, rt.body)
+	case webKindBlob:
+		webWrite(rw, http.StatusOK, rt.contentType, rt.body)
+	case webKindLarge:
+		w.serveLarge(rw, r)
+	case webKindHTML:
+		if rt.flaky && w.flakyHits[h].Add(1) == 1 {
+			webWrite(rw, http.StatusInternalServerError, webHTMLType, webFlakyBody)
+			return
+		}
+		if rt.slow {
+			t := time.NewTimer(w.cfg.SlowDelay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				webWrite(rw, http.StatusServiceUnavailable, webHTMLType, webUnavailableBody)
+				return
+			}
+		}
+		body := rt.body
+		if body == nil {
+			body = w.render(rt)
+		}
+		webWrite(rw, http.StatusOK, webHTMLType, body)
+	}
+}
+
+// serveLarge writes the oversized page in 64 KiB chunks, stopping when the
+// request context ends (client gone or web closing).
+func (w *Web) serveLarge(rw http.ResponseWriter, r *http.Request) {
+	body := w.blobs.large
+	hd := rw.Header()
+	hd.Set("Content-Type", webHTMLType)
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	rw.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	const chunk = 64 << 10
+	for off := 0; off < len(body); off += chunk {
+		if r.Context().Err() != nil {
+			return
+		}
+		if _, err := rw.Write(body[off:min(off+chunk, len(body))]); err != nil {
+			return
+		}
+	}
+}

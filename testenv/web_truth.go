@@ -1,0 +1,254 @@
+package testenv
+
+// Ground truth: which URLs a correct crawler fetches from the synthetic web,
+// with which final status, at which depth. It walks the same routes the HTTP
+// handlers serve (web_graph.go), not the HTML, so a crawler's link extraction
+// and URL normalization are checked against the structure they came from.
+//
+// Crawl semantics modelled (the crawler implements the same):
+//
+//   - Seeds have depth 0. A link found on a page at depth d gets depth d+1.
+//     Depth is the minimum number of link hops from any seed.
+//   - A redirect (301/302) is logged with its own status; its Location,
+//     resolved against the redirecting URL, is a NEW item at the SAME depth
+//     (not followed inline). A redirect loop therefore ends at the seen-set.
+//   - URLs with depth > MaxDepth are not enqueued (MaxDepth -1: no limit).
+//   - Each URL is enqueued and fetched at most once (seen-set on the
+//     canonical URL).
+//   - Scope is judged against the host of the page where the link was found
+//     (for a redirect, the redirecting URL): "same_host" = same host:port;
+//     "same_domain" = same registrable domain of the host name without port,
+//     which for an IP literal is the IP itself, so on this web (all hosts are
+//     127.0.0.1) it admits every host, like "any". Seeds are always in scope.
+//   - Links are <a href>, <area href>, <iframe src>, resolved against
+//     <base href> when present; only http(s) links count. Links whose rel
+//     has the token nofollow (case-insensitive), and all links of a page
+//     with <meta name="robots" content="nofollow">, are not followed.
+//   - With ObeyRobots, a URL disallowed by its host's robots.txt for any
+//     user agent is not fetched (Status 0) and yields nothing. robots.txt
+//     answering 4xx allows everything, 5xx disallows everything (RFC 9309
+//     section 2.3.1.3 and 2.3.1.4). robots.txt itself is not listed.
+//   - /flaky.html answers 500 once, then 200: a crawler that retries 5xx
+//     logs 200 and follows its links. /slow.html is 200 (use a fetch
+//     timeout above SlowDelay). /large.html, text, PNG and PDF are fetched
+//     (200) but yield no links.
+//   - Canonical URL: lower-case scheme and host, no default port, no
+//     fragment, dot segments removed, empty path "/", query kept as is.
+//
+// Depths equal what a crawler records when it dequeues breadth-first (FIFO)
+// with one fetch in flight per host; redirect targets and their pages are
+// built so that the 0-hop redirect edge cannot change anyone's depth. A
+// crawler fetching several URLs of one host at once, or several hosts in
+// parallel under scope "any", may record larger depths for some URLs and,
+// near MaxDepth, miss URLs; compare sets with MaxDepth well above the
+// graph's depth (Features off and MaxDepth -1) in such tests.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// Crawl scopes for WebCrawlOptions.Scope.
+const (
+	// WebScopeSameHost follows links to the same host:port only.
+	WebScopeSameHost = "same_host"
+	// WebScopeSameDomain follows links to the same registrable domain (for
+	// an IP literal, the same IP; the port does not count).
+	WebScopeSameDomain = "same_domain"
+	// WebScopeAny follows every http(s) link.
+	WebScopeAny = "any"
+)
+
+// ErrWebInfiniteCrawl is returned by GroundTruth when the crawl would never
+// end: MaxDepth is -1 and the calendar trap (Features on) is reachable.
+var ErrWebInfiniteCrawl = errors.New("testenv: crawl of the synthetic web is infinite (calendar trap without MaxDepth)")
+
+// WebCrawlOptions are the crawl settings GroundTruth models.
+type WebCrawlOptions struct {
+	// MaxDepth is the largest depth enqueued; -1 means no limit.
+	MaxDepth int
+	// Scope is WebScopeSameHost (the default when ""), WebScopeSameDomain
+	// or WebScopeAny.
+	Scope string
+	// ObeyRobots makes robots.txt-disallowed URLs unfetchable (Status 0).
+	ObeyRobots bool
+	// Seeds are the seed URLs; nil means Web.Seeds(). Each must be an
+	// http URL of one of the web's hosts.
+	Seeds []string
+}
+
+// WebExpect is the expected crawl outcome for one canonical URL.
+type WebExpect struct {
+	// Status is the final HTTP status the crawler should log: 200, 301, 302
+	// or 404 (the flaky page's 500-then-200 is 200). 0 means the crawler
+	// must NOT fetch this URL: robots-disallowed, or reachable only through
+	// nofollow links, meta-robots-nofollow pages or disallowed pages.
+	Status int
+	// Depth is the minimum hops from a seed (for Status 0: the depth a
+	// crawler ignoring nofollow and robots would give it).
+	Depth int
+}
+
+// GroundTruth returns, by canonical URL ("http://127.0.0.1:port/path"),
+// every URL a correct crawl with opts fetches (Status != 0), plus the URLs
+// that a crawler ignoring nofollow, meta robots and robots.txt would fetch
+// but a correct one must not (Status 0). Errors: a bad option or seed, or
+// ErrWebInfiniteCrawl.
+func (w *Web) GroundTruth(opts WebCrawlOptions) (map[string]WebExpect, error) {
+	switch opts.Scope {
+	case "":
+		opts.Scope = WebScopeSameHost
+	case WebScopeSameHost, WebScopeSameDomain, WebScopeAny:
+	default:
+		return nil, fmt.Errorf("testenv: ground truth: scope %q: want %q, %q or %q",
+			opts.Scope, WebScopeSameHost, WebScopeSameDomain, WebScopeAny)
+	}
+	if opts.MaxDepth < -1 {
+		return nil, fmt.Errorf("testenv: ground truth: MaxDepth %d: want -1 (no limit) or >= 0", opts.MaxDepth)
+	}
+	seeds := opts.Seeds
+	if seeds == nil {
+		seeds = w.Seeds()
+	}
+	var start []webTarget
+	for _, s := range seeds {
+		t, err := w.lookup(s)
+		if err != nil {
+			return nil, fmt.Errorf("testenv: ground truth: seed %q: %w", s, err)
+		}
+		start = append(start, t)
+	}
+	strict, err := w.walk(opts, start, true)
+	if err != nil {
+		return nil, err
+	}
+	naive, err := w.walk(opts, start, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]WebExpect, len(naive))
+	for t, e := range naive {
+		out[w.urlOf(t)] = WebExpect{Status: 0, Depth: e.Depth}
+	}
+	for t, e := range strict {
+		out[w.urlOf(t)] = e
+	}
+	return out, nil
+}
+
+func (w *Web) urlOf(t webTarget) string { return "http://" + w.hosts[t.host] + t.path }
+
+// walk runs the crawl model breadth-first, level by level. Redirect
+// targets join the current level (0 hops), links the next one. strict
+// applies nofollow, meta robots and (with opts.ObeyRobots) robots.txt;
+// otherwise they are ignored.
+func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[webTarget]WebExpect, error) {
+	depth := map[webTarget]int{}
+	out := map[webTarget]WebExpect{}
+	var level []webTarget
+	for _, s := range seeds {
+		if _, ok := depth[s]; !ok {
+			depth[s] = 0
+			level = append(level, s)
+		}
+	}
+	add := func(t webTarget, d int, lv *[]webTarget) error {
+		if old, ok := depth[t]; ok && old <= d {
+			return nil
+		}
+		if opts.MaxDepth >= 0 && d > opts.MaxDepth {
+			return nil
+		}
+		if opts.MaxDepth < 0 && strings.HasPrefix(t.path, "/cal/") {
+			return ErrWebInfiniteCrawl
+		}
+		depth[t] = d
+		*lv = append(*lv, t)
+		return nil
+	}
+	for d := 0; len(level) > 0; d++ {
+		var next []webTarget
+		for i := 0; i < len(level); i++ { // level grows with redirect targets
+			u := level[i]
+			if _, done := out[u]; done || depth[u] != d {
+				continue
+			}
+			if strict && opts.ObeyRobots && !w.robots[u.host].TestAgent(u.path, "zkcrawl") {
+				out[u] = WebExpect{Status: 0, Depth: d}
+				continue
+			}
+			rt := w.route(u.host, u.path)
+			out[u] = WebExpect{Status: rt.status, Depth: d}
+			switch rt.kind {
+			case webKindRedirect:
+				if w.inScope(opts.Scope, u.host, rt.redirect.host) {
+					if err := add(rt.redirect, d, &level); err != nil {
+						return nil, err
+					}
+				}
+			case webKindHTML:
+				if strict && rt.metaNofollow {
+					continue
+				}
+				for _, l := range rt.links {
+					if l.to.host < 0 || (strict && l.nofollow) || !w.inScope(opts.Scope, u.host, l.to.host) {
+						continue
+					}
+					if err := add(l.to, d+1, &next); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+		level = next
+	}
+	return out, nil
+}
+
+// inScope reports whether a link found on host from may go to host to.
+func (w *Web) inScope(scope string, from, to int) bool {
+	switch scope {
+	case WebScopeAny:
+		return true
+	case WebScopeSameDomain:
+		// Registrable domain of the host name without port; every host of
+		// this web is the IP literal 127.0.0.1, whose registrable domain is
+		// itself (public suffix rules do not apply to IPs).
+		fh, _, _ := net.SplitHostPort(w.hosts[from])
+		th, _, _ := net.SplitHostPort(w.hosts[to])
+		return fh == th
+	default:
+		return from == to
+	}
+}
+
+// lookup canonicalizes an absolute http URL of this web into a webTarget.
+func (w *Web) lookup(raw string) (webTarget, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return webTarget{}, fmt.Errorf("parse: %w", err)
+	}
+	if !strings.EqualFold(u.Scheme, "http") || u.Host == "" {
+		return webTarget{}, errors.New("not an absolute http URL")
+	}
+	// ResolveReference removes dot segments (RFC 3986 section 5.2.4).
+	u = (&url.URL{Scheme: "http", Host: u.Host, Path: "/"}).ResolveReference(u)
+	host := strings.ToLower(u.Host)
+	host = strings.TrimSuffix(host, ":80")
+	target := u.EscapedPath()
+	if target == "" {
+		target = "/"
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		target += "?" + u.RawQuery
+	}
+	for i, h := range w.hosts {
+		if h == host {
+			return webTarget{i, target}, nil
+		}
+	}
+	return webTarget{}, fmt.Errorf("host %q is not a host of this web", host)
+}

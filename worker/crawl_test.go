@@ -1,0 +1,92 @@
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/fetch"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// testConfig is a fast, loopback-permitting crawl config.
+func testConfig() config.Config {
+	c := config.Default()
+	c.AllowPrivateNetworks = true
+	c.PerHostRatePerS = 0
+	c.PerHostMaxInFlight = 2
+	c.WorkerConcurrency = 16
+	c.RetryBackoffMS = 100
+	c.FetchTimeoutMS = 5000
+	c.MaxBodyBytes = 1 << 20
+	return c
+}
+
+// A plain web crawled by 3 workers: exactly the ground-truth set, each URL
+// logged once with status 200 and stored once in the WARC files.
+func TestCrawlFetchesGroundTruthExactly(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 7, Hosts: 6, PagesPerHost: 40, LinksPerPage: 5, CrossHostShare: 0.3})
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, ObeyRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCrawl(t, zk.Addr(), "plain", cfg, 16, web.Seeds())
+	c.runWorkers(3, 90*time.Second)
+
+	final, lines := finalStatus(c.logs())
+	if bad := diffTruth(truth, final); len(bad) > 0 {
+		t.Fatalf("crawl differs from the ground truth (%d URLs expected, %d logged):\n%s", len(truth), len(final), firstN(bad, 20))
+	}
+	for u, n := range lines {
+		if n != 1 {
+			t.Errorf("%s logged %d times, want once (no worker died)", u, n)
+		}
+	}
+	for u, n := range c.warcResponses() {
+		if n != 1 {
+			t.Errorf("%s has %d WARC response records, want 1", u, n)
+		}
+	}
+	st, err := c.queue.Pending(t.Context())
+	if err != nil || st.Queued != 0 || st.Claimed != 0 {
+		t.Fatalf("after the crawl: %+v, %v; want nothing queued or claimed", st, err)
+	}
+}
+
+// The special pages: robots rules, depth, redirects (chain and loop), 404,
+// 500-then-200 retry, non-HTML, oversized page, nofollow, meta robots, base
+// href, and the calendar trap bounded by max_depth.
+func TestCrawlSpecialPages(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{
+		Seed: 3, Hosts: 2, PagesPerHost: 12, LinksPerPage: 3, Features: true,
+		RobotsDisallow: []string{"/private/"}, SlowDelay: 300 * time.Millisecond, LargeBytes: 2 << 20,
+	})
+	cfg := testConfig()
+	cfg.MaxDepth = 5
+	cfg.PerHostMaxInFlight = 1
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: 5, ObeyRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCrawl(t, zk.Addr(), "special", cfg, 8, web.Seeds())
+	c.runWorkers(2, 90*time.Second)
+
+	entries := c.logs()
+	final, _ := finalStatus(entries)
+	if bad := diffTruth(truth, final); len(bad) > 0 {
+		t.Fatalf("crawl differs from the ground truth (%d expected, %d logged):\n%s", len(truth), len(final), firstN(bad, 30))
+	}
+	sawRobots := false
+	for _, e := range entries {
+		if e.Status == fetch.CodeRobotsPrecluded {
+			sawRobots = true
+		}
+	}
+	if !sawRobots {
+		t.Errorf("no URL was logged as robots-precluded (%d)", fetch.CodeRobotsPrecluded)
+	}
+}

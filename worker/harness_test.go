@@ -1,0 +1,215 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/storage"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// crawlEnv is a crawl under test: a real ZooKeeper, a crawl created and
+// seeded as the seeder does, and worker output directories.
+type crawlEnv struct {
+	t      *testing.T
+	zk     string
+	name   string
+	root   string
+	client *coord.Client
+	queue  *coord.Queue
+	out    string
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("ZKCRAWL_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newCrawl creates crawl name on zkAddr with cfg and the seeds.
+func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, shards int, seeds []string) *crawlEnv {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	root, err := Root(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := coord.Connect(ctx, zkAddr, coord.WithSessionTimeout(2*time.Second), coord.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	q := coord.NewQueue(client, root, shards)
+	if err := q.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.NewConfigStore(client, ConfigPath(root)).Write(ctx, cfg.Encode(), -1); err != nil {
+		t.Fatal(err)
+	}
+	var items []frontier.Item
+	for _, s := range seeds {
+		u, err := frontier.Normalize(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, frontier.Item{URL: u})
+	}
+	if _, err := frontier.New(q, 0).Enqueue(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, out: t.TempDir()}
+}
+
+// setConfig writes a new config version.
+func (c *crawlEnv) setConfig(cfg config.Config) {
+	c.t.Helper()
+	if _, err := coord.NewConfigStore(c.client, ConfigPath(c.root)).Write(context.Background(), cfg.Encode(), -1); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// startWorker runs one worker in this process until ctx ends or the crawl is
+// done; the returned channel yields Run's error.
+func (c *crawlEnv) startWorker(ctx context.Context, id string, mutate func(*Options)) <-chan error {
+	c.t.Helper()
+	opts := Options{
+		Servers: c.zk, Crawl: c.name, OutDir: filepath.Join(c.out, id), ID: id,
+		SessionTimeout: 2 * time.Second, ExitWhenDone: true, QuietPeriod: 1500 * time.Millisecond,
+		HeartbeatInterval: 500 * time.Millisecond, StopTimeout: 5 * time.Second, Logger: testLogger(c.t).With("w", id),
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	w, err := New(ctx, opts)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return done
+}
+
+// runWorkers runs n workers until the crawl is done (or the timeout).
+func (c *crawlEnv) runWorkers(n int, timeout time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var dones []<-chan error
+	for i := range n {
+		dones = append(dones, c.startWorker(ctx, fmt.Sprintf("w%d", i+1), nil))
+	}
+	for i, d := range dones {
+		if err := <-d; err != nil {
+			c.t.Errorf("worker w%d: %v", i+1, err)
+		}
+	}
+	if ctx.Err() != nil {
+		c.t.Fatalf("crawl did not finish within %v", timeout)
+	}
+}
+
+// logs reads every worker's crawl.log.
+func (c *crawlEnv) logs() []storage.LogEntry {
+	c.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(c.out, "*", "crawl.log"))
+	var all []storage.LogEntry
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		es, err := storage.ReadCrawlLog(bytes.NewReader(data))
+		if err != nil {
+			c.t.Fatalf("%s: %v", f, err)
+		}
+		all = append(all, es...)
+	}
+	return all
+}
+
+// warcResponses counts response records per target URI over all WARC files.
+func (c *crawlEnv) warcResponses() map[string]int {
+	c.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(c.out, "*", "*.warc.gz"))
+	got := map[string]int{}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		r := storage.NewReader(fh)
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				c.t.Fatalf("%s: %v", f, err)
+			}
+			if rec.Type() == "response" {
+				got[rec.Get("WARC-Target-URI")]++
+			}
+		}
+		fh.Close()
+	}
+	return got
+}
+
+// finalStatus maps each logged URL to its last logged status, and counts the
+// lines per URL.
+func finalStatus(entries []storage.LogEntry) (map[string]int, map[string]int) {
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].TS.Before(entries[j].TS) })
+	final, lines := map[string]int{}, map[string]int{}
+	for _, e := range entries {
+		final[e.URL] = e.Status
+		lines[e.URL]++
+	}
+	return final, lines
+}
+
+// diffTruth compares the final statuses of a crawl with the ground truth:
+// every URL with a non-zero expected status is logged with that status, and
+// no URL the truth says must not be fetched got an HTTP status.
+func diffTruth(truth map[string]testenv.WebExpect, final map[string]int) []string {
+	var bad []string
+	for u, exp := range truth {
+		got, ok := final[u]
+		switch {
+		case exp.Status != 0 && !ok:
+			bad = append(bad, fmt.Sprintf("missing %s (want %d, depth %d)", u, exp.Status, exp.Depth))
+		case exp.Status != 0 && got != exp.Status:
+			bad = append(bad, fmt.Sprintf("status %s = %d, want %d", u, got, exp.Status))
+		case exp.Status == 0 && ok && got > 0:
+			bad = append(bad, fmt.Sprintf("fetched %s (status %d) but it must not be", u, got))
+		}
+	}
+	for u, s := range final {
+		if _, ok := truth[u]; !ok {
+			bad = append(bad, fmt.Sprintf("unexpected %s (status %d)", u, s))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// firstN returns up to n lines of s for failure messages.
+func firstN(lines []string, n int) string {
+	if len(lines) > n {
+		return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n... and %d more", len(lines)-n)
+	}
+	return strings.Join(lines, "\n")
+}

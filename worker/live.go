@@ -1,0 +1,109 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/fetch"
+	"github.com/zkcrawl/zkcrawl/frontier"
+)
+
+// ConfigPath returns the config znode of a crawl root: R/config.
+func ConfigPath(root string) string { return root + "/config" }
+
+// watchConfig starts the config watch (ZooKeeper recipes: configuration
+// service, via coord.ConfigStore) and blocks until the first config is in
+// force. Later versions are applied live by a goroutine that lives until
+// cfgCtx ends. An invalid version is logged and recorded for the status node;
+// the last good config stays in force.
+func (w *Worker) watchConfig(ctx, cfgCtx context.Context) error {
+	store := coord.NewConfigStore(w.client, ConfigPath(w.root))
+	values := store.Watch(cfgCtx)
+	first := true
+	for w.live.Load() == nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case v, ok := <-values:
+			if !ok {
+				return fmt.Errorf("worker: config watch on %s ended", ConfigPath(w.root))
+			}
+			w.applyConfig(v.Data, v.Version)
+			if w.live.Load() == nil && first {
+				w.log.Error("the crawl's config is invalid: waiting for a valid one", "znode", ConfigPath(w.root), "error", *w.cfgErr.Load())
+				first = false
+			}
+		}
+	}
+	go func() {
+		for v := range values {
+			w.applyConfig(v.Data, v.Version)
+		}
+	}()
+	return nil
+}
+
+// applyConfig parses one config version and, if valid, puts it in force:
+// fetcher options, politeness limits and scope change at once, and the
+// shard loops are woken to pick up concurrency and pause changes.
+func (w *Worker) applyConfig(data []byte, version int32) {
+	cfg, err := config.Parse(data)
+	if err != nil {
+		msg := fmt.Sprintf("version %d rejected: %v", version, err)
+		w.cfgErr.Store(&msg)
+		w.log.Error("invalid crawl config rejected; keeping the last good one", "version", version, "error", err)
+		return
+	}
+	scope, err := frontier.NewScope(frontier.ScopeConfig{
+		Mode: cfg.Scope, Include: cfg.Include, Exclude: cfg.Exclude, MaxDepth: cfg.MaxDepth,
+	})
+	if err != nil { // config.Validate compiled the patterns already; belt and braces
+		msg := fmt.Sprintf("version %d rejected: %v", version, err)
+		w.cfgErr.Store(&msg)
+		w.log.Error("invalid crawl scope rejected; keeping the last good config", "version", version, "error", err)
+		return
+	}
+	empty := ""
+	w.cfgErr.Store(&empty)
+	fopts := fetch.Options{
+		UserAgent:            cfg.UserAgent,
+		Timeout:              cfg.FetchTimeout(),
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		AllowPrivateNetworks: cfg.AllowPrivateNetworks,
+		Logger:               w.log,
+	}
+	if w.fetcher == nil {
+		w.fetcher = fetch.New(fopts)
+		w.robots = fetch.NewRobots(w.fetcher, fetch.RobotsOptions{Logger: w.log})
+		var perr error
+		w.polite, perr = fetch.NewPoliteness(fetch.PolitenessOptions{
+			RatePerSec: cfg.PerHostRatePerS, Burst: cfg.PerHostBurst, MaxInFlight: cfg.PerHostMaxInFlight, Logger: w.log,
+		})
+		if perr != nil {
+			panic(perr) // config.Validate checked the ranges
+		}
+	} else {
+		w.fetcher.SetOptions(fopts)
+		if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
+			w.log.Error("politeness limits rejected", "error", err)
+		}
+	}
+	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope})
+	w.metrics.configVersion(version)
+	if prev == nil || prev.version != version {
+		w.log.Info("crawl config applied", "version", version,
+			"rate_per_s", cfg.PerHostRatePerS, "concurrency", cfg.WorkerConcurrency, "paused", cfg.Paused, "scope", cfg.Scope)
+	}
+	w.wake.Fire()
+}
+
+// current returns the config in force.
+func (w *Worker) current() *liveConfig { return w.live.Load() }
+
+// retryAt is when an item that failed its attempt-th try may be tried again.
+func retryAt(cfg config.Config, attempt int) time.Time {
+	return time.Now().Add(cfg.RetryDelay(attempt))
+}

@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zkcrawl/zkcrawl/fetch"
+)
+
+// Metrics are a worker's Prometheus metrics (namespace "zkcrawl"). A nil
+// *Metrics records nothing, so tests need none.
+type Metrics struct {
+	fetches        *prometheus.CounterVec // by status class
+	fetchBytes     prometheus.Counter
+	fetchLatency   prometheus.Histogram
+	claims         prometheus.Counter
+	completions    prometheus.Counter
+	enqueuedLinks  *prometheus.CounterVec // queued / duplicate
+	sessionExpiry  prometheus.Counter
+	configVersionG prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them with reg. Errors: a
+// metric of the same name is already registered.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "fetches_total",
+			Help: "Fetch attempts by outcome class: 2xx, 3xx, 4xx, 5xx, or error (no HTTP status).",
+		}, []string{"class"}),
+		fetchBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "fetch_bytes_total", Help: "Response body bytes received, as transferred.",
+		}),
+		fetchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "zkcrawl", Name: "fetch_duration_seconds",
+			Help:    "Time from request start to last body byte, in seconds (politeness waits excluded).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}),
+		claims: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "queue_claims_total", Help: "Queue items claimed by this worker.",
+		}),
+		completions: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "queue_completions_total", Help: "Items finished: completed or moved to failed.",
+		}),
+		enqueuedLinks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "links_total", Help: "In-scope links offered to the frontier, by result: queued or duplicate.",
+		}, []string{"result"}),
+		sessionExpiry: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "zk_session_expirations_total", Help: "ZooKeeper session expirations seen by this worker.",
+		}),
+		configVersionG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "zkcrawl", Name: "config_version", Help: "Znode version of the crawl config in force.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG} {
+		if err := reg.Register(c); err != nil {
+			return nil, errors.Join(errors.New("worker: register metrics"), err)
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) fetched(res *fetch.Result, err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	class := "error"
+	if err == nil && res != nil {
+		class = strconv.Itoa(res.Status/100) + "xx"
+		m.fetchBytes.Add(float64(len(res.Body)))
+	}
+	m.fetches.WithLabelValues(class).Inc()
+	m.fetchLatency.Observe(d.Seconds())
+}
+
+func (m *Metrics) claimed() {
+	if m != nil {
+		m.claims.Inc()
+	}
+}
+
+func (m *Metrics) completed() {
+	if m != nil {
+		m.completions.Inc()
+	}
+}
+
+func (m *Metrics) enqueued(queued, dups int) {
+	if m != nil {
+		m.enqueuedLinks.WithLabelValues("queued").Add(float64(queued))
+		m.enqueuedLinks.WithLabelValues("duplicate").Add(float64(dups))
+	}
+}
+
+func (m *Metrics) sessionExpired() {
+	if m != nil {
+		m.sessionExpiry.Inc()
+	}
+}
+
+func (m *Metrics) configVersion(v int32) {
+	if m != nil {
+		m.configVersionG.Set(float64(v))
+	}
+}

@@ -1,0 +1,273 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/fetch"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/storage"
+)
+
+// maxDecodedBody caps a decompressed HTML body handed to link extraction:
+// a gzip bomb stops here.
+const maxDecodedBody = 32 << 20
+
+// process runs one claimed item through the pipeline of docs/design.md:
+// robots.txt, politeness, fetch, WARC records, link extraction and enqueue,
+// crawl log line, then the fenced completion (or retry / dead letter). If ctx
+// ends first (session lost, hard stop) the item is abandoned uncompleted: it
+// stays queued for whoever claims it next (at-least-once).
+func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.Item) {
+	live := w.current()
+	cfg := live.cfg
+	entry := storage.LogEntry{
+		URL: it.URL, Depth: it.Depth, Via: it.Via, Worker: w.opts.ID,
+		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
+	}
+	host := frontier.Host(it.URL)
+
+	if cfg.ObeyRobots {
+		ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
+		if ctx.Err() != nil {
+			w.abandon(claim, it, ctx.Err())
+			return
+		}
+		if err != nil {
+			// The robots cache maps unreachable or 5xx robots.txt to
+			// "disallow all" (RFC 9309 section 2.3.1.4); an error here is
+			// a bad URL.
+			entry.Status, entry.Error = fetch.Code(err), err.Error()
+			w.finishFailed(ctx, claim, it, entry, false)
+			return
+		}
+		if !ok {
+			entry.Status = fetch.CodeRobotsPrecluded
+			entry.Error = "robots.txt disallows this URL"
+			w.finishDone(ctx, claim, it, entry)
+			return
+		}
+		if d := w.robots.CrawlDelay(ctx, host, cfg.UserAgent); d > 0 {
+			w.polite.SetCrawlDelay(host, d)
+		}
+	}
+
+	release, err := w.polite.Acquire(ctx, host)
+	if err != nil {
+		w.abandon(claim, it, err)
+		return
+	}
+	start := time.Now()
+	res, ferr := w.fetcher.Fetch(ctx, it.URL)
+	release()
+	entry.DurationMS = time.Since(start).Milliseconds()
+	w.metrics.fetched(res, ferr, time.Since(start))
+	if ctx.Err() != nil {
+		w.abandon(claim, it, ctx.Err())
+		return
+	}
+	if ferr != nil {
+		entry.Status, entry.Error = fetch.Code(ferr), ferr.Error()
+		w.counters.errors.Add(1)
+		w.finishFailed(ctx, claim, it, entry, fetch.Retryable(entry.Status))
+		return
+	}
+
+	// Every response is stored, error statuses included (as Heritrix does).
+	info, err := w.warc.WriteExchange(storage.Exchange{
+		TargetURI:         it.URL,
+		IP:                res.RemoteIP,
+		Date:              res.Started,
+		RawRequest:        res.RawRequest,
+		RawResponseHeader: res.RawResponseHeader,
+		Body:              res.Body,
+		Truncated:         res.Truncated,
+	})
+	if err != nil {
+		// A full disk must not lose the URL: leave it for a retry.
+		w.log.Error("WARC write failed", "url", it.URL, "error", err)
+		entry.Status, entry.Error = fetch.CodeRuntimeError, "WARC write: "+err.Error()
+		w.counters.errors.Add(1)
+		w.finishFailed(ctx, claim, it, entry, true)
+		return
+	}
+	entry.Status, entry.Bytes, entry.MIME = res.Status, int64(len(res.Body)), res.MIME
+	entry.Digest, entry.WARCFile, entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
+	w.counters.bytes.Add(int64(len(res.Body)))
+
+	if fetch.Retryable(res.Status) {
+		w.counters.errors.Add(1)
+		w.finishFailed(ctx, claim, it, entry, true)
+		return
+	}
+
+	links := w.outlinks(it, res, live)
+	if len(links) > 0 {
+		if err := w.enqueue(ctx, links); err != nil {
+			w.abandon(claim, it, err)
+			return
+		}
+	}
+	w.finishDone(ctx, claim, it, entry)
+}
+
+// outlinks returns the items to enqueue from a response: the redirect
+// target (a new item at the same depth, docs/design.md) or, for a complete
+// 2xx HTML page, its followable links at depth+1, all normalized and in
+// scope.
+func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig) []frontier.Item {
+	var out []frontier.Item
+	add := func(raw string, depth int) {
+		u, err := frontier.Normalize(raw)
+		if err != nil {
+			return
+		}
+		if ok, _ := live.scope.Allows(u, depth, it.URL); ok {
+			out = append(out, frontier.Item{URL: u, Depth: depth, Via: it.URL})
+		}
+	}
+	if res.Redirect != "" {
+		add(res.Redirect, it.Depth)
+		return out
+	}
+	if res.Status < 200 || res.Status > 299 || res.Truncated || !isHTML(res.MIME) {
+		return nil
+	}
+	body, err := res.DecodedBody(maxDecodedBody)
+	if err != nil {
+		w.log.Debug("body not decodable; no links taken", "url", it.URL, "error", err)
+		return nil
+	}
+	base, err := url.Parse(it.URL)
+	if err != nil {
+		return nil
+	}
+	links, err := fetch.ExtractLinks(base, body, res.ContentType)
+	if err != nil || links.NoFollow {
+		return nil
+	}
+	for _, l := range links.URLs {
+		add(l, it.Depth+1)
+	}
+	return out
+}
+
+func isHTML(mime string) bool {
+	return mime == "text/html" || mime == "application/xhtml+xml" || strings.HasPrefix(mime, "text/html;")
+}
+
+// enqueue puts links into the frontier, retrying connection trouble a few
+// times (Enqueue is safe to repeat: exactly-once through the seen-set).
+func (w *Worker) enqueue(ctx context.Context, links []frontier.Item) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var res frontier.EnqueueResult
+		res, err = w.front.Enqueue(ctx, links)
+		w.metrics.enqueued(res.Queued, res.Duplicates)
+		if err == nil || ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
+			return err
+		}
+		w.log.Warn("enqueue failed; retrying", "links", len(links), "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(200*(attempt+1)) * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// finishDone logs the fetch and completes the item (fenced multi).
+func (w *Worker) finishDone(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry) {
+	w.writeLog(entry)
+	if err := claim.Complete(ctx); err != nil {
+		w.lost(claim, it, "complete", err)
+		return
+	}
+	w.counters.pages.Add(1)
+	w.metrics.completed()
+}
+
+// finishFailed logs a failed attempt and either schedules a retry
+// (retryable and attempts left) or moves the item to R/failed.
+func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry, retryable bool) {
+	cfg := w.current().cfg
+	w.writeLog(entry)
+	if retryable && it.Attempts+1 < cfg.MaxAttempts {
+		next := it
+		next.Attempts++
+		next.NotBefore = retryAt(cfg, next.Attempts).UTC()
+		data, err := next.Encode()
+		if err == nil {
+			err = claim.Retry(ctx, data)
+		}
+		if err != nil {
+			w.lost(claim, it, "retry", err)
+		}
+		return
+	}
+	if err := claim.Fail(ctx, failedRecord(claim.Data(), entry.Error+statusNote(entry.Status))); err != nil {
+		w.lost(claim, it, "fail", err)
+		return
+	}
+	w.counters.pages.Add(1)
+	w.metrics.completed()
+}
+
+func statusNote(status int) string {
+	if status > 0 {
+		return " (HTTP " + itoa(status) + ")"
+	}
+	return " (" + fetch.CodeName(status) + ")"
+}
+
+// failedRecord is the data of R/failed/<item>: the item plus its last error.
+func failedRecord(item []byte, lastError string) []byte {
+	rec := struct {
+		Item      json.RawMessage `json:"item"`
+		LastError string          `json:"last_error"`
+		FailedAt  time.Time       `json:"failed_at"`
+	}{LastError: strings.TrimSpace(lastError), FailedAt: time.Now().UTC()}
+	if json.Valid(item) {
+		rec.Item = item
+	} else {
+		b, _ := json.Marshal(string(item))
+		rec.Item = b
+	}
+	b, _ := json.Marshal(rec)
+	return b
+}
+
+// abandon gives an item up without completing it: its claim is released if
+// the session still lives, so another worker (or this one) takes it again.
+func (w *Worker) abandon(claim *coord.Claim, it frontier.Item, why error) {
+	w.log.Info("item abandoned uncompleted; it stays queued", "url", it.URL, "reason", why)
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := claim.Release(rctx); err != nil && !errors.Is(err, coord.ErrClaimLost) {
+		w.log.Debug("release after abandon failed", "url", it.URL, "error", err)
+	}
+}
+
+// lost reports a completion that the fence refused: the session that held
+// the claim is gone, so the item stays queued for its next claimer.
+func (w *Worker) lost(claim *coord.Claim, it frontier.Item, op string, err error) {
+	if errors.Is(err, coord.ErrClaimLost) || errors.Is(err, coord.ErrSessionExpired) {
+		w.log.Warn("claim lost before "+op+": the item stays queued (at-least-once)", "url", it.URL)
+		return
+	}
+	w.log.Error(op+" failed; releasing the claim", "url", it.URL, "error", err)
+	w.abandon(claim, it, err)
+}
+
+func (w *Worker) writeLog(e storage.LogEntry) {
+	e.TS = time.Now()
+	if err := w.clog.Write(e); err != nil {
+		w.log.Error("crawl log write failed", "url", e.URL, "error", err)
+	}
+}

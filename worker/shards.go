@@ -1,0 +1,208 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+)
+
+// runSession runs the worker under one ZooKeeper session until the session
+// ends or claimCtx is cancelled: it joins R/workers, keeps its status node
+// fresh, follows the member list and runs one claim loop per owned shard
+// (rendezvous hashing, docs/design.md "Shard ownership"). In-flight items
+// run under a context derived from workCtx that is also cancelled when the
+// session ends, so a lost session abandons them uncompleted.
+func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Session, inflight *sync.WaitGroup) {
+	sctx, cancel := context.WithCancel(claimCtx)
+	defer cancel()
+	swork, cancelWork := context.WithCancel(workCtx)
+	go func() {
+		select {
+		case <-sess.Done():
+			cancelWork()
+			cancel()
+		case <-swork.Done():
+		}
+	}()
+
+	member, err := w.join(sctx, sess)
+	if err != nil {
+		if sctx.Err() == nil {
+			w.log.Error("could not join the crawl's worker list", "error", err)
+		}
+		// Wait for the session to end or the stop, then let Run decide.
+		<-sctx.Done()
+		return
+	}
+	var loops sync.WaitGroup
+	loops.Add(1)
+	go func() {
+		defer loops.Done()
+		w.heartbeat(sctx, member)
+	}()
+
+	members := coord.WatchMembers(sctx, w.client, w.root)
+	running := map[int]context.CancelFunc{}
+	defer func() {
+		for _, stop := range running {
+			stop()
+		}
+		loops.Wait()
+	}()
+	for {
+		select {
+		case <-sctx.Done():
+			return
+		case ids, ok := <-members:
+			if !ok {
+				<-sctx.Done()
+				return
+			}
+			if !slices.Contains(ids, w.opts.ID) {
+				ids = append(ids, w.opts.ID)
+			}
+			owned := coord.OwnedShards(w.opts.ID, w.queue.Shards(), ids)
+			w.counters.shardsOwned.Store(int64(len(owned)))
+			keep := map[int]bool{}
+			for _, s := range owned {
+				keep[s] = true
+				if running[s] == nil {
+					lctx, stop := context.WithCancel(sctx)
+					running[s] = stop
+					loops.Add(1)
+					go func() {
+						defer loops.Done()
+						w.claimLoop(lctx, swork, sess, s, inflight)
+					}()
+				}
+			}
+			for s, stop := range running {
+				if !keep[s] {
+					stop()
+					delete(running, s)
+				}
+			}
+			w.log.Info("shard ownership", "members", len(ids), "owned", len(owned))
+		}
+	}
+}
+
+// claimLoop claims the items of one owned shard while ctx lives: it waits
+// for a free fetch slot (worker_concurrency, pause), takes the first
+// claimable item in FIFO order whose not_before has passed and whose host
+// has a free claim slot, and starts processing it.
+func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
+	for ctx.Err() == nil {
+		if err := w.acquireSlot(ctx); err != nil {
+			return
+		}
+		claim, err := w.queue.Take(ctx, sess, shard, w.accept)
+		if err != nil {
+			w.releaseSlot()
+			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
+				return
+			}
+			w.log.Warn("claim failed; retrying", "shard", coord.ShardName(shard), "error", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		w.metrics.claimed()
+		it, err := frontier.DecodeItem(claim.Data())
+		if err != nil {
+			// Undecodable item: a dead letter, not a crash.
+			w.log.Error("undecodable queue item moved to failed", "item", claim.Name(), "error", err)
+			_ = claim.Fail(work, failedRecord(claim.Data(), err.Error()))
+			w.releaseSlot()
+			continue
+		}
+		host := frontier.Host(it.URL)
+		w.holdHost(host)
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer w.releaseSlot()
+			defer w.dropHost(host, shard)
+			w.process(work, claim, it)
+		}()
+	}
+}
+
+// accept is the Take filter: an item is taken when its retry time has come
+// and its host holds fewer claims than per_host_max_in_flight + 1 (one
+// prefetched item waits on politeness while another is fetched).
+func (w *Worker) accept(_ string, data []byte) bool {
+	it, err := frontier.DecodeItem(data)
+	if err != nil {
+		return true // claimed, then moved to failed with the reason
+	}
+	if !it.NotBefore.IsZero() && time.Now().Before(it.NotBefore) {
+		return false
+	}
+	limit := w.current().cfg.PerHostMaxInFlight + 1
+	host := frontier.Host(it.URL)
+	w.hostsMu.Lock()
+	defer w.hostsMu.Unlock()
+	if w.hosts[host] >= limit {
+		w.blocked[host] = true
+		return false
+	}
+	return true
+}
+
+func (w *Worker) holdHost(host string) {
+	w.hostsMu.Lock()
+	w.hosts[host]++
+	w.hostsMu.Unlock()
+}
+
+// dropHost releases a host claim slot and, if an item of that host was
+// turned away meanwhile, makes the shard's Take look at its items again.
+func (w *Worker) dropHost(host string, shard int) {
+	w.hostsMu.Lock()
+	w.hosts[host]--
+	if w.hosts[host] <= 0 {
+		delete(w.hosts, host)
+	}
+	nudge := w.blocked[host]
+	delete(w.blocked, host)
+	w.hostsMu.Unlock()
+	if nudge {
+		w.queue.Nudge(shard)
+	}
+}
+
+// acquireSlot waits for a fetch slot: fewer than worker_concurrency items
+// in flight and the crawl not paused.
+func (w *Worker) acquireSlot(ctx context.Context) error {
+	for {
+		wake := w.wake.Wait()
+		cfg := w.current().cfg
+		if !cfg.Paused && !w.capped(cfg) {
+			n := w.counters.inFlight.Add(1)
+			if n <= int64(cfg.WorkerConcurrency) {
+				return nil
+			}
+			w.counters.inFlight.Add(-1)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		case <-time.After(time.Second): // max_pages is re-read from the member list
+		}
+	}
+}
+
+func (w *Worker) releaseSlot() {
+	w.counters.inFlight.Add(-1)
+	w.wake.Fire()
+}

@@ -1,0 +1,140 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+)
+
+// counters are this worker's running totals, shown in its status node.
+type counters struct {
+	pages       atomic.Int64 // items finished (completed or dead-lettered)
+	errors      atomic.Int64 // failed fetch attempts (network errors, 5xx, 429)
+	bytes       atomic.Int64 // response body bytes stored
+	inFlight    atomic.Int64 // fetch slots held
+	shardsOwned atomic.Int64
+	cluster     atomic.Int64 // pages finished by all live workers, from their status nodes
+}
+
+// Status is the JSON document of a worker's status node R/workers/<id>,
+// refreshed every HeartbeatInterval. crawlctl status reads it.
+type Status struct {
+	ID            string    `json:"id"`
+	Host          string    `json:"host"`
+	PID           int       `json:"pid"`
+	Session       string    `json:"session"`
+	Started       time.Time `json:"started"`
+	Heartbeat     time.Time `json:"heartbeat"`
+	ConfigVersion int32     `json:"config_version"`
+	ConfigError   string    `json:"config_error,omitempty"`
+	Paused        bool      `json:"paused"`
+	Pages         int64     `json:"pages"`
+	Errors        int64     `json:"errors"`
+	Bytes         int64     `json:"bytes"`
+	InFlight      int64     `json:"in_flight"`
+	ShardsOwned   int64     `json:"shards_owned"`
+}
+
+var startedAt = time.Now().UTC()
+
+func (w *Worker) status(sess *coord.Session) []byte {
+	host, _ := os.Hostname()
+	live := w.current()
+	st := Status{
+		ID: w.opts.ID, Host: host, PID: os.Getpid(), Session: sess.String(),
+		Started: startedAt, Heartbeat: time.Now().UTC(),
+		ConfigVersion: live.version, Paused: live.cfg.Paused,
+		Pages: w.counters.pages.Load(), Errors: w.counters.errors.Load(), Bytes: w.counters.bytes.Load(),
+		InFlight: w.counters.inFlight.Load(), ShardsOwned: w.counters.shardsOwned.Load(),
+	}
+	if e := w.cfgErr.Load(); e != nil {
+		st.ConfigError = *e
+	}
+	b, _ := json.Marshal(st)
+	return b
+}
+
+// join registers this worker in R/workers under sess (membership recipe).
+func (w *Worker) join(ctx context.Context, sess *coord.Session) (*coord.Member, error) {
+	return coord.Join(ctx, sess, w.root, w.opts.ID, w.status(sess))
+}
+
+// heartbeat refreshes the status node and the cluster page count until ctx
+// ends.
+func (w *Worker) heartbeat(ctx context.Context, m *coord.Member) {
+	t := time.NewTicker(w.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := m.Update(ctx, w.status(m.Session())); err != nil && ctx.Err() == nil {
+			w.log.Warn("status node update failed", "error", err)
+		}
+		if w.current().cfg.MaxPages > 0 {
+			w.refreshClusterPages(ctx)
+		}
+	}
+}
+
+// refreshClusterPages sums the pages of every live worker's status node, for
+// the approximate max_pages cap.
+func (w *Worker) refreshClusterPages(ctx context.Context) {
+	_, data, err := coord.Members(ctx, w.client, w.root)
+	if err != nil {
+		return
+	}
+	var total int64
+	for _, d := range data {
+		var st Status
+		if json.Unmarshal(d, &st) == nil {
+			total += st.Pages
+		}
+	}
+	w.counters.cluster.Store(max(total, w.counters.pages.Load()))
+}
+
+// capped reports whether max_pages is reached (approximately: the sum over
+// live workers' last status, so it can overshoot by one heartbeat's pages).
+func (w *Worker) capped(cfg config.Config) bool {
+	return cfg.MaxPages > 0 && w.counters.cluster.Load() >= cfg.MaxPages
+}
+
+// waitDone returns nil once the crawl is done: every queue shard empty, no
+// claim held anywhere and nothing in flight here, continuously for
+// QuietPeriod. Items waiting for a retry still count as queued.
+func (w *Worker) waitDone(ctx context.Context) error {
+	var quietSince time.Time
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		st, err := w.queue.Pending(ctx)
+		idle := err == nil && st.Queued == 0 && st.Claimed == 0 && w.counters.inFlight.Load() == 0
+		if err == nil && !idle && w.capped(w.current().cfg) && st.Claimed == 0 && w.counters.inFlight.Load() == 0 {
+			idle = true // max_pages reached: what is left queued stays for a later run
+		}
+		switch {
+		case !idle:
+			quietSince = time.Time{}
+		case quietSince.IsZero():
+			quietSince = time.Now()
+		case time.Since(quietSince) >= w.opts.QuietPeriod:
+			return nil
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
