@@ -118,7 +118,8 @@ func (c *crawlEnv) runWorkers(n int, timeout time.Duration) {
 		}
 	}
 	if ctx.Err() != nil {
-		c.t.Fatalf("crawl did not finish within %v", timeout)
+		p, err := c.queue.Pending(context.Background())
+		c.t.Fatalf("crawl did not finish within %v: %d lines logged, pending %+v %v", timeout, len(c.logs()), p, err)
 	}
 }
 

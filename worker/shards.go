@@ -92,18 +92,19 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	}
 }
 
-// claimLoop claims the items of one owned shard while ctx lives: it waits
-// for a free fetch slot (worker_concurrency, pause), takes the first
-// claimable item in FIFO order whose not_before has passed and whose host
-// has a free claim slot, and starts processing it.
+// claimLoop claims the items of one owned shard while ctx lives: while the
+// crawl is not paused it takes the first claimable item in FIFO order whose
+// not_before has passed and whose host has a free claim slot, waits for a
+// fetch slot (worker_concurrency) and starts processing it. No slot is held
+// while waiting for items, so an empty shard never starves a busy one; each
+// shard holds at most one claim that waits for a slot.
 func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
 	for ctx.Err() == nil {
-		if err := w.acquireSlot(ctx); err != nil {
+		if err := w.waitRunnable(ctx); err != nil {
 			return
 		}
 		claim, err := w.queue.Take(ctx, sess, shard, w.accept)
 		if err != nil {
-			w.releaseSlot()
 			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 				return
 			}
@@ -121,11 +122,15 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 			// Undecodable item: a dead letter, not a crash.
 			w.log.Error("undecodable queue item moved to failed", "item", claim.Name(), "error", err)
 			_ = claim.Fail(work, failedRecord(claim.Data(), err.Error()))
-			w.releaseSlot()
 			continue
 		}
 		host := frontier.Host(it.URL)
 		w.holdHost(host)
+		if err := w.acquireSlot(ctx); err != nil {
+			w.dropHost(host, shard)
+			w.abandon(claim, it, err)
+			return
+		}
 		inflight.Add(1)
 		go func() {
 			defer inflight.Done()
@@ -180,24 +185,37 @@ func (w *Worker) dropHost(host string, shard int) {
 	}
 }
 
-// acquireSlot waits for a fetch slot: fewer than worker_concurrency items
-// in flight and the crawl not paused.
-func (w *Worker) acquireSlot(ctx context.Context) error {
+// waitRunnable waits until the crawl is neither paused nor past max_pages.
+func (w *Worker) waitRunnable(ctx context.Context) error {
 	for {
 		wake := w.wake.Wait()
 		cfg := w.current().cfg
 		if !cfg.Paused && !w.capped(cfg) {
-			n := w.counters.inFlight.Add(1)
-			if n <= int64(cfg.WorkerConcurrency) {
-				return nil
-			}
-			w.counters.inFlight.Add(-1)
+			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-wake:
 		case <-time.After(time.Second): // max_pages is re-read from the member list
+		}
+	}
+}
+
+// acquireSlot waits for a fetch slot: fewer than worker_concurrency items
+// in flight.
+func (w *Worker) acquireSlot(ctx context.Context) error {
+	for {
+		wake := w.wake.Wait()
+		n := w.counters.inFlight.Add(1)
+		if n <= int64(w.current().cfg.WorkerConcurrency) {
+			return nil
+		}
+		w.counters.inFlight.Add(-1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
 		}
 	}
 }
