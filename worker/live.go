@@ -14,6 +14,22 @@ import (
 // ConfigPath returns the config znode of a crawl root: R/config.
 func ConfigPath(root string) string { return root + "/config" }
 
+// DrainPath returns the drain znode of a crawl root: R/drain. While it
+// exists, workers claim nothing new, finish their in-flight items and exit
+// (crawlctl drain creates it; its data is free text, e.g. who asked).
+func DrainPath(root string) string { return root + "/drain" }
+
+// watchDrain calls stop once R/drain exists, until ctx ends.
+func (w *Worker) watchDrain(ctx context.Context, stop func()) {
+	for v := range coord.NewConfigStore(w.client, DrainPath(w.root)).Watch(ctx) {
+		if v.Exists() {
+			w.log.Info("drain requested: finishing in-flight items, claiming nothing new", "znode", DrainPath(w.root))
+			stop()
+			return
+		}
+	}
+}
+
 // watchConfig starts the config watch (ZooKeeper recipes: configuration
 // service, via coord.ConfigStore) and blocks until the first config is in
 // force. Later versions are applied live by a goroutine that lives until

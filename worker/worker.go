@@ -176,7 +176,8 @@ func (w *Worker) ID() string { return w.opts.ID }
 
 // Run crawls until ctx is cancelled (graceful stop: no new claims, in-flight
 // items get StopTimeout to finish, then are abandoned and their claims
-// released) or, with ExitWhenDone, until the crawl is done. It closes the
+// released), until a drain is requested (R/drain exists: the same graceful
+// stop) or, with ExitWhenDone, until the crawl is done. It closes the
 // ZooKeeper session on return, which deletes this worker's claims and
 // status node at once. A session expiry is not an error: in-flight items of
 // the lost session are abandoned uncompleted and the worker rejoins under
@@ -203,14 +204,15 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	claimCtx, stopClaiming := context.WithCancel(ctx)
 	defer stopClaiming()
 
-	var doneErr error
+	go w.watchDrain(claimCtx, stopClaiming)
+	var doneErr atomic.Pointer[error]
 	if w.opts.ExitWhenDone {
 		go func() {
 			if derr := w.waitDone(claimCtx); derr == nil {
 				w.log.Info("crawl is done: every shard empty and no claim held", "quiet", w.opts.QuietPeriod)
 				stopClaiming()
 			} else if !errors.Is(derr, context.Canceled) {
-				doneErr = derr
+				doneErr.Store(&derr)
 			}
 		}()
 	}
@@ -239,7 +241,10 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		stopWork()
 		<-finished
 	}
-	return doneErr
+	if e := doneErr.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 func (w *Worker) openOutputs() error {
