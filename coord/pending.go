@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Pending counts a queue's items and claims, for deciding whether a crawl
@@ -39,4 +40,21 @@ func (q *Queue) Pending(ctx context.Context) (Pending, error) {
 		return Pending{}, fmt.Errorf("coord: Queue.Pending %s: %w", q.name, err)
 	}
 	return Pending{Queued: int(queued.Load()), Claimed: int(claimed.Load())}, nil
+}
+
+// ShardClaims lists the claims held in one shard (R/claims/<shard>), with
+// owner, session and age, sorted by item name. A worker taking over a shard
+// uses it to wait until the previous owner's claims are finished.
+// Errors: ErrInvalidArgument for a bad shard; ZooKeeper errors after retries.
+func (q *Queue) ShardClaims(ctx context.Context, shard int) ([]ClaimInfo, error) {
+	if err := q.checkShard("Queue.ShardClaims", shard); err != nil {
+		return nil, err
+	}
+	var out []ClaimInfo
+	err := Retry(ctx, q.c.retry, func(ctx context.Context) error {
+		var err error
+		out, err = q.shardClaims(ctx, shard, time.Now())
+		return err
+	})
+	return out, err
 }

@@ -773,34 +773,9 @@ func (q *Queue) Stats(ctx context.Context) (*QueueStats, error) {
 			if ok {
 				s.Queued = int(zs.NumChildren)
 			}
-			names, _, err := q.c.children(ctx, q.shardPath(claimsDir, i))
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			sort.Strings(names)
-			s.Claims = s.Claims[:0]
-			for _, n := range names {
-				data, _, err := q.c.get(ctx, q.claimPath(i, n))
-				if errors.Is(err, zk.ErrNoNode) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				info := ClaimInfo{Item: n}
-				var rec claimRecord
-				if json.Unmarshal(data, &rec) == nil {
-					info.Owner = rec.Owner
-					info.Session, _ = parseSessionHex(rec.Session)
-					info.ClaimedAt = rec.ClaimedAt
-					info.Age = now.Sub(rec.ClaimedAt)
-				}
-				s.Claims = append(s.Claims, info)
-			}
-			return nil
+			claims, err := q.shardClaims(ctx, i, now)
+			s.Claims = claims
+			return err
 		})
 	})
 	if err != nil {
@@ -821,6 +796,38 @@ func (q *Queue) Stats(ctx context.Context) (*QueueStats, error) {
 		return nil, fmt.Errorf("coord: Queue.Stats %s: %w", q.name, err)
 	}
 	return st, nil
+}
+
+// shardClaims reads the claims of one shard with their records (no retry).
+func (q *Queue) shardClaims(ctx context.Context, shard int, now time.Time) ([]ClaimInfo, error) {
+	names, _, err := q.c.children(ctx, q.shardPath(claimsDir, shard))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []ClaimInfo
+	for _, n := range names {
+		data, _, err := q.c.get(ctx, q.claimPath(shard, n))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		info := ClaimInfo{Item: n}
+		var rec claimRecord
+		if json.Unmarshal(data, &rec) == nil {
+			info.Owner = rec.Owner
+			info.Session, _ = parseSessionHex(rec.Session)
+			info.ClaimedAt = rec.ClaimedAt
+			info.Age = now.Sub(rec.ClaimedAt)
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }
 
 func parseSessionHex(s string) (int64, error) {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"sort"
 	"testing"
 	"time"
 
@@ -88,5 +89,41 @@ func TestCrawlSpecialPages(t *testing.T) {
 	}
 	if !sawRobots {
 		t.Errorf("no URL was logged as robots-precluded (%d)", fetch.CodeRobotsPrecluded)
+	}
+}
+
+// Politeness across the cluster: 3 workers, 10 requests/s per host; the
+// spacing measured at the server never beats the rate, including while the
+// workers join and shard ownership moves.
+func TestCrawlPolitenessHoldsAcrossWorkers(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 11, Hosts: 3, PagesPerHost: 25, LinksPerPage: 4})
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	cfg.PerHostRatePerS = 10
+	cfg.PerHostBurst = 1
+	cfg.PerHostMaxInFlight = 1
+	c := newCrawl(t, zk.Addr(), "polite", cfg, 16, web.Seeds())
+	c.runWorkers(3, 90*time.Second)
+
+	const interval = 100 * time.Millisecond
+	const slack = 15 * time.Millisecond // server-side arrival jitter
+	byHost := map[string][]time.Time{}
+	for _, r := range web.Requests() {
+		if r.Path == "/robots.txt" {
+			continue // fetched once per host by the robots cache, not rate-limited
+		}
+		byHost[r.Host] = append(byHost[r.Host], r.Time)
+	}
+	for host, times := range byHost {
+		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+		if len(times) < 20 {
+			t.Fatalf("host %s: only %d requests", host, len(times))
+		}
+		for i := 1; i < len(times); i++ {
+			if gap := times[i].Sub(times[i-1]); gap < interval-slack {
+				t.Errorf("host %s: requests %d and %d only %v apart, want >= %v (rate 10/s)", host, i-1, i, gap, interval)
+			}
+		}
 	}
 }

@@ -99,6 +99,9 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 // while waiting for items, so an empty shard never starves a busy one; each
 // shard holds at most one claim that waits for a slot.
 func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
+	if err := w.awaitHandoff(ctx, shard); err != nil {
+		return
+	}
 	for ctx.Err() == nil {
 		if err := w.waitRunnable(ctx); err != nil {
 			return
@@ -139,6 +142,49 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 			w.process(work, claim, it)
 		}()
 	}
+}
+
+// awaitHandoff runs when this worker gains a shard: it waits until no other
+// worker holds a claim in it (the previous owner finishes or releases its
+// in-flight items when it sees the new member list; a dead owner's claims
+// vanish with its session), then one politeness interval more (the
+// previous owner's last request may have just ended). So a host's
+// request spacing holds across an ownership change, not only within one
+// worker. Bounded by twice the session timeout plus a margin.
+func (w *Worker) awaitHandoff(ctx context.Context, shard int) error {
+	deadline := time.Now().Add(2*w.opts.SessionTimeout + 2*time.Second)
+	for time.Now().Before(deadline) {
+		claims, err := w.queue.ShardClaims(ctx, shard)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			break
+		}
+		foreign := false
+		for _, c := range claims {
+			if c.Owner != w.opts.ID {
+				foreign = true
+				break
+			}
+		}
+		if !foreign {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if rate := w.current().cfg.PerHostRatePerS; rate > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(float64(time.Second) / rate)):
+		}
+	}
+	return nil
 }
 
 // accept is the Take filter: an item is taken when its retry time has come
