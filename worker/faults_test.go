@@ -87,3 +87,55 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Graceful stop: cancelling Run (what SIGTERM does) finishes or releases the
+// in-flight items and closes the session, so no claim of the stopped worker
+// is left for the session timeout to clean up, and another worker finishes
+// the crawl.
+func TestGracefulStopReleasesClaimsAtOnce(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 9, Hosts: 3, PagesPerHost: 20, LinksPerPage: 3})
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	cfg.PerHostRatePerS = 5
+	cfg.PerHostMaxInFlight = 1
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, ObeyRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCrawl(t, zk.Addr(), "graceful", cfg, 8, web.Seeds())
+	ctx1, stop1 := context.WithCancel(context.Background())
+	defer stop1()
+	d1 := c.startWorker(ctx1, "w1", func(o *Options) { o.ExitWhenDone = false; o.SessionTimeout = 4 * time.Second })
+	time.Sleep(1500 * time.Millisecond)
+	stopped := time.Now()
+	stop1()
+	if err := <-d1; err != nil {
+		t.Fatalf("w1: %v", err)
+	}
+	took := time.Since(stopped)
+	st, err := c.queue.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.Shards {
+		for _, cl := range s.Claims {
+			t.Errorf("claim %s/%s of %s outlived the graceful stop", s.Name, cl.Item, cl.Owner)
+		}
+	}
+	if took > 3*time.Second {
+		t.Errorf("graceful stop took %v, want well under the 4s session timeout", took)
+	}
+	if st.Queued == 0 {
+		t.Fatal("the crawl finished before the stop; the test proves nothing")
+	}
+	ctx2, stop2 := context.WithTimeout(context.Background(), 60*time.Second)
+	defer stop2()
+	if err := <-c.startWorker(ctx2, "w2", nil); err != nil {
+		t.Fatalf("w2: %v", err)
+	}
+	final, _ := finalStatus(c.logs())
+	if bad := diffTruth(truth, final); len(bad) > 0 {
+		t.Fatalf("crawl differs from the ground truth:\n%s", firstN(bad, 20))
+	}
+}
