@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,7 +89,17 @@ func (q *Queue) Claim(ctx context.Context, sess *Session, shard int, name string
 	return q.tryClaim(ctx, sess, shard, name, nil)
 }
 
-func (q *Queue) tryClaim(ctx context.Context, sess *Session, shard int, name string, accept func(string, []byte) bool) (*Claim, error) {
+func (q *Queue) tryClaim(ctx context.Context, sess *Session, shard int, name string, accept func(string, []byte) bool) (cl *Claim, err error) {
+	start := time.Now()
+	defer func() {
+		if !errors.Is(err, errRejected) {
+			q.c.observed("queue_claim", start, &err)
+		}
+	}()
+	return q.tryClaimOnce(ctx, sess, shard, name, accept)
+}
+
+func (q *Queue) tryClaimOnce(ctx context.Context, sess *Session, shard int, name string, accept func(string, []byte) bool) (*Claim, error) {
 	if sess == nil {
 		return nil, fmt.Errorf("coord: Queue.Claim: nil session: %w", ErrInvalidArgument)
 	}
@@ -414,7 +425,12 @@ func (cl *Claim) Fail(ctx context.Context, data []byte) error {
 // finish runs one fenced, finishing multi. ops[0] is the session-marker
 // check and ops[1] the claim check (or delete); itemIdx is the index of the
 // op on the item (-1 if none).
-func (cl *Claim) finish(ctx context.Context, op string, itemIdx int, ops []any) error {
+func (cl *Claim) finish(ctx context.Context, op string, itemIdx int, ops []any) (err error) {
+	defer cl.q.c.observed("queue_"+strings.ToLower(op), time.Now(), &err)
+	return cl.finishOnce(ctx, op, itemIdx, ops)
+}
+
+func (cl *Claim) finishOnce(ctx context.Context, op string, itemIdx int, ops []any) error {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	where := fmt.Sprintf("coord: Claim.%s %s/%s", op, ShardName(cl.shard), cl.name)

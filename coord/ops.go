@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -13,13 +14,23 @@ import (
 // permissions): zkcrawl relies on network isolation, not ZooKeeper ACLs.
 var openACL = zk.WorldACL(zk.PermAll)
 
-// call runs fn on its own goroutine so that the caller returns as soon as ctx
+// call runs fn (ZooKeeper operation op: "get", "children", "exists",
+// "create", "set", "delete", "multi"; reported to the WithObserver hook) on its own goroutine so that the caller returns as soon as ctx
 // is done (go-zookeeper's calls take no context). Non-idempotent calls pass
 // orphan to undo an effect nobody will own (a lock node, a claim): orphan is
 // called, on another goroutine, exactly when call returns ctx.Err(); it
 // receives fn's result once known, or ctx.Err() if fn was never started.
-func call[T any](ctx context.Context, c *Client, fn func() (T, error), orphan func(T, error)) (T, error) {
+func call[T any](ctx context.Context, c *Client, op string, fn func() (T, error), orphan func(T, error)) (T, error) {
 	var zero T
+	if obs := c.observer; obs != nil {
+		inner := fn
+		fn = func() (T, error) {
+			start := time.Now()
+			v, err := inner()
+			obs(op, time.Since(start), err)
+			return v, err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		if orphan != nil {
 			go orphan(zero, err)
@@ -75,7 +86,7 @@ func (c *Client) get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
 		data []byte
 		st   *zk.Stat
 	}
-	res, err := call(ctx, c, func() (r, error) {
+	res, err := call(ctx, c, "get", func() (r, error) {
 		d, st, err := c.conn.Get(p)
 		return r{d, st}, err
 	}, nil)
@@ -88,7 +99,7 @@ func (c *Client) getW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan z
 		st   *zk.Stat
 		ev   <-chan zk.Event
 	}
-	res, err := call(ctx, c, func() (r, error) {
+	res, err := call(ctx, c, "get", func() (r, error) {
 		d, st, ev, err := c.conn.GetW(p)
 		return r{d, st, ev}, err
 	}, nil)
@@ -100,7 +111,7 @@ func (c *Client) children(ctx context.Context, p string) ([]string, *zk.Stat, er
 		ch []string
 		st *zk.Stat
 	}
-	res, err := call(ctx, c, func() (r, error) {
+	res, err := call(ctx, c, "children", func() (r, error) {
 		ch, st, err := c.conn.Children(p)
 		return r{ch, st}, err
 	}, nil)
@@ -113,7 +124,7 @@ func (c *Client) childrenW(ctx context.Context, p string) ([]string, *zk.Stat, <
 		st *zk.Stat
 		ev <-chan zk.Event
 	}
-	res, err := call(ctx, c, func() (r, error) {
+	res, err := call(ctx, c, "children", func() (r, error) {
 		ch, st, ev, err := c.conn.ChildrenW(p)
 		return r{ch, st, ev}, err
 	}, nil)
@@ -125,7 +136,7 @@ func (c *Client) exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
 		ok bool
 		st *zk.Stat
 	}
-	res, err := call(ctx, c, func() (r, error) {
+	res, err := call(ctx, c, "exists", func() (r, error) {
 		ok, st, err := c.conn.Exists(p)
 		return r{ok, st}, err
 	}, nil)
@@ -138,7 +149,7 @@ func (c *Client) existsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan 
 		st *zk.Stat
 		ev <-chan zk.Event
 	}
-	res, err := call(ctx, c, func() (r, error) {
+	res, err := call(ctx, c, "exists", func() (r, error) {
 		ok, st, ev, err := c.conn.ExistsW(p)
 		return r{ok, st, ev}, err
 	}, nil)
@@ -146,19 +157,19 @@ func (c *Client) existsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan 
 }
 
 func (c *Client) create(ctx context.Context, p string, data []byte, flags int32, orphan func(string, error)) (string, error) {
-	return call(ctx, c, func() (string, error) {
+	return call(ctx, c, "create", func() (string, error) {
 		return c.conn.Create(p, data, flags, openACL)
 	}, orphan)
 }
 
 func (c *Client) set(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
-	return call(ctx, c, func() (*zk.Stat, error) {
+	return call(ctx, c, "set", func() (*zk.Stat, error) {
 		return c.conn.Set(p, data, version)
 	}, nil)
 }
 
 func (c *Client) del(ctx context.Context, p string, version int32) error {
-	_, err := call(ctx, c, func() (struct{}, error) {
+	_, err := call(ctx, c, "delete", func() (struct{}, error) {
 		return struct{}{}, c.conn.Delete(p, version)
 	}, nil)
 	return err
@@ -170,7 +181,7 @@ func (c *Client) del(ctx context.Context, p string, version int32) error {
 // the transaction never reached the server or its outcome is unknown
 // (connection loss).
 func (c *Client) multi(ctx context.Context, orphan func([]zk.MultiResponse, error), ops ...any) ([]zk.MultiResponse, int, error) {
-	res, err := call(ctx, c, func() ([]zk.MultiResponse, error) {
+	res, err := call(ctx, c, "multi", func() ([]zk.MultiResponse, error) {
 		return c.conn.Multi(ops...)
 	}, orphan)
 	if err == nil {
@@ -256,4 +267,11 @@ func validateName(n string) error {
 		}
 	}
 	return nil
+}
+
+// observed reports a recipe step that started at start to the Observer.
+func (c *Client) observed(op string, start time.Time, err *error) {
+	if c.observer != nil {
+		c.observer(op, time.Since(start), *err)
+	}
 }

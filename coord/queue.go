@@ -308,7 +308,12 @@ func parallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i 
 // Errors: ErrInvalidArgument (bad shard or key); ErrNotInitialized; ctx
 // errors (the item may or may not be enqueued; calling Put again is safe);
 // connection loss after the retry policy gave up (same).
-func (q *Queue) Put(ctx context.Context, shard int, key string, data []byte) (bool, error) {
+func (q *Queue) Put(ctx context.Context, shard int, key string, data []byte) (queued bool, err error) {
+	defer q.c.observed("queue_put", time.Now(), &err)
+	return q.putOnce(ctx, shard, key, data)
+}
+
+func (q *Queue) putOnce(ctx context.Context, shard int, key string, data []byte) (bool, error) {
 	if err := q.checkShard("Queue.Put", shard); err != nil {
 		return false, err
 	}

@@ -27,6 +27,19 @@ type options struct {
 	logger  *slog.Logger
 	dialer  zk.Dialer
 	retry   RetryPolicy
+	observe Observer
+}
+
+// Observer receives the duration and outcome of every ZooKeeper request a
+// Client makes (op: "get", "children", "exists", "create", "set", "delete",
+// "multi") and of every queue recipe step ("queue_put", "queue_claim",
+// "queue_complete", "queue_retry", "queue_fail", "queue_release"). It is
+// called on the request's goroutine and must be quick; metrics use it.
+type Observer func(op string, d time.Duration, err error)
+
+// WithObserver installs an Observer (default none).
+func WithObserver(f Observer) Option {
+	return func(o *options) { o.observe = f }
 }
 
 // WithSessionTimeout sets the requested session timeout (default 10s). The
@@ -66,6 +79,8 @@ type Client struct {
 	timeout time.Duration
 	retry   RetryPolicy
 	servers string
+	// observer is the WithObserver hook, nil when none.
+	observer Observer
 
 	mu            sync.Mutex
 	state         State
@@ -178,6 +193,7 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 		chroot:      chroot,
 		timeout:     o.timeout,
 		retry:       o.retry,
+		observer:    o.observe,
 		servers:     servers,
 		state:       StateDisconnected,
 		sessWait:    make(chan struct{}),

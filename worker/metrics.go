@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/fetch"
 )
 
@@ -21,6 +22,9 @@ type Metrics struct {
 	enqueuedLinks  *prometheus.CounterVec // queued / duplicate
 	sessionExpiry  prometheus.Counter
 	configVersionG prometheus.Gauge
+	zkOps          *prometheus.HistogramVec // by op, ZooKeeper requests and queue steps
+	zkErrors       *prometheus.CounterVec   // by op
+	sessionState   prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg. Errors: a
@@ -54,8 +58,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		configVersionG: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "zkcrawl", Name: "config_version", Help: "Znode version of the crawl config in force.",
 		}),
+		zkOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "zkcrawl", Name: "zk_op_duration_seconds",
+			Help:    "ZooKeeper requests (get, children, exists, create, set, delete, multi) and queue steps (queue_put, queue_claim, queue_complete, queue_retry, queue_fail, queue_release), in seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"op"}),
+		zkErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "zk_op_errors_total", Help: "ZooKeeper requests and queue steps that returned an error (NodeExists for a duplicate link included).",
+		}, []string{"op"}),
+		sessionState: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "zkcrawl", Name: "zk_session_state",
+			Help: "ZooKeeper session state: 0 disconnected, 1 connected, 2 expired, 3 closed.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG} {
+	for _, c := range []prometheus.Collector{m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.sessionState} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("worker: register metrics"), err)
 		}
@@ -105,4 +121,23 @@ func (m *Metrics) configVersion(v int32) {
 	if m != nil {
 		m.configVersionG.Set(float64(v))
 	}
+}
+
+// ObserveZK is a coord.Observer recording ZooKeeper request latencies.
+func (m *Metrics) ObserveZK(op string, d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	m.zkOps.WithLabelValues(op).Observe(d.Seconds())
+	if err != nil {
+		m.zkErrors.WithLabelValues(op).Inc()
+	}
+}
+
+func (m *Metrics) session(s coord.State) {
+	if m == nil {
+		return
+	}
+	v := float64(s) // coord.State values are 0..3 in this order
+	m.sessionState.Set(v)
 }

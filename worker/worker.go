@@ -155,7 +155,8 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		blocked: make(map[string]bool),
 		metrics: opts.Metrics,
 	}
-	w.client, err = coord.Connect(ctx, opts.Servers, coord.WithSessionTimeout(opts.SessionTimeout), coord.WithLogger(log))
+	w.client, err = coord.Connect(ctx, opts.Servers, coord.WithSessionTimeout(opts.SessionTimeout),
+		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK))
 	if err != nil {
 		return nil, fmt.Errorf("worker: connect to ZooKeeper %s: %w", opts.Servers, err)
 	}
@@ -190,6 +191,15 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	defer func() {
 		err = errors.Join(err, w.closeOutputs())
 	}()
+
+	if w.metrics != nil {
+		w.metrics.session(w.client.State())
+		go func() {
+			for ch := range w.client.Subscribe(ctx) {
+				w.metrics.session(ch.State)
+			}
+		}()
+	}
 
 	// Config first: nothing is fetched before a config is in force.
 	cfgCtx, stopCfg := context.WithCancel(context.Background())

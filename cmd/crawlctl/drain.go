@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/spf13/pflag"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/internal/cli"
+	"github.com/zkcrawl/zkcrawl/worker"
+)
+
+var drainCommand = &command{
+	name: "drain",
+	args: "[--wait] | --cancel",
+	about: `Asks every worker of the crawl to stop: it creates the persistent znode
+R/drain, which each worker watches. A worker that sees it claims nothing new,
+finishes the URLs it has in flight and exits with status 0. The queue is
+kept: nothing is lost, and the crawl continues when workers start again.
+
+The drain request stays until 'crawlctl drain --cancel' deletes it; a worker
+started while it exists exits at once. So: drain, wait for the workers to
+exit (--wait, or watch 'crawlctl status'), do the maintenance, then
+drain --cancel and start the workers again.`,
+	examples: `  crawlctl --crawl docs drain --wait
+  crawlctl --crawl docs drain --cancel`,
+	setup: func(fs *pflag.FlagSet) runFunc {
+		cancelDrain := fs.Bool("cancel", false, "delete the drain request, so workers can be started again")
+		wait := fs.Bool("wait", false, "wait until every worker has exited (until Ctrl-C)")
+		return func(ctx context.Context, c *ctl, args []string) error {
+			if len(args) > 0 {
+				return cli.Usage("drain takes no arguments, got %q", args)
+			}
+			if *cancelDrain && *wait {
+				return cli.Usage("drain: --cancel and --wait do not go together")
+			}
+			// Fail early on a crawl that does not exist rather than create
+			// a lone drain znode for it.
+			if _, err := c.openQueue(ctx); err != nil {
+				return err
+			}
+			if *cancelDrain {
+				return c.cancelDrain(ctx)
+			}
+			if err := c.requestDrain(ctx); err != nil {
+				return err
+			}
+			if *wait {
+				return c.waitWorkersGone(ctx)
+			}
+			return nil
+		}
+	},
+}
+
+func (c *ctl) requestDrain(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	store := coord.NewConfigStore(c.client, worker.DrainPath(c.root))
+	note, _, err := store.Read(cctx)
+	switch {
+	case err == nil:
+		fmt.Fprintf(c.stdout(), "drain already requested (%s): workers finish their in-flight URLs and exit\n", note)
+		return nil
+	case !errors.Is(err, coord.ErrNotFound):
+		return fmt.Errorf("read drain marker %s: %w", worker.DrainPath(c.root), err)
+	}
+	host, _ := os.Hostname()
+	data := fmt.Sprintf("drain requested by crawlctl at %s (host %s, pid %d)", time.Now().UTC().Format(time.RFC3339), host, os.Getpid())
+	if _, err := store.Write(cctx, []byte(data), -1); err != nil {
+		return fmt.Errorf("create drain marker %s: %w", worker.DrainPath(c.root), err)
+	}
+	fmt.Fprintf(c.stdout(), "drain requested (%s): workers finish their in-flight URLs and exit; undo with 'crawlctl drain --cancel'\n", worker.DrainPath(c.root))
+	return nil
+}
+
+// cancelDrain deletes R/drain. go-zookeeper's Delete takes no context, so
+// it runs on a goroutine and is abandoned (it is idempotent) when ctx ends.
+func (c *ctl) cancelDrain(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	p := c.client.Chroot() + worker.DrainPath(c.root)
+	err := coord.Retry(cctx, coord.DefaultRetryPolicy, func(ctx context.Context) error {
+		done := make(chan error, 1)
+		go func() { done <- c.client.Conn().Delete(p, -1) }()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		fmt.Fprintln(c.stdout(), "no drain was requested: nothing to cancel")
+		return nil
+	case err != nil:
+		return fmt.Errorf("delete drain marker %s: %w", worker.DrainPath(c.root), err)
+	}
+	fmt.Fprintln(c.stdout(), "drain cancelled: workers started from now on crawl normally (workers that already exited stay stopped)")
+	return nil
+}
+
+// waitWorkersGone polls R/workers until it is empty or ctx ends.
+func (c *ctl) waitWorkersGone(ctx context.Context) error {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	last := -1
+	for {
+		cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+		ids, _, err := coord.Members(cctx, c.client, c.root)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("list workers: %w", err)
+		}
+		if err == nil {
+			if len(ids) == 0 {
+				fmt.Fprintln(c.stdout(), "every worker has exited")
+				return nil
+			}
+			if len(ids) != last {
+				fmt.Fprintf(c.stdout(), "waiting for %d worker(s) to exit: %v\n", len(ids), ids)
+				last = len(ids)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped waiting: %d worker(s) still running: %w", last, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/testenv"
+	"github.com/zkcrawl/zkcrawl/worker"
+)
+
+// shared is the one standalone ZooKeeper the package's tests use, each
+// under its own crawl name: a JVM per test would dominate the run time on a
+// 2-core machine.
+var shared struct {
+	once sync.Once
+	srv  *testenv.ZKServer
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.srv != nil {
+		_ = shared.srv.Close()
+	}
+	os.Exit(code)
+}
+
+func zkAddr(t *testing.T) string {
+	t.Helper()
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shared.srv, shared.err = testenv.StartZooKeeper(ctx, testenv.ZKConfig{Logger: testLogger()})
+	})
+	if shared.err != nil {
+		t.Fatalf("start zookeeper: %v", shared.err)
+	}
+	return shared.srv.Addr()
+}
+
+// testLogger logs to stderr when ZKCRAWL_TEST_LOG is set, else nowhere.
+func testLogger() *slog.Logger {
+	if os.Getenv("ZKCRAWL_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testConfig is a fast config that may crawl loopback servers.
+func testConfig() config.Config {
+	c := config.Default()
+	c.AllowPrivateNetworks = true
+	c.PerHostRatePerS = 0
+	c.WorkerConcurrency = 4
+	return c
+}
+
+// crawl is a crawl under test, created the way seeder creates one.
+type crawl struct {
+	t      *testing.T
+	zk     string
+	name   string
+	root   string
+	client *coord.Client
+	queue  *coord.Queue
+}
+
+func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []string) *crawl {
+	t.Helper()
+	zk := zkAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	root, err := worker.Root(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := coord.Connect(ctx, zk, coord.WithSessionTimeout(2*time.Second), coord.WithLogger(testLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	q := coord.NewQueue(client, root, shards)
+	if err := q.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.NewConfigStore(client, worker.ConfigPath(root)).Write(ctx, cfg.Encode(), -1); err != nil {
+		t.Fatal(err)
+	}
+	var items []frontier.Item
+	for _, s := range seeds {
+		u, err := frontier.Normalize(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, frontier.Item{URL: u})
+	}
+	if _, err := frontier.New(q, 0).Enqueue(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	return &crawl{t: t, zk: zk, name: name, root: root, client: client, queue: q}
+}
+
+// startWorker runs a worker in this process until ctx ends, the crawl is
+// drained or (exitWhenDone) done; the channel yields Run's error.
+func (c *crawl) startWorker(ctx context.Context, id string, exitWhenDone bool) <-chan error {
+	c.t.Helper()
+	w, err := worker.New(ctx, worker.Options{
+		Servers: c.zk, Crawl: c.name, OutDir: filepath.Join(c.t.TempDir(), id), ID: id,
+		SessionTimeout: 2 * time.Second, ExitWhenDone: exitWhenDone, QuietPeriod: time.Second,
+		HeartbeatInterval: 250 * time.Millisecond, StopTimeout: 5 * time.Second, Logger: testLogger().With("w", id),
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return done
+}
+
+// result is one in-process crawlctl run.
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("err=%v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+}
+
+// ctl runs crawlctl against this crawl.
+func (c *crawl) ctl(args ...string) result {
+	c.t.Helper()
+	return c.ctlWith(context.Background(), nil, args...)
+}
+
+func (c *crawl) ctlWith(ctx context.Context, hook func(), args ...string) result {
+	c.t.Helper()
+	return runCtl(ctx, nil, hook, append([]string{"--zk", c.zk, "--crawl", c.name, "--timeout", "20s"}, args...)...)
+}
+
+// runCtl runs crawlctl in-process with env as its environment.
+func runCtl(ctx context.Context, env map[string]string, hook func(), args ...string) result {
+	var out, errOut bytes.Buffer
+	a := &app{
+		stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+		env:         func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		beforeWrite: hook,
+	}
+	err := a.run(ctx, args)
+	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+}
+
+// status runs status --json and decodes it.
+func (c *crawl) status(extra ...string) *statusDoc {
+	c.t.Helper()
+	r := c.ctl(append([]string{"status", "--json", "--rate-window", "0"}, extra...)...)
+	if r.err != nil {
+		c.t.Fatalf("status --json: %v", r)
+	}
+	var d statusDoc
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		c.t.Fatalf("status --json output is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	return &d
+}
+
+// workers reads every live worker's status node.
+func (c *crawl) workers() map[string]worker.Status {
+	c.t.Helper()
+	_, data, err := coord.Members(context.Background(), c.client, c.root)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]worker.Status{}
+	for id, d := range data {
+		var st worker.Status
+		if err := json.Unmarshal(d, &st); err != nil {
+			c.t.Fatalf("worker %s status %q: %v", id, d, err)
+		}
+		out[id] = st
+	}
+	return out
+}
+
+// configVersion reads the config znode's version and data.
+func (c *crawl) config() ([]byte, int32) {
+	c.t.Helper()
+	data, v, err := coord.NewConfigStore(c.client, worker.ConfigPath(c.root)).Read(context.Background())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return data, v
+}
+
+// eventually polls cond every 100 ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %s", what, timeout, detail)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func writeFile(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/internal/cli"
+	"github.com/zkcrawl/zkcrawl/worker"
+)
+
+// maxClaimsShown is how many of the oldest claims status lists.
+const maxClaimsShown = 20
+
+var statusCommand = &command{
+	name: "status",
+	args: "[--watch] [--json] [--interval 1s]",
+	about: `Shows the state of the crawl, read from ZooKeeper:
+
+  - the state: DONE (queue empty and no claim held anywhere), DRAINING
+    (drain requested), PAUSED (config paused=true), STOPPED (URLs queued
+    but no live worker) or RUNNING
+  - the config version in the znode, whether it is valid, and which workers
+    have not applied it yet (marked *)
+  - every live worker: id, host, pid, config version applied, pages
+    finished, failed fetch attempts, fetches in flight, age of its last
+    heartbeat and its config error, if it rejected a config
+  - pages per second for the whole cluster, from the page counters the
+    workers publish with every heartbeat: without --watch, status samples
+    them for up to --rate-window (until every worker published a new
+    heartbeat); "n/a" when no worker has two samples yet
+  - the queue depth of every non-empty shard and the total, the claims in
+    flight (the 20 oldest with holder and age, and the count) and the
+    number of dead letters (URLs that failed every attempt; see
+    requeue-failed)
+
+--watch redraws the screen about once every --interval like top, until
+Ctrl-C. --json prints one JSON document instead (with --watch, one per line
+per refresh).`,
+	examples: `  crawlctl --crawl docs status
+  crawlctl --crawl docs status --watch
+  crawlctl --crawl docs status --json | jq '.workers[] | {id, pages}'
+  crawlctl --crawl docs status --rate-window 0   # answer at once, pages/s n/a`,
+	setup: func(fs *pflag.FlagSet) runFunc {
+		watch := fs.Bool("watch", false, "redraw about once every --interval until Ctrl-C")
+		asJSON := fs.Bool("json", false, "print JSON (with --watch: one document per line per refresh)")
+		interval := fs.Duration("interval", time.Second, "with --watch: time between refreshes")
+		window := fs.Duration("rate-window", 3*time.Second, "without --watch: how long to sample the workers' page counters for pages/s (0: do not sample)")
+		return func(ctx context.Context, c *ctl, args []string) error {
+			if len(args) > 0 {
+				return cli.Usage("status takes no arguments, got %q", args)
+			}
+			if *interval < 100*time.Millisecond {
+				return cli.Usage("--interval %v: must be at least 100ms", *interval)
+			}
+			if *window < 0 {
+				return cli.Usage("--rate-window %v: must not be negative", *window)
+			}
+			q, err := c.openQueue(ctx)
+			if err != nil {
+				return err
+			}
+			if *watch {
+				return c.watchStatus(ctx, q, *interval, *asJSON)
+			}
+			rates := newRateTracker()
+			if *window > 0 {
+				c.sampleRates(ctx, rates, *window)
+			}
+			snap, err := c.snapshot(ctx, q, rates)
+			if err != nil {
+				return err
+			}
+			return c.printStatus(snap, *asJSON, false)
+		}
+	},
+}
+
+// statusDoc is the status of a crawl, the document of status --json.
+type statusDoc struct {
+	Crawl string    `json:"crawl"`
+	Root  string    `json:"root"`
+	Time  time.Time `json:"time"`
+	// State is the first that holds of "done", "draining", "paused",
+	// "stopped" (work queued but no live worker) and "running".
+	State     string      `json:"state"`
+	Paused    bool        `json:"paused"`
+	Draining  bool        `json:"draining"`
+	DrainNote string      `json:"drain_note,omitempty"`
+	Done      bool        `json:"done"`
+	PagesPerS *float64    `json:"pages_per_s"` // null: not measured ("n/a")
+	Config    configDoc   `json:"config"`
+	Workers   []workerDoc `json:"workers"`
+	Queue     queueDoc    `json:"queue"`
+	Claims    claimsDoc   `json:"claims"`
+	Failed    int         `json:"failed"`
+}
+
+type configDoc struct {
+	Version int32  `json:"version"` // -1: no config znode
+	Valid   bool   `json:"valid"`
+	Error   string `json:"error,omitempty"`
+	// WorkersBehind lists the workers whose applied version differs.
+	WorkersBehind []string `json:"workers_behind"`
+}
+
+type workerDoc struct {
+	worker.Status
+	HeartbeatAgeS float64  `json:"heartbeat_age_s"`
+	OnConfig      bool     `json:"on_config_version"`
+	PagesPerS     *float64 `json:"pages_per_s"`
+	StatusError   string   `json:"status_error,omitempty"`
+}
+
+type queueDoc struct {
+	Queued  int        `json:"queued"`
+	Claimed int        `json:"claimed"`
+	Shards  int        `json:"shards"`
+	Depths  []shardDoc `json:"non_empty_shards"`
+}
+
+type shardDoc struct {
+	Shard   string `json:"shard"`
+	Queued  int    `json:"queued"`
+	Claimed int    `json:"claimed"`
+}
+
+type claimsDoc struct {
+	Count  int        `json:"count"`
+	Oldest []claimDoc `json:"oldest"`
+}
+
+type claimDoc struct {
+	Shard     string    `json:"shard"`
+	Item      string    `json:"item"`
+	Owner     string    `json:"owner"`
+	Session   string    `json:"session"`
+	ClaimedAt time.Time `json:"claimed_at"`
+	AgeS      float64   `json:"age_s"`
+}
+
+// snapshot reads everything status shows, bounded by --timeout. The reads
+// are not one atomic view: each part is current when read.
+func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) (*statusDoc, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	client := q.Client()
+	doc := &statusDoc{Crawl: c.g.crawl, Root: c.root, Time: time.Now().UTC()}
+
+	// Config znode.
+	data, version, err := coord.NewConfigStore(client, worker.ConfigPath(c.root)).Read(cctx)
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+		doc.Config = configDoc{Version: -1, Error: "no config znode " + worker.ConfigPath(c.root)}
+	case err != nil:
+		return nil, fmt.Errorf("read config: %w", err)
+	default:
+		doc.Config.Version = version
+		cfg, perr := config.Parse(data)
+		if perr != nil {
+			doc.Config.Error = perr.Error()
+		} else {
+			doc.Config.Valid = true
+			doc.Paused = cfg.Paused
+		}
+	}
+
+	// Drain marker.
+	note, dver, err := coord.NewConfigStore(client, worker.DrainPath(c.root)).Read(cctx)
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("read drain marker: %w", err)
+	case dver >= 0:
+		doc.Draining, doc.DrainNote = true, string(note)
+	}
+
+	// Workers.
+	ids, statuses, err := coord.Members(cctx, client, c.root)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	rates.observe(ids, statuses)
+	doc.Workers = []workerDoc{}
+	doc.Config.WorkersBehind = []string{}
+	var total float64
+	rated := 0
+	for _, id := range ids {
+		wd := workerDoc{Status: worker.Status{ID: id}}
+		if err := json.Unmarshal(statuses[id], &wd.Status); err != nil {
+			wd.StatusError = fmt.Sprintf("unreadable status node: %v", err)
+		} else {
+			wd.HeartbeatAgeS = roundTo(doc.Time.Sub(wd.Heartbeat).Seconds(), 1)
+		}
+		wd.OnConfig = wd.StatusError == "" && wd.ConfigVersion == doc.Config.Version
+		if !wd.OnConfig {
+			doc.Config.WorkersBehind = append(doc.Config.WorkersBehind, id)
+		}
+		if r, ok := rates.rate(id); ok {
+			r = roundTo(r, 1)
+			wd.PagesPerS = &r
+			total += r
+			rated++
+		}
+		doc.Workers = append(doc.Workers, wd)
+	}
+	if rated > 0 {
+		total = roundTo(total, 1)
+		doc.PagesPerS = &total
+	}
+
+	// Queue, claims, dead letters.
+	st, err := q.Stats(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("read queue: %w", err)
+	}
+	doc.Queue = queueDoc{Queued: st.Queued, Claimed: st.Claimed, Shards: q.Shards(), Depths: []shardDoc{}}
+	var claims []claimDoc
+	for _, s := range st.Shards {
+		if s.Queued > 0 || len(s.Claims) > 0 {
+			doc.Queue.Depths = append(doc.Queue.Depths, shardDoc{Shard: s.Name, Queued: s.Queued, Claimed: len(s.Claims)})
+		}
+		for _, cl := range s.Claims {
+			claims = append(claims, claimDoc{
+				Shard: s.Name, Item: cl.Item, Owner: cl.Owner, Session: fmt.Sprintf("0x%x", uint64(cl.Session)),
+				ClaimedAt: cl.ClaimedAt, AgeS: roundTo(cl.Age.Seconds(), 1),
+			})
+		}
+	}
+	sort.SliceStable(claims, func(i, j int) bool { return claims[i].ClaimedAt.Before(claims[j].ClaimedAt) })
+	doc.Claims = claimsDoc{Count: len(claims), Oldest: claims[:min(len(claims), maxClaimsShown)]}
+	doc.Failed = st.Failed
+	doc.Done = st.Queued == 0 && st.Claimed == 0
+
+	switch {
+	case doc.Done:
+		doc.State = "done"
+	case doc.Draining:
+		doc.State = "draining"
+	case doc.Paused:
+		doc.State = "paused"
+	case len(doc.Workers) == 0:
+		doc.State = "stopped"
+	default:
+		doc.State = "running"
+	}
+	return doc, nil
+}
+
+// sampleRates reads the workers' status nodes until every worker published
+// a second heartbeat (so its page rate is known) or window has passed.
+func (c *ctl) sampleRates(ctx context.Context, rates *rateTracker, window time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, window)
+	defer cancel()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ids, statuses, err := coord.Members(wctx, c.client, c.root)
+		if err == nil {
+			rates.observe(ids, statuses)
+			if len(ids) == 0 || rates.allRated(ids) {
+				return
+			}
+		}
+		select {
+		case <-wctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// watchStatus redraws the status every interval until ctx ends (Ctrl-C),
+// which is a normal exit. A failed refresh is shown and retried.
+func (c *ctl) watchStatus(ctx context.Context, q *coord.Queue, interval time.Duration, asJSON bool) error {
+	rates := newRateTracker()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		snap, err := c.snapshot(ctx, q, rates)
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case err != nil && asJSON:
+			b, _ := json.Marshal(map[string]string{"time": time.Now().UTC().Format(time.RFC3339Nano), "error": err.Error()})
+			fmt.Fprintf(c.stdout(), "%s\n", b)
+		case err != nil:
+			fmt.Fprintf(c.stdout(), "%s%s: refresh failed (retrying every %v): %v\n", clearScreen, time.Now().Format(time.TimeOnly), interval, err)
+		default:
+			if err := c.printStatus(snap, asJSON, true); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// clearScreen moves the cursor home and clears the screen (ANSI / ECMA-48
+// CUP and ED), the way top redraws.
+const clearScreen = "\x1b[H\x1b[2J"
+
+func (c *ctl) printStatus(doc *statusDoc, asJSON, redraw bool) error {
+	var buf bytes.Buffer
+	if asJSON {
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	} else {
+		if redraw {
+			buf.WriteString(clearScreen)
+		}
+		renderStatus(&buf, doc)
+	}
+	_, err := c.stdout().Write(buf.Bytes())
+	return err
+}
+
+// roundTo rounds v to the given number of decimal digits, for display.
+func roundTo(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
