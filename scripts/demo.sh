@@ -88,11 +88,17 @@ status_view() {
 		inclaims && /SHARD\/ITEM/ { print; next }
 		inclaims && NF >= 3 {
 			n++
-			if (holder != "" ? $2 == holder : n <= 6) print; else hidden++
+			show = (holder != "") ? ($2 == holder) : (n <= 6)
+			if (show) print; else hidden++
 			next
 		}
 		{ print }
-		END { if (hidden) printf "  ... %d more claim%s not shown%s\n", hidden, hidden > 1 ? "s" : "", holder != "" ? " (held by other workers)" : "" }
+		END {
+			if (hidden) {
+				what = (holder != "") ? " held by other workers" : ""
+				printf "  ... and %d more claims%s\n", hidden, what
+			}
+		}
 	' | sed 's/^/    /'
 }
 

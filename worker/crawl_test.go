@@ -107,7 +107,10 @@ func TestCrawlPolitenessHoldsAcrossWorkers(t *testing.T) {
 	c.runWorkers(3, 90*time.Second)
 
 	const interval = 100 * time.Millisecond
-	const slack = 15 * time.Millisecond // server-side arrival jitter
+	// A request that arrives late (scheduling jitter under -race) does not
+	// delay the limiter's schedule, so the next gap looks short by that
+	// much; over any window of k requests the rate still holds.
+	const slack = 30 * time.Millisecond
 	byHost := map[string][]time.Time{}
 	for _, r := range web.Requests() {
 		if r.Path == "/robots.txt" {
@@ -120,9 +123,11 @@ func TestCrawlPolitenessHoldsAcrossWorkers(t *testing.T) {
 		if len(times) < 20 {
 			t.Fatalf("host %s: only %d requests", host, len(times))
 		}
-		for i := 1; i < len(times); i++ {
-			if gap := times[i].Sub(times[i-1]); gap < interval-slack {
-				t.Errorf("host %s: requests %d and %d only %v apart, want >= %v (rate 10/s)", host, i-1, i, gap, interval)
+		for k := 1; k <= 10; k++ {
+			for i := 0; i+k < len(times); i++ {
+				if span := times[i+k].Sub(times[i]); span < time.Duration(k)*interval-slack {
+					t.Errorf("host %s: requests %d..%d span only %v, want >= %v (rate 10/s)", host, i, i+k, span, time.Duration(k)*interval)
+				}
 			}
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // live, an invalid config rejected and shown, pause and resume, status
 // --watch, and finally drain.
 func TestLiveCrawl(t *testing.T) {
-	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 5, Hosts: 4, PagesPerHost: 100000, LinksPerPage: 3})
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 5, Hosts: 4, PagesPerHost: 100000, LinksPerPage: 3, Logger: testLogger()})
 	cfg := testConfig()
 	cfg.MaxDepth = -1
 	c := newCrawl(t, "live", cfg, 16, web.Seeds())
