@@ -13,7 +13,7 @@ APT       := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 PKGS      := ./...
 CMDS      := seeder crawler crawlctl zkserver testweb
 
-.PHONY: help deps build test vet bench demo demo-real zk-up zk-down clean
+.PHONY: help deps build test vet bench chaos demo demo-real zk-up zk-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ vet: ## go vet every package
 
 test: deps vet ## install what is needed, then run every test under the race detector
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+
+chaos: deps ## the long fault tests: worker kills, session expiry, ensemble failover, quorum loss (about 10 minutes)
+	ZKCRAWL_CHAOS=long $(GO) test -count=1 -v -timeout 30m ./chaos/
 
 bench: deps build ## the benchmark (pages/s, ZooKeeper writes per page, RSS); writes BENCHMARKS.md
 	./scripts/bench.sh

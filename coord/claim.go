@@ -427,7 +427,12 @@ func (cl *Claim) Fail(ctx context.Context, data []byte) error {
 // op on the item (-1 if none).
 func (cl *Claim) finish(ctx context.Context, op string, itemIdx int, ops []any) (err error) {
 	defer cl.q.c.observed("queue_"+strings.ToLower(op), time.Now(), &err)
-	return cl.finishOnce(ctx, op, itemIdx, ops)
+	err = cl.finishOnce(ctx, op, itemIdx, ops)
+	if err == nil && (op == "Release" || op == "Retry") {
+		// The item is claimable again, and no child event says so.
+		cl.q.wake(cl.shard, true)
+	}
+	return err
 }
 
 func (cl *Claim) finishOnce(ctx context.Context, op string, itemIdx int, ops []any) error {

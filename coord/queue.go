@@ -546,8 +546,8 @@ func (q *Queue) Take(ctx context.Context, sess *Session, shard int, accept func(
 		switch {
 		case err == nil:
 			return cl, nil
-		case errors.Is(err, ErrClaimed), errors.Is(err, ErrGone):
-		case errors.Is(err, errRejected):
+		case errors.Is(err, ErrGone):
+		case errors.Is(err, ErrClaimed), errors.Is(err, errRejected):
 			cur.mu.Lock()
 			cur.rejected = true
 			cur.mu.Unlock()
@@ -576,6 +576,12 @@ func (q *Queue) nextName(ctx context.Context, sess *Session, shard int, cur *cur
 			name := cur.names[cur.next]
 			cur.next++
 			skip := cur.claimed[name]
+			if skip {
+				// Claimed by someone when listed: it may come back (a
+				// Release or Retry changes no child), so look again after
+				// the recheck interval.
+				cur.rejected = true
+			}
 			cur.mu.Unlock()
 			if !skip {
 				return name, nil
@@ -632,12 +638,19 @@ func (q *Queue) nextName(ctx context.Context, sess *Session, shard int, cur *cur
 // instead of after the recheck interval. Cheap and non-blocking; an invalid
 // shard is ignored.
 func (q *Queue) Nudge(shard int) {
+	q.wake(shard, false)
+}
+
+// wake makes Take look at shard's items again at once: always (force, after
+// this process released or re-queued an item: no child event announces
+// that), or only if it turned items down since it last listed.
+func (q *Queue) wake(shard int, force bool) {
 	if shard < 0 || shard >= len(q.cursors) {
 		return
 	}
 	cur := q.cursors[shard]
 	cur.mu.Lock()
-	if cur.rejected {
+	if force || cur.rejected {
 		cur.fired = true
 		if cur.kick != nil {
 			close(cur.kick)

@@ -3,19 +3,20 @@
 # scripts/demo-real.sh. Source it from bash; it defines functions and a few
 # variables and starts nothing by itself.
 #
-#   banner / say / show / warn / die   output with a step counter
-#   free_port / port_free              loopback ports (python3 bind test)
-#   start_bg NAME LOG CMD...           a background process in its own process group
-#   track_pid PID                      also stop this pid on exit
-#   stop_one PID / cleanup_all         SIGTERM the process group, SIGKILL after a grace period
-#   wait_until SECS DESC CMD...        poll CMD every 0.25 s, bounded
-#   start_zk DIR TICK                  bin/zkserver on 2181 (or a free port); sets ZK
-#   ctl ARGS...                        bin/crawlctl --zk $ZK --crawl $CRAWL ARGS (bounded)
-#   have_crawlctl                      true when bin/crawlctl was built
-#   pyscript NAME                      path of an embedded python3 helper (below)
+#   banner / say / ok / show / warn / die   output with a step counter
+#   free_port / port_free                   loopback ports (python3 bind test)
+#   start_bg NAME LOG CMD...                a background process in its own process group
+#   track_pid PID                           also stop this pid in cleanup_all
+#   cleanup_all                             SIGTERM every process group, SIGKILL after 12 s
+#   wait_until SECS DESC CMD...             poll CMD every 0.25 s, bounded
+#   need_bins NAME...                       die unless bin/NAME exist
+#   start_zk DIR TICK                       bin/zkserver on 2181 (or a free port); sets ZK
+#   ctl ARGS...                             bin/crawlctl --zk $ZK --crawl $CRAWL ARGS (bounded)
+#   pyscript NAME                           path of an embedded python3 helper (needs ZKC_TMP)
 #
 # Every process started with start_bg is stopped by cleanup_all, which the
-# scripts install as their EXIT trap (INT and TERM exit, which runs it).
+# scripts install as their EXIT trap (their INT and TERM traps exit, which
+# runs it).
 
 ZKC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${BIN:-$ZKC_ROOT/bin}
@@ -114,19 +115,6 @@ signal_tree() {
 	fi
 }
 
-# stop_one PID [GRACE]: SIGTERM, wait up to GRACE seconds (default 12),
-# then SIGKILL.
-stop_one() {
-	local pid=$1 grace=${2:-12} i
-	alive "$pid" || return 0
-	signal_tree TERM "$pid"
-	for ((i = 0; i < grace * 10; i++)); do
-		alive "$pid" || return 0
-		sleep 0.1
-	done
-	signal_tree KILL "$pid"
-}
-
 # cleanup_all: stops every started process, newest first (workers before
 # the web and ZooKeeper), all SIGTERMed at once, SIGKILL for what is left
 # after 12 s. Idempotent.
@@ -148,13 +136,6 @@ cleanup_all() {
 	done
 	wait 2>/dev/null || true
 	ZKC_PIDS=()
-}
-
-# install_traps: cleanup_all on exit; Ctrl-C and SIGTERM exit (running it).
-install_traps() {
-	trap 'cleanup_all' EXIT
-	trap 'echo; warn "interrupted: stopping everything"; exit 130' INT
-	trap 'exit 143' TERM
 }
 
 # wait_until SECS DESC CMD...: runs CMD every 0.25 s until it succeeds
@@ -183,8 +164,6 @@ need_bins() {
 	done
 	command -v python3 >/dev/null || die "python3 is needed for the port checks and the crawl log analysis"
 }
-
-have_crawlctl() { [ -x "$BIN/crawlctl" ]; }
 
 # start_zk DIR TICK: starts bin/zkserver (data in DIR) on 127.0.0.1:2181 when
 # that port is free, else on a free port, waits for its connect string and

@@ -119,7 +119,15 @@ func (c *crawlEnv) runWorkers(n int, timeout time.Duration) {
 	}
 	if ctx.Err() != nil {
 		p, err := c.queue.Pending(context.Background())
-		c.t.Fatalf("crawl did not finish within %v: %d lines logged, pending %+v %v", timeout, len(c.logs()), p, err)
+		var left []string
+		for s := range c.queue.Shards() {
+			names, _, _ := c.queue.Items(context.Background(), s)
+			for _, n := range names {
+				data, _ := c.queue.Get(context.Background(), s, n)
+				left = append(left, fmt.Sprintf("%d/%s %s", s, n, data))
+			}
+		}
+		c.t.Fatalf("crawl did not finish within %v: %d lines logged, pending %+v %v; left:\n%s", timeout, len(c.logs()), p, err, strings.Join(left, "\n"))
 	}
 }
 

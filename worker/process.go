@@ -39,11 +39,12 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 			return
 		}
 		if err != nil {
-			// The robots cache maps unreachable or 5xx robots.txt to
-			// "disallow all" (RFC 9309 section 2.3.1.4); an error here is
-			// a bad URL.
+			// robots.txt could not be fetched at all (dead host: DNS,
+			// connect): status -61, retried like a network error, as
+			// Heritrix does with a failed prerequisite. A 5xx robots.txt
+			// is not an error: it disallows all (RFC 9309 2.3.1.4).
 			entry.Status, entry.Error = fetch.Code(err), err.Error()
-			w.finishFailed(ctx, claim, it, entry, false)
+			w.finishFailed(ctx, claim, it, entry, fetch.Retryable(entry.Status))
 			return
 		}
 		if !ok {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,9 +79,14 @@ type crawl struct {
 	queue  *coord.Queue
 }
 
+// crawlSeq makes crawl names unique within the shared ZooKeeper, also
+// across -count runs.
+var crawlSeq atomic.Int64
+
 func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []string) *crawl {
 	t.Helper()
 	zk := zkAddr(t)
+	name = fmt.Sprintf("%s-%d", name, crawlSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	root, err := worker.Root(name)

@@ -72,8 +72,12 @@ func renderStatus(w io.Writer, d *statusDoc) {
 				wk.ID, wk.Host, wk.PID, cv, wk.Pages, pr, wk.Errors, wk.InFlight, age(wk.HeartbeatAgeS), dash(wk.ConfigError))
 		}
 		tw.Flush()
-		if len(d.Config.WorkersBehind) > 0 {
+		switch {
+		case len(d.Config.WorkersBehind) == 0:
+		case d.Config.Valid:
 			fmt.Fprintf(w, "  * not on the znode's config version %d yet\n", d.Config.Version)
+		default:
+			fmt.Fprintf(w, "  * still on its last valid config: the znode's version %d is invalid\n", d.Config.Version)
 		}
 	}
 

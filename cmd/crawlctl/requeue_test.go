@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// A URL whose server always answers 500 ends as a dead letter after
-// max_attempts; requeue-failed (by --all, then by name) puts it back with
-// its attempts reset, and a worker fetches it again.
+// A URL whose server always answers 500 ends as a dead letter
+// (max_attempts 1); requeue-failed --all puts it back and a worker fetches
+// it again. A dead letter with attempts and a retry time, requeued by name,
+// comes back with both reset.
 func TestRequeueFailed(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,21 +30,21 @@ func TestRequeueFailed(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	cfg := testConfig()
-	cfg.MaxAttempts = 2
-	cfg.RetryBackoffMS = 0
-	c := newCrawl(t, "deadletters", cfg, 4, []string{srv.URL + "/broken.html"})
+	cfg.MaxAttempts = 1
+	broken := srv.URL + "/broken.html"
+	c := newCrawl(t, "deadletters", cfg, 4, []string{broken})
 
 	crawlUntilDone := func() {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := <-c.startWorker(ctx, "w1", true); err != nil {
 			t.Fatalf("worker: %v", err)
 		}
 	}
 	crawlUntilDone()
-	if n := hits.Load(); n != 2 {
-		t.Fatalf("server hit %d times; want max_attempts = 2", n)
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("server hit %d times; want max_attempts = 1", n)
 	}
 	d := c.status()
 	if d.Failed != 1 || !d.Done || d.State != "done" {
@@ -49,40 +52,71 @@ func TestRequeueFailed(t *testing.T) {
 	}
 
 	r := c.ctl("requeue-failed", "--list")
-	if r.err != nil || !strings.Contains(r.stdout, srv.URL+"/broken.html") || !strings.Contains(r.stdout, "HTTP 500") || !strings.Contains(r.stdout, "1 dead letters") {
+	if r.err != nil || !strings.Contains(r.stdout, broken) || !strings.Contains(r.stdout, "HTTP 500") || !strings.Contains(r.stdout, "1 dead letters") {
 		t.Fatalf("requeue-failed --list: %v", r)
 	}
 	r = c.ctl("requeue-failed", "--all")
-	if r.err != nil || !strings.Contains(r.stdout, "1 requeued") {
+	if r.err != nil || !strings.Contains(r.stdout, "requeued ") || !strings.Contains(r.stdout, "1 requeued") {
 		t.Fatalf("requeue-failed --all: %v", r)
 	}
-	it := onlyQueuedItem(t, c)
-	if it.URL != srv.URL+"/broken.html" || it.Attempts != 0 || !it.NotBefore.IsZero() {
-		t.Errorf("requeued item %+v; want attempts 0 and no not_before", it)
+	if it := onlyQueuedItem(t, c); it.URL != broken || it.Attempts != 0 {
+		t.Errorf("requeued item %+v", it)
 	}
 	if d := c.status(); d.Failed != 0 || d.Queue.Queued != 1 || d.Done {
 		t.Errorf("status after requeue: failed %d, queued %d, done %v", d.Failed, d.Queue.Queued, d.Done)
 	}
-
-	// Fetched again (twice more), dead again; requeue it by name.
 	crawlUntilDone()
-	if n := hits.Load(); n != 4 {
-		t.Errorf("server hit %d times after the requeue; want 4", n)
+	if n := hits.Load(); n != 2 {
+		t.Errorf("server hit %d times after the requeue; want 2 (fetched again)", n)
 	}
-	failed, err := c.queue.Failed(context.Background())
-	if err != nil || len(failed) != 1 {
-		t.Fatalf("dead letters %v, %v; want 1", failed, err)
+	if d := c.status(); d.Failed != 1 || !d.Done {
+		t.Errorf("after the second crawl: failed %d, done %v; want the dead letter back", d.Failed, d.Done)
 	}
-	r = c.ctl("requeue-failed", failed[0], "s000-u-0000099999")
-	if r.err != nil || !strings.Contains(r.stdout, "requeued "+failed[0]) || !strings.Contains(r.stdout, "1 requeued, 1 not found") {
+
+	// A dead letter that had retries: made by hand the way a worker makes
+	// it (claim, then Fail with the record), with attempts 2 and not_before.
+	name := makeDeadLetter(t, c, frontier.Item{URL: srv.URL + "/other.html", Depth: 1, Via: broken, Attempts: 2, NotBefore: time.Now().Add(time.Hour)})
+	r = c.ctl("requeue-failed", name, "s000-u-0000099999")
+	if r.err != nil || !strings.Contains(r.stdout, "requeued "+name) || !strings.Contains(r.stdout, "1 requeued, 1 not found") {
 		t.Errorf("requeue-failed NAME: %v", r)
 	}
-	if it := onlyQueuedItem(t, c); it.Attempts != 0 {
-		t.Errorf("requeued by name: %+v", it)
+	it := onlyQueuedItem(t, c)
+	if it.URL != srv.URL+"/other.html" || it.Attempts != 0 || !it.NotBefore.IsZero() || it.Depth != 1 || it.Via != broken {
+		t.Errorf("requeued by name: %+v; want attempts 0, no not_before, depth and via kept", it)
 	}
-	if r = c.ctl("requeue-failed", failed[0]); r.err == nil || !strings.Contains(r.stderr, "no such dead letter") {
+	if r = c.ctl("requeue-failed", name); r.err == nil || !strings.Contains(r.stderr, "no such dead letter") {
 		t.Errorf("requeue of a name already requeued: want an error, got %v", r)
 	}
+}
+
+// makeDeadLetter enqueues it, claims it and fails it with the worker's
+// dead-letter record; it returns the dead letter's name.
+func makeDeadLetter(t *testing.T, c *crawl, it frontier.Item) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := frontier.New(c.queue, 0).Enqueue(ctx, []frontier.Item{{URL: it.URL}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := frontier.Shard(frontier.Host(it.URL), c.queue.Shards())
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	claim, err := c.queue.Take(tctx, sess, shard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, err := it.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(map[string]any{"item": json.RawMessage(item), "last_error": "made by hand (HTTP 503)", "failed_at": time.Now().UTC()})
+	if err := claim.Fail(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	return coord.ShardName(shard) + "-" + claim.Name()
 }
 
 // onlyQueuedItem returns the crawl's one queued item.

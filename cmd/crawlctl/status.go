@@ -199,7 +199,7 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 		if err := json.Unmarshal(statuses[id], &wd.Status); err != nil {
 			wd.StatusError = fmt.Sprintf("unreadable status node: %v", err)
 		} else {
-			wd.HeartbeatAgeS = roundTo(doc.Time.Sub(wd.Heartbeat).Seconds(), 1)
+			wd.HeartbeatAgeS = roundTo(max(0, doc.Time.Sub(wd.Heartbeat).Seconds()), 1)
 		}
 		wd.OnConfig = wd.StatusError == "" && wd.ConfigVersion == doc.Config.Version
 		if !wd.OnConfig {
@@ -232,7 +232,7 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 		for _, cl := range s.Claims {
 			claims = append(claims, claimDoc{
 				Shard: s.Name, Item: cl.Item, Owner: cl.Owner, Session: fmt.Sprintf("0x%x", uint64(cl.Session)),
-				ClaimedAt: cl.ClaimedAt, AgeS: roundTo(cl.Age.Seconds(), 1),
+				ClaimedAt: cl.ClaimedAt, AgeS: roundTo(max(0, cl.Age.Seconds()), 1),
 			})
 		}
 	}

@@ -1,0 +1,607 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/storage"
+	"github.com/zkcrawl/zkcrawl/testenv"
+	"github.com/zkcrawl/zkcrawl/worker"
+)
+
+// sessionTimeout is the crawlers' ZooKeeper session timeout (testenv's
+// 200 ms tickTime allows 0.4 .. 4 s).
+const sessionTimeout = 2 * time.Second
+
+// binDir holds the seeder and crawler binaries for the whole test binary run
+// (created in TestMain, so every test reuses one build).
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "zkcrawl-chaos-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// keepLogs copies dir's process logs (*.log) to $ZKCRAWL_CHAOS_LOGS/<test
+// name>/ when the test ends, if that variable names a directory, for
+// reading after a run.
+func keepLogs(t *testing.T, dir string) {
+	keep := os.Getenv("ZKCRAWL_CHAOS_LOGS")
+	if keep == "" {
+		return
+	}
+	t.Cleanup(func() {
+		dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			t.Logf("keep logs: %v", err)
+			return
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil {
+				_ = os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644)
+			}
+		}
+	})
+}
+
+// longRun reports whether the long version was asked for (ZKCRAWL_CHAOS=long).
+func longRun() bool { return os.Getenv("ZKCRAWL_CHAOS") == "long" }
+
+// binaries builds (once per test binary run) bin/seeder and bin/crawler.
+func binaries(t *testing.T) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	bins, err := testenv.BuildCommands(ctx, binDir, "seeder", "crawler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bins
+}
+
+// crawlConfig is the crawl config of the chaos tests: loopback allowed, no
+// depth limit, quick retries, the given per-host rate (0 = unlimited).
+func crawlConfig(rate float64) config.Config {
+	c := config.Default()
+	c.AllowPrivateNetworks = true
+	c.MaxDepth = -1
+	c.PerHostRatePerS = rate
+	c.PerHostBurst = 1
+	c.PerHostMaxInFlight = 1
+	c.WorkerConcurrency = 16
+	c.RetryBackoffMS = 100
+	c.FetchTimeoutMS = 10000
+	c.MaxBodyBytes = 1 << 20
+	return c
+}
+
+// crawlSpec describes a crawl under test.
+type crawlSpec struct {
+	name   string
+	zk     string // connect string for the seeder, the test's client and (by default) the crawlers
+	web    testenv.WebConfig
+	config config.Config
+	shards int
+}
+
+// crawl is one crawl under test: a synthetic web with its ground truth, the
+// crawl created by a seeder process, a coord client of the test's own for
+// reading the queue, and the crawler processes.
+type crawl struct {
+	t      *testing.T
+	spec   crawlSpec
+	dir    string
+	bins   map[string]string
+	web    *testenv.Web
+	truth  map[string]testenv.WebExpect
+	root   string
+	client *coord.Client
+	queue  *coord.Queue
+
+	mu      sync.Mutex
+	workers []*workerProc
+	started int
+}
+
+// workerProc is one crawler process.
+type workerProc struct {
+	id      string
+	out     string // --out directory
+	logFile string // stderr and stdout
+	proc    *testenv.Proc
+	killed  bool
+}
+
+// logText returns the worker's process log.
+func (w *workerProc) logText() string {
+	b, _ := os.ReadFile(w.logFile)
+	return string(b)
+}
+
+// logSize returns the current size of the worker's process log, an offset
+// for logSince.
+func (w *workerProc) logSize() int64 {
+	st, err := os.Stat(w.logFile)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// logSince returns the worker's process log from offset on.
+func (w *workerProc) logSince(offset int64) string {
+	s := w.logText()
+	if int64(len(s)) < offset {
+		return ""
+	}
+	return s[offset:]
+}
+
+// newCrawl starts the web, runs the seeder process and connects the test's
+// coord client.
+func newCrawl(t *testing.T, spec crawlSpec) *crawl {
+	t.Helper()
+	if spec.shards == 0 {
+		spec.shards = 32
+	}
+	if spec.web.Logger == nil {
+		spec.web.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &crawl{t: t, spec: spec, dir: t.TempDir(), bins: binaries(t)}
+	keepLogs(t, c.dir)
+	c.web = testenv.NewWeb(t, spec.web)
+	var err error
+	c.truth, err = c.web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, ObeyRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.root, err = worker.Root(spec.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfgFile := filepath.Join(c.dir, "config.json")
+	seedFile := filepath.Join(c.dir, "seeds.txt")
+	if err := os.WriteFile(cfgFile, spec.config.Encode(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(seedFile, []byte(strings.Join(c.web.Seeds(), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	seeder := testenv.Process(t, testenv.ProcConfig{
+		Path: c.bins["seeder"],
+		Args: []string{"--zk", spec.zk, "--crawl", spec.name, "--config", cfgFile, "--seeds", seedFile,
+			"--shards", fmt.Sprint(spec.shards), "--timeout", "30s"},
+		LogFile: filepath.Join(c.dir, "seeder.log"),
+	})
+	if code, err := seeder.Wait(ctx); err != nil || code != 0 {
+		t.Fatalf("seeder: exit %d, %v\n%s", code, err, seeder.LogTail(20))
+	}
+
+	logf, err := os.Create(filepath.Join(c.dir, "test-coord.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logf.Close() })
+	c.client, err = coord.Connect(ctx, spec.zk, coord.WithSessionTimeout(4*time.Second),
+		coord.WithLogger(slog.New(slog.NewTextHandler(logf, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.client.Close)
+	c.queue, err = coord.OpenQueue(ctx, c.client, c.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("crawl %s: %d hosts x %d pages, %d ground-truth URLs, rate %v/s per host",
+		spec.name, c.web.Config().Hosts, c.web.Config().PagesPerHost, len(c.truth), spec.config.PerHostRatePerS)
+	return c
+}
+
+// workerOpts are per-crawler settings.
+type workerOpts struct {
+	zk             string        // default: the crawl's connect string
+	sessionTimeout time.Duration // default: sessionTimeout
+	exitWhenDone   bool
+}
+
+// startWorker starts crawler process w<n> with its own id and --out.
+func (c *crawl) startWorker(o workerOpts) *workerProc {
+	c.t.Helper()
+	if o.zk == "" {
+		o.zk = c.spec.zk
+	}
+	if o.sessionTimeout == 0 {
+		o.sessionTimeout = sessionTimeout
+	}
+	c.mu.Lock()
+	c.started++
+	id := fmt.Sprintf("w%d", c.started)
+	c.mu.Unlock()
+	w := &workerProc{id: id, out: filepath.Join(c.dir, id), logFile: filepath.Join(c.dir, id+".log")}
+	args := []string{"--zk", o.zk, "--crawl", c.spec.name, "--out", w.out, "--id", id,
+		"--session-timeout", o.sessionTimeout.String(), "--quiet-period", "1s", "--stop-timeout", "5s"}
+	if o.exitWhenDone {
+		args = append(args, "--exit-when-done")
+	}
+	w.proc = testenv.Process(c.t, testenv.ProcConfig{Path: c.bins["crawler"], Args: args, LogFile: w.logFile})
+	c.mu.Lock()
+	c.workers = append(c.workers, w)
+	c.mu.Unlock()
+	return w
+}
+
+// live returns the workers still running, oldest first.
+func (c *crawl) live() []*workerProc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*workerProc
+	for _, w := range c.workers {
+		if !w.proc.Exited() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// all returns every worker ever started.
+func (c *crawl) all() []*workerProc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*workerProc(nil), c.workers...)
+}
+
+// setRate writes a new config version with per_host_rate_per_s = rate;
+// the workers apply it live.
+func (c *crawl) setRate(rate float64) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.t.Context(), 30*time.Second)
+	defer cancel()
+	cfg := c.spec.config
+	cfg.PerHostRatePerS = rate
+	if _, err := coord.NewConfigStore(c.client, worker.ConfigPath(c.root)).Write(ctx, cfg.Encode(), -1); err != nil {
+		c.t.Fatalf("set per_host_rate_per_s %v: %v", rate, err)
+	}
+}
+
+// claim is one claim held in the queue, with the URL of its item when it
+// could be read.
+type claim struct {
+	shard int
+	item  string
+	owner string
+	url   string
+}
+
+func (cl claim) key() string { return fmt.Sprintf("%d/%s", cl.shard, cl.item) }
+
+// claimsOf returns the claims whose owner is id (all claims when id is "").
+func (c *crawl) claimsOf(ctx context.Context, id string) ([]claim, error) {
+	st, err := c.queue.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []claim
+	for _, s := range st.Shards {
+		for _, ci := range s.Claims {
+			if id == "" || ci.Owner == id {
+				out = append(out, claim{shard: s.Shard, item: ci.Item, owner: ci.Owner})
+			}
+		}
+	}
+	return out, nil
+}
+
+// resolveURLs fills in the URL of each claim whose item still exists.
+func (c *crawl) resolveURLs(ctx context.Context, cls []claim) {
+	for i := range cls {
+		data, err := c.queue.Get(ctx, cls[i].shard, cls[i].item)
+		if err != nil {
+			continue
+		}
+		if it, err := frontier.DecodeItem(data); err == nil {
+			cls[i].url = it.URL
+		}
+	}
+}
+
+// pending reads the queued and claimed counts.
+func (c *crawl) pending(ctx context.Context) (coord.Pending, error) {
+	return c.queue.Pending(ctx)
+}
+
+// waitFinished polls the queue until nothing is queued or claimed for
+// quiet, failing the test after timeout. It returns when the crawl looked
+// finished.
+func (c *crawl) waitFinished(timeout, quiet time.Duration) time.Time {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.t.Context(), timeout)
+	defer cancel()
+	var since time.Time
+	var last coord.Pending
+	var lastErr error
+	for {
+		p, err := c.pending(ctx)
+		last, lastErr = p, err
+		switch {
+		case err != nil || p.Queued != 0 || p.Claimed != 0:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= quiet:
+			return since
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("crawl not finished within %v: pending %+v (%v), %d crawl log lines, %d live workers",
+				timeout, last, lastErr, len(c.logs()), len(c.live()))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stopAll waits up to grace for the live workers to exit by themselves
+// (--exit-when-done), then sends SIGTERM to the rest; every one must exit 0
+// within the stop timeout. Killed workers are skipped.
+func (c *crawl) stopAll(grace time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(grace)
+	for _, w := range c.live() {
+		select {
+		case <-w.proc.Done():
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	for _, w := range c.live() {
+		_ = w.proc.Signal(syscall.SIGTERM)
+	}
+	ctx, cancel := context.WithTimeout(c.t.Context(), 20*time.Second)
+	defer cancel()
+	for _, w := range c.all() {
+		if w.killed {
+			continue
+		}
+		code, err := w.proc.Wait(ctx)
+		if err != nil || code != 0 {
+			c.t.Errorf("worker %s: exit %d, %v; want 0", w.id, code, err)
+		}
+	}
+}
+
+// logs reads every worker's crawl.log.
+func (c *crawl) logs() []storage.LogEntry {
+	c.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(c.dir, "*", "crawl.log"))
+	var all []storage.LogEntry
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		es, err := storage.ReadCrawlLog(bytes.NewReader(data))
+		if err != nil {
+			c.t.Fatalf("%s: %v", f, err)
+		}
+		all = append(all, es...)
+	}
+	return all
+}
+
+// result summarizes a finished crawl.
+type result struct {
+	lines   int            // crawl log lines
+	urls    int            // distinct URLs logged
+	final   map[string]int // URL -> last logged status
+	perURL  map[string]int // URL -> lines
+	dupURLs int            // URLs logged more than once
+	// dups counts repeated fetches of one URL at one attempt number:
+	// lines beyond the first per (URL, attempt). A retry (attempt+1) is
+	// not a duplicate; an item fetched again after its worker died or lost
+	// its session is.
+	dups     int
+	retries  int // lines with attempt > 1
+	byWorker map[string]int
+}
+
+// summarize reads the crawl logs.
+func (c *crawl) summarize() result {
+	entries := c.logs()
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].TS.Before(entries[j].TS) })
+	r := result{lines: len(entries), final: map[string]int{}, perURL: map[string]int{}, byWorker: map[string]int{}}
+	attempt := map[string]int{}
+	for _, e := range entries {
+		r.final[e.URL] = e.Status
+		r.perURL[e.URL]++
+		r.byWorker[e.Worker]++
+		k := fmt.Sprintf("%s#%d", e.URL, e.Attempt)
+		attempt[k]++
+		if attempt[k] > 1 {
+			r.dups++
+		}
+		if e.Attempt > 1 {
+			r.retries++
+		}
+	}
+	r.urls = len(r.final)
+	for _, n := range r.perURL {
+		if n > 1 {
+			r.dupURLs++
+		}
+	}
+	return r
+}
+
+// verify checks the end state every chaos test demands: the crawl logs
+// match the ground truth exactly, nothing is queued, claimed or failed, and
+// every page with status 200 has a WARC response record. It returns the
+// summary for the test's own figures.
+func (c *crawl) verify() result {
+	c.t.Helper()
+	r := c.summarize()
+	if bad := diffTruth(c.truth, r.final); len(bad) > 0 {
+		c.t.Errorf("the crawl differs from the ground truth (%d problems):\n%s", len(bad), firstN(bad, 20))
+	}
+	ctx, cancel := context.WithTimeout(c.t.Context(), 30*time.Second)
+	defer cancel()
+	st, err := c.queue.Stats(ctx)
+	if err != nil {
+		c.t.Fatalf("queue stats: %v", err)
+	}
+	if st.Queued != 0 || st.Claimed != 0 || st.Failed != 0 {
+		c.t.Errorf("after the crawl: %d queued, %d claimed, %d failed; want none", st.Queued, st.Claimed, st.Failed)
+	}
+	records, openFiles := c.warcResponses()
+	missing := 0
+	for u, exp := range c.truth {
+		if exp.Status == 200 && records[u] == 0 {
+			if missing < 10 {
+				c.t.Errorf("no WARC response record for %s", u)
+			}
+			missing++
+		}
+	}
+	c.t.Logf("crawl %s: %d log lines, %d URLs (%d in the ground truth), %d logged more than once, %d duplicate fetches, %d retry lines; lines by worker %v; WARC files left open by killed workers: %d",
+		c.spec.name, r.lines, r.urls, countFetchable(c.truth), r.dupURLs, r.dups, r.retries, r.byWorker, openFiles)
+	return r
+}
+
+// warcResponses counts response records per target URI over every WARC
+// file of every worker, including the ".open" files a killed worker left:
+// their complete gzip members must be readable; a torn last member ends the
+// file's reading without failing the test.
+func (c *crawl) warcResponses() (map[string]int, int) {
+	c.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(c.dir, "*", "*.warc.gz*"))
+	got := map[string]int{}
+	open := 0
+	for _, f := range files {
+		isOpen := strings.HasSuffix(f, ".open")
+		if isOpen {
+			open++
+		} else if !strings.HasSuffix(f, ".warc.gz") {
+			continue
+		}
+		fh, err := os.Open(f)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		r := storage.NewReader(fh)
+		for {
+			rec, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				if !isOpen {
+					c.t.Errorf("%s: %v", f, err)
+				}
+				break
+			}
+			if rec.Type() == "response" {
+				got[rec.Get("WARC-Target-URI")]++
+			}
+		}
+		fh.Close()
+	}
+	return got, open
+}
+
+func countFetchable(truth map[string]testenv.WebExpect) int {
+	n := 0
+	for _, e := range truth {
+		if e.Status != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// diffTruth compares final statuses with the ground truth: every URL with
+// a non-zero expected status is logged with it, no URL the truth forbids got
+// an HTTP status, and nothing outside the truth was logged.
+func diffTruth(truth map[string]testenv.WebExpect, final map[string]int) []string {
+	var bad []string
+	for u, exp := range truth {
+		got, ok := final[u]
+		switch {
+		case exp.Status != 0 && !ok:
+			bad = append(bad, fmt.Sprintf("missing %s (want %d, depth %d)", u, exp.Status, exp.Depth))
+		case exp.Status != 0 && got != exp.Status:
+			bad = append(bad, fmt.Sprintf("status %s = %d, want %d", u, got, exp.Status))
+		case exp.Status == 0 && ok && got > 0:
+			bad = append(bad, fmt.Sprintf("fetched %s (status %d) but it must not be", u, got))
+		}
+	}
+	for u, s := range final {
+		if _, ok := truth[u]; !ok {
+			bad = append(bad, fmt.Sprintf("unexpected %s (status %d)", u, s))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// firstN joins up to n lines for a failure message.
+func firstN(lines []string, n int) string {
+	if len(lines) > n {
+		return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n... and %d more", len(lines)-n)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitUntil polls cond every 50 ms until it holds, failing the test with
+// what after timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("test ended while waiting for %s", what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// sleep pauses for d or until the test ends.
+func sleep(t *testing.T, d time.Duration) {
+	select {
+	case <-t.Context().Done():
+	case <-time.After(d):
+	}
+}
+
+// logLines counts the crawl log lines so far (cheap enough for polling
+// small crawls).
+func (c *crawl) logLines() int { return len(c.logs()) }
+
+// countOf counts the occurrences of sub in s.
+func countOf(s, sub string) int { return strings.Count(s, sub) }
