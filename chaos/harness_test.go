@@ -336,10 +336,16 @@ func (c *crawl) pending(ctx context.Context) (coord.Pending, error) {
 }
 
 // waitFinished polls the queue until nothing is queued or claimed for
-// quiet, failing the test after timeout. It returns when the crawl looked
-// finished.
-func (c *crawl) waitFinished(timeout, quiet time.Duration) time.Time {
+// quiet, failing the test after timeout.
+func (c *crawl) waitFinished(timeout, quiet time.Duration) {
 	c.t.Helper()
+	if err := c.awaitFinished(timeout, quiet); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// awaitFinished is waitFinished returning an error instead of failing.
+func (c *crawl) awaitFinished(timeout, quiet time.Duration) error {
 	ctx, cancel := context.WithTimeout(c.t.Context(), timeout)
 	defer cancel()
 	var since time.Time
@@ -354,12 +360,12 @@ func (c *crawl) waitFinished(timeout, quiet time.Duration) time.Time {
 		case since.IsZero():
 			since = time.Now()
 		case time.Since(since) >= quiet:
-			return since
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			c.t.Fatalf("crawl not finished within %v: pending %+v (%v), %d crawl log lines, %d live workers",
-				timeout, last, lastErr, len(c.logs()), len(c.live()))
+			return fmt.Errorf("crawl not finished within %v: pending %+v (%v), %d crawl log lines, %d live workers",
+				timeout, last, lastErr, c.logLines(), len(c.live()))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -20,18 +20,20 @@ const DefaultSeenCacheSize = 200_000
 // bounded local LRU cache of keys known to be in the seen-set saves the
 // ZooKeeper round trip for links seen again. Safe for concurrent use.
 type Frontier struct {
-	q    *coord.Queue
-	seen *lru.Cache[string, struct{}]
+	q      *coord.Queue
+	layout Layout
+	seen   *lru.Cache[string, struct{}]
 }
 
-// New returns a Frontier over q with a local seen cache of cacheSize keys
-// (<= 0: DefaultSeenCacheSize).
-func New(q *coord.Queue, cacheSize int) *Frontier {
+// New returns a Frontier over q whose shards follow layout (layout.Shards
+// must equal q.Shards()), with a local seen cache of cacheSize keys (<= 0:
+// DefaultSeenCacheSize).
+func New(q *coord.Queue, layout Layout, cacheSize int) *Frontier {
 	if cacheSize <= 0 {
 		cacheSize = DefaultSeenCacheSize
 	}
 	c, _ := lru.New[string, struct{}](cacheSize) // error only for size <= 0
-	return &Frontier{q: q, seen: c}
+	return &Frontier{q: q, layout: layout, seen: c}
 }
 
 // Queue returns the underlying queue.
@@ -44,7 +46,7 @@ type EnqueueResult struct {
 }
 
 // Enqueue puts items whose URL is already normalized (see Normalize) into
-// the queue shard of their host, each exactly once across the whole crawl.
+// their queue shard (Layout.Shard), each exactly once across the whole crawl.
 // The ZooKeeper writes are pipelined on one connection. Items that are
 // duplicates are counted, not errors. An item that cannot be encoded is an
 // error naming its URL; the other items are still enqueued. Calling Enqueue
@@ -67,7 +69,7 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, er
 			continue
 		}
 		inBatch[key] = true
-		batch = append(batch, coord.PutItem{Shard: Shard(Host(it.URL), f.q.Shards()), Key: key, Data: data})
+		batch = append(batch, coord.PutItem{Shard: f.layout.Shard(it.URL), Key: key, Data: data})
 		keys = append(keys, key)
 	}
 	if len(batch) == 0 {

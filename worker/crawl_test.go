@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/fetch"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -34,7 +35,7 @@ func TestCrawlFetchesGroundTruthExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCrawl(t, zk.Addr(), "plain", cfg, 16, web.Seeds())
+	c := newCrawl(t, zk.Addr(), "plain", cfg, frontier.Layout{Shards: 16, Spread: 2}, web.Seeds())
 	c.runWorkers(3, 90*time.Second)
 
 	final, lines := finalStatus(c.logs())
@@ -73,7 +74,9 @@ func TestCrawlSpecialPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCrawl(t, zk.Addr(), "special", cfg, 8, web.Seeds())
+	// Spread 1 keeps each host's URLs in one FIFO shard, so the recorded
+	// depths equal the breadth-first ground truth up to max_depth.
+	c := newCrawl(t, zk.Addr(), "special", cfg, frontier.Layout{Shards: 8, Spread: 1}, web.Seeds())
 	c.runWorkers(2, 90*time.Second)
 
 	entries := c.logs()
@@ -103,7 +106,7 @@ func TestCrawlPolitenessHoldsAcrossWorkers(t *testing.T) {
 	cfg.PerHostRatePerS = 10
 	cfg.PerHostBurst = 1
 	cfg.PerHostMaxInFlight = 1
-	c := newCrawl(t, zk.Addr(), "polite", cfg, 16, web.Seeds())
+	c := newCrawl(t, zk.Addr(), "polite", cfg, frontier.Layout{Shards: 16, Spread: 2}, web.Seeds())
 	c.runWorkers(3, 90*time.Second)
 
 	const interval = 100 * time.Millisecond

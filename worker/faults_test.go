@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -27,7 +28,7 @@ func TestCrawlSurvivesSessionExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCrawl(t, zk.Addr(), "expiry", cfg, 8, web.Seeds())
+	c := newCrawl(t, zk.Addr(), "expiry", cfg, frontier.Layout{Shards: 8, Spread: 2}, web.Seeds())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -103,7 +104,7 @@ func TestGracefulStopReleasesClaimsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCrawl(t, zk.Addr(), "graceful", cfg, 8, web.Seeds())
+	c := newCrawl(t, zk.Addr(), "graceful", cfg, frontier.Layout{Shards: 8, Spread: 2}, web.Seeds())
 	ctx1, stop1 := context.WithCancel(context.Background())
 	defer stop1()
 	d1 := c.startWorker(ctx1, "w1", func(o *Options) { o.ExitWhenDone = false; o.SessionTimeout = 4 * time.Second })

@@ -39,8 +39,9 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// newCrawl creates crawl name on zkAddr with cfg and the seeds.
-func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, shards int, seeds []string) *crawlEnv {
+// newCrawl creates crawl name on zkAddr with cfg, the shard layout and the
+// seeds.
+func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, layout frontier.Layout, seeds []string) *crawlEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -53,10 +54,11 @@ func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, shards int, 
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	q := coord.NewQueue(client, root, shards)
-	if err := q.Init(ctx); err != nil {
+	front, _, err := frontier.Create(ctx, client, root, layout)
+	if err != nil {
 		t.Fatal(err)
 	}
+	q := front.Queue()
 	if _, err := coord.NewConfigStore(client, ConfigPath(root)).Write(ctx, cfg.Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, shards int, 
 		}
 		items = append(items, frontier.Item{URL: u})
 	}
-	if _, err := frontier.New(q, 0).Enqueue(ctx, items); err != nil {
+	if _, err := front.Enqueue(ctx, items); err != nil {
 		t.Fatal(err)
 	}
 	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, out: t.TempDir()}

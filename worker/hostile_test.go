@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/fetch"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -103,7 +104,7 @@ func TestHostileInputHasDefinedOutcomes(t *testing.T) {
 	cfg.RetryBackoffMS = 50
 	cfg.Exclude = []string{`/l/[0-9]+$`} // the 100,000-link page's links: extracted (capped), then out of scope
 	seeds := []string{srv.URL + "/", "http://127.0.0.1:1/refused", "http://no-such-host.invalid/"}
-	c := newCrawl(t, zk.Addr(), "hostile", cfg, 4, seeds)
+	c := newCrawl(t, zk.Addr(), "hostile", cfg, frontier.Layout{Shards: 4, Spread: 2}, seeds)
 	c.runWorkers(2, 60*time.Second)
 
 	final, _ := finalStatus(c.logs())

@@ -14,7 +14,8 @@ import (
 // runSession runs the worker under one ZooKeeper session until the session
 // ends or claimCtx is cancelled: it joins R/workers, keeps its status node
 // fresh, follows the member list and runs one claim loop per owned shard
-// (rendezvous hashing, docs/design.md "Shard ownership"). In-flight items
+// (rendezvous hashing over shard groups: a host's shards stay together,
+// docs/design.md "Shard ownership"). In-flight items
 // run under a context derived from workCtx that is also cancelled when the
 // session ends, so a lost session abandons them uncompleted.
 func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Session, inflight *sync.WaitGroup) {
@@ -66,7 +67,11 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 			if !slices.Contains(ids, w.opts.ID) {
 				ids = append(ids, w.opts.ID)
 			}
-			owned := coord.OwnedShards(w.opts.ID, w.queue.Shards(), ids)
+			layout := w.front.Layout()
+			var owned []int
+			for _, g := range coord.OwnedShards(w.opts.ID, layout.Groups(), ids) {
+				owned = append(owned, layout.GroupShards(g)...)
+			}
 			w.counters.shardsOwned.Store(int64(len(owned)))
 			keep := map[int]bool{}
 			for _, s := range owned {

@@ -160,7 +160,7 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: connect to ZooKeeper %s: %w", opts.Servers, err)
 	}
-	w.queue, err = coord.OpenQueue(ctx, w.client, root, coord.WithOwner(opts.ID))
+	w.front, err = frontier.Open(ctx, w.client, root, coord.WithOwner(opts.ID))
 	if err != nil {
 		w.client.Close()
 		if errors.Is(err, coord.ErrNotInitialized) {
@@ -168,7 +168,7 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		}
 		return nil, fmt.Errorf("worker: open the frontier of crawl %q: %w", opts.Crawl, err)
 	}
-	w.front = frontier.New(w.queue, 0)
+	w.queue = w.front.Queue()
 	return w, nil
 }
 

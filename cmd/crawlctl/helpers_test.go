@@ -98,10 +98,11 @@ func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	q := coord.NewQueue(client, root, shards)
-	if err := q.Init(ctx); err != nil {
+	front, _, err := frontier.Create(ctx, client, root, frontier.Layout{Shards: shards, Spread: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
+	q := front.Queue()
 	if _, err := coord.NewConfigStore(client, worker.ConfigPath(root)).Write(ctx, cfg.Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []
 		}
 		items = append(items, frontier.Item{URL: u})
 	}
-	if _, err := frontier.New(q, 0).Enqueue(ctx, items); err != nil {
+	if _, err := front.Enqueue(ctx, items); err != nil {
 		t.Fatal(err)
 	}
 	return &crawl{t: t, zk: zk, name: name, root: root, client: client, queue: q}

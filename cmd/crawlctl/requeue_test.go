@@ -94,7 +94,7 @@ func TestRequeueFailed(t *testing.T) {
 func makeDeadLetter(t *testing.T, c *crawl, it frontier.Item) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := frontier.New(c.queue, 0).Enqueue(ctx, []frontier.Item{{URL: it.URL}}); err != nil {
+	if _, err := frontier.New(c.queue, frontier.Layout{Shards: c.queue.Shards(), Spread: 1}, 0).Enqueue(ctx, []frontier.Item{{URL: it.URL}}); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := c.client.Session(ctx)

@@ -53,7 +53,8 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	crawl := fs.String("crawl", "", "crawl name (required); its znodes live under /zkcrawl/NAME")
 	cfgFile := fs.String("config", "", "JSON file with crawl settings overriding the defaults (see README, \"Config\")")
 	seedsFile := fs.String("seeds", "", "file with one seed URL per line, or - for stdin")
-	shards := fs.Int("shards", 128, "number of queue shards, fixed when the crawl is created")
+	shards := fs.Int("shards", 256, "number of queue shards (znode parents), fixed when the crawl is created")
+	spread := fs.Int("host-spread", 8, "shards one host's URLs spread over (1..64; divides --shards), fixed at creation: a host can queue about 10,000 x this many URLs")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
@@ -101,22 +102,17 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		return fmt.Errorf("connect to ZooKeeper %s: %w", *zkServers, err)
 	}
 	defer client.Close()
-	q, err := coord.OpenQueue(cctx, client, root)
-	if errors.Is(err, coord.ErrNotInitialized) {
-		q = coord.NewQueue(client, root, *shards)
-		err = q.Init(cctx)
-		if err == nil {
-			log.Info("crawl created", "crawl", *crawl, "root", root, "shards", *shards)
-		}
-	}
+	front, created, err := frontier.Create(cctx, client, root, frontier.Layout{Shards: *shards, Spread: *spread})
 	if err != nil {
 		return fmt.Errorf("create crawl %q: %w", *crawl, err)
+	}
+	if created {
+		log.Info("crawl created", "crawl", *crawl, "root", root, "shards", *shards, "host_spread", *spread)
 	}
 	if err := writeConfig(cctx, client, root, cfgDoc, log); err != nil {
 		return err
 	}
 
-	front := frontier.New(q, 0)
 	var sum summary
 	batch := make([]frontier.Item, 0, batchSize)
 	flush := func() error {

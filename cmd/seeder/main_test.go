@@ -38,7 +38,7 @@ func TestSeederEnqueuesOnceAndReportsBadLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"ZKCRAWL_ZK": zk.Addr()} // the flag comes from the environment
-	out, errOut, err := runSeeder(t, env, "", "--crawl", "t1", "--shards", "4", "--seeds", seeds, "http://example.org/")
+	out, errOut, err := runSeeder(t, env, "", "--crawl", "t1", "--shards", "4", "--host-spread", "2", "--seeds", seeds, "http://example.org/")
 	if err != nil {
 		t.Fatalf("seeder: %v\n%s", err, errOut)
 	}
