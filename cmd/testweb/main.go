@@ -11,8 +11,8 @@
 // "status<TAB>depth<TAB>url" line per URL, sorted by URL; status 0 means
 // "must not be fetched"), then prints the seed URLs one per line on stdout
 // and runs until SIGINT or SIGTERM. Every flag can also come from the
-// environment as ZKCRAWL_<FLAG> (upper case, '-' as '_', e.g.
-// ZKCRAWL_GROUND_TRUTH_DEPTH); a flag on the command line wins.
+// environment as ZKCRAWL_<FLAG> (internal/cli); a flag on the command line
+// wins.
 package main
 
 import (
@@ -21,36 +21,35 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
 
-	"github.com/spf13/pflag"
-
+	"github.com/zkcrawl/zkcrawl/internal/cli"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
+const about = `Serves the deterministic synthetic web of package testenv on loopback (one
+127.0.0.1 port per virtual host) for demos and shell-driven end-to-end tests.
+It writes the ground truth to --truth-file if given (one
+"status<TAB>depth<TAB>url" line per URL, sorted; status 0 means "must not be
+fetched"), prints the seed URLs one per line on stdout, and runs until SIGINT
+or SIGTERM.`
+
+const examples = `  testweb --hosts 10 --pages 100 > seeds.txt &
+  testweb --features --truth-file truth.tsv --ground-truth-depth 6 > seeds.txt &`
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "testweb:", err)
-		os.Exit(2)
-	}
+	cli.Main("testweb", func(ctx context.Context, args []string) error {
+		return run(ctx, args, os.LookupEnv, os.Stdout, os.Stderr)
+	})
 }
 
 // run parses args (and ZKCRAWL_* variables through lookupEnv), serves the
 // web until ctx ends, and returns the first error.
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("testweb", pflag.ContinueOnError)
+	fs := cli.NewFlagSet("testweb", "testweb [--hosts 5] [--pages 50] [--features] [--truth-file F] [flags]", about, examples)
 	fs.SetOutput(stderr)
 	var cfg testenv.WebConfig
 	fs.IntVar(&cfg.Hosts, "hosts", 5, "number of virtual hosts (one loopback port each)")
@@ -68,34 +67,30 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	truthDepth := fs.Int("ground-truth-depth", -1, "MaxDepth of the ground truth (-1: no limit; needs --truth-file)")
 	scope := fs.String("scope", testenv.WebScopeSameHost, "scope of the ground truth: same_host, same_domain or any")
 	obeyRobots := fs.Bool("obey-robots", true, "the ground truth obeys robots.txt")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	newLogger := cli.LogFlags(fs)
+	if err := cli.Parse(fs, args, lookupEnv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return cli.Usage("unexpected arguments %q", fs.Args())
 	}
-	if err := applyEnv(fs, lookupEnv); err != nil {
-		return err
+	log, err := newLogger(stderr)
+	if err != nil {
+		return cli.Usage("%v", err)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: %w", *logLevel, err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
 	if len(*robotsStatus) > 0 {
 		cfg.RobotsStatus = map[int]int{}
 		for k, v := range *robotsStatus {
 			h, err := strconv.Atoi(k)
 			if err != nil {
-				return fmt.Errorf("--robots-status: host index %q: %w", k, err)
+				return cli.Usage("--robots-status: host index %q: %v", k, err)
 			}
 			cfg.RobotsStatus[h] = v
 		}
 	}
 	if fs.Changed("ground-truth-depth") && *truthFile == "" {
-		return errors.New("--ground-truth-depth needs --truth-file")
+		return cli.Usage("--ground-truth-depth needs --truth-file")
 	}
 
 	web, err := testenv.StartWeb(ctx, cfg)
@@ -125,23 +120,6 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return web.Close()
 }
 
-// applyEnv sets every flag not given on the command line from
-// ZKCRAWL_<NAME> (upper case, '-' as '_') when that variable is set.
-func applyEnv(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) error {
-	var errs []error
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
-			return
-		}
-		name := "ZKCRAWL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := lookupEnv(name); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
-}
 
 // writeTruth writes "status\tdepth\turl" lines sorted by URL, atomically
 // (temporary file then rename), so a script never reads half a file.

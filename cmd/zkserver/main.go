@@ -4,38 +4,32 @@
 // connect string ("127.0.0.1:2181" or "h:p,h:p,h:p") on stdout and runs
 // until SIGINT or SIGTERM, then stops the servers (SIGTERM, then SIGKILL
 // after 10 s).
-//
-// Usage:
-//
-//	zkserver [--dir DIR] [--port 2181] [--tick 2000ms] [--ensemble N]
-//
-// Every flag can also come from an environment variable ZKCRAWL_<FLAG>
-// (ZKCRAWL_DIR, ZKCRAWL_PORT, ZKCRAWL_TICK, ZKCRAWL_ENSEMBLE); a flag on
-// the command line wins over the variable.
+// Every flag can also come from an environment variable ZKCRAWL_<FLAG>; a
+// flag on the command line wins. Run `zkserver --help` for the flags.
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/spf13/pflag"
-
+	"github.com/zkcrawl/zkcrawl/internal/cli"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// envPrefix prefixes the environment variable of every flag.
-const envPrefix = "ZKCRAWL_"
+const about = `Runs a local Apache ZooKeeper for development and the demo: a standalone
+server or an N-node ensemble on 127.0.0.1, from Debian's zookeeper package
+(installed by make deps). It prints the connect string on stdout and runs
+until SIGINT or SIGTERM, then stops the servers.`
 
-func main() {
-	os.Exit(run(os.Args[1:]))
-}
+const examples = `  zkserver                                  # standalone on 127.0.0.1:2181, data in a temp dir
+  zkserver --port 0 --tick 200ms            # a free port; session timeouts 0.4 s..4 s (quick tests)
+  zkserver --ensemble 3 --dir /tmp/zk3      # a 3-node quorum on ports 2181..2183, data kept`
+
+func main() { cli.Main("zkserver", run) }
 
 // options are the parsed flags.
 type options struct {
@@ -45,69 +39,42 @@ type options struct {
 	ensemble int
 }
 
-func run(args []string) int {
-	opts, err := parseFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return 0
-	}
+func run(ctx context.Context, args []string) error {
+	opts, newLogger, err := parseFlags(args, os.LookupEnv)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "zkserver: %v\n", err)
-		return 2
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := serve(ctx, opts, logger); err != nil {
-		logger.Error("zkserver failed", "err", err)
-		return 1
+	logger, err := newLogger(os.Stderr)
+	if err != nil {
+		return cli.Usage("%v", err)
 	}
-	return 0
+	return serve(ctx, opts, logger)
 }
 
 // parseFlags parses args, filling flags not given on the command line from
 // ZKCRAWL_<FLAG> environment variables.
-func parseFlags(args []string) (options, error) {
+func parseFlags(args []string, env func(string) (string, bool)) (options, func(io.Writer) (*slog.Logger, error), error) {
 	var o options
-	fs := pflag.NewFlagSet("zkserver", pflag.ContinueOnError)
+	fs := cli.NewFlagSet("zkserver", "zkserver [--dir DIR] [--port 2181] [--tick 2000ms] [--ensemble N]", about, examples)
 	fs.StringVar(&o.dir, "dir", "", "directory for config, log and data (kept on exit); default a temp dir removed on exit")
 	fs.IntVar(&o.port, "port", 2181, "client port on 127.0.0.1 (0 = a free port); ensemble member i gets port+i")
 	fs.DurationVar(&o.tick, "tick", 2000*time.Millisecond, "ZooKeeper tickTime; session timeouts may range from 2 to 20 ticks")
 	fs.IntVar(&o.ensemble, "ensemble", 1, "number of servers; 1 runs a standalone server")
-	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: zkserver [flags]\n\nRuns a local ZooKeeper and prints its connect string.\n"+
-			"Each flag may also be set by the environment variable %s<FLAG>, e.g. %sPORT.\n\n", envPrefix, envPrefix)
-		fs.PrintDefaults()
+	newLogger := cli.LogFlags(fs)
+	if err := cli.Parse(fs, args, env); err != nil {
+		return o, nil, err
 	}
-	if err := fs.Parse(args); err != nil {
-		return o, err
+	switch {
+	case fs.NArg() > 0:
+		return o, nil, cli.Usage("unexpected arguments %q", fs.Args())
+	case o.ensemble < 1:
+		return o, nil, cli.Usage("--ensemble=%d: need at least 1 server", o.ensemble)
+	case o.port < 0 || o.port+o.ensemble-1 > 65535:
+		return o, nil, cli.Usage("--port=%d: must be 0 or a port with room for %d servers", o.port, o.ensemble)
+	case o.tick < time.Millisecond:
+		return o, nil, cli.Usage("--tick=%v: must be at least 1ms", o.tick)
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	var envErr error
-	fs.VisitAll(func(f *pflag.Flag) {
-		name := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		v, ok := os.LookupEnv(name)
-		if !ok || f.Changed || envErr != nil {
-			return
-		}
-		if err := fs.Set(f.Name, v); err != nil {
-			envErr = fmt.Errorf("environment variable %s=%q: %w", name, v, err)
-		}
-	})
-	if envErr != nil {
-		return o, envErr
-	}
-	if o.ensemble < 1 {
-		return o, fmt.Errorf("--ensemble=%d: need at least 1 server", o.ensemble)
-	}
-	if o.port < 0 || o.port+o.ensemble-1 > 65535 {
-		return o, fmt.Errorf("--port=%d: must be 0 or a port with room for %d servers", o.port, o.ensemble)
-	}
-	if o.tick < time.Millisecond {
-		return o, fmt.Errorf("--tick=%v: must be at least 1ms", o.tick)
-	}
-	return o, nil
+	return o, newLogger, nil
 }
 
 // serve starts the server(s), prints the connect string and blocks until
