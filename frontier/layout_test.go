@@ -41,4 +41,3 @@ func TestLayoutKeepsHostsInOneGroupAndSpreadsBigHosts(t *testing.T) {
 		t.Fatal("shard count mismatch accepted")
 	}
 }
-

@@ -120,7 +120,6 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return web.Close()
 }
 
-
 // writeTruth writes "status\tdepth\turl" lines sorted by URL, atomically
 // (temporary file then rename), so a script never reads half a file.
 func writeTruth(path string, truth map[string]testenv.WebExpect) error {
