@@ -135,3 +135,31 @@ func TestCrawlPolitenessHoldsAcrossWorkers(t *testing.T) {
 		}
 	}
 }
+
+// robots.txt Crawl-delay is stricter than the configured rate here, so it
+// wins: requests to the host are at least the delay apart.
+func TestCrawlDelayWinsOverAFasterRate(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 2, Hosts: 1, PagesPerHost: 8, LinksPerPage: 2, CrawlDelay: 300 * time.Millisecond})
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	cfg.PerHostRatePerS = 20
+	cfg.PerHostMaxInFlight = 1
+	c := newCrawl(t, zk.Addr(), "delay", cfg, frontier.Layout{Shards: 4, Spread: 2}, web.Seeds())
+	c.runWorkers(2, 60*time.Second)
+	var times []time.Time
+	for _, r := range web.Requests() {
+		if r.Path != "/robots.txt" {
+			times = append(times, r.Time)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	if len(times) < 8 {
+		t.Fatalf("%d requests, want >= 8", len(times))
+	}
+	for i := 1; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap < 270*time.Millisecond {
+			t.Errorf("requests %d and %d only %v apart; Crawl-delay is 300ms", i-1, i, gap)
+		}
+	}
+}

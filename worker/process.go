@@ -53,7 +53,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 			w.finishDone(ctx, claim, it, entry)
 			return
 		}
-		if d := w.robots.CrawlDelay(ctx, host, cfg.UserAgent); d > 0 {
+		if d := w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent); d > 0 {
 			w.polite.SetCrawlDelay(host, d)
 		}
 	}
