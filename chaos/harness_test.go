@@ -353,7 +353,10 @@ func (c *crawl) awaitFinished(timeout, quiet time.Duration) error {
 	var lastErr error
 	for {
 		p, err := c.pending(ctx)
-		last, lastErr = p, err
+		lastErr = err
+		if err == nil {
+			last = p
+		}
 		switch {
 		case err != nil || p.Queued != 0 || p.Claimed != 0:
 			since = time.Time{}
@@ -364,7 +367,7 @@ func (c *crawl) awaitFinished(timeout, quiet time.Duration) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("crawl not finished within %v: pending %+v (%v), %d crawl log lines, %d live workers",
+			return fmt.Errorf("crawl not finished within %v: last pending %+v (last error %v), %d crawl log lines, %d live workers",
 				timeout, last, lastErr, c.logLines(), len(c.live()))
 		case <-time.After(200 * time.Millisecond):
 		}

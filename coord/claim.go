@@ -124,20 +124,27 @@ func (q *Queue) tryClaimOnce(ctx context.Context, sess *Session, shard int, name
 	for {
 		var data []byte
 		var ist *zk.Stat
-		err := Retry(ctx, q.c.retry, func(ctx context.Context) error {
-			var err error
-			data, ist, err = q.c.get(ctx, ip)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, fmt.Errorf("coord: Queue.Claim %s/%s: %w", ShardName(shard), name, ErrGone)
-		}
-		if err != nil {
-			return nil, err
+		if c, ok := q.cached(shard, name); ok && accept != nil {
+			data, ist = c.data, &zk.Stat{Version: c.version}
+		} else {
+			err := Retry(ctx, q.c.retry, func(ctx context.Context) error {
+				var err error
+				data, ist, err = q.c.get(ctx, ip)
+				return err
+			})
+			if errors.Is(err, zk.ErrNoNode) {
+				q.cache(shard, name, cachedItem{}, false)
+				return nil, fmt.Errorf("coord: Queue.Claim %s/%s: %w", ShardName(shard), name, ErrGone)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		if accept != nil && !accept(name, data) {
+			q.cache(shard, name, cachedItem{data: data, version: ist.Version}, true)
 			return nil, errRejected
 		}
+		q.cache(shard, name, cachedItem{}, false)
 		now := time.Now()
 		rec, _ := json.Marshal(claimRecord{Owner: q.owner, Session: sess.String(), ClaimedAt: now.UTC()})
 		ops := []any{

@@ -514,6 +514,41 @@ type cursor struct {
 	fired    bool            // the shard may have changed since listing
 	rejected bool            // accept turned an item down since listing
 	kick     chan struct{}   // closed by Nudge to wake a waiting Take
+	// items caches the data of items read but not claimed (turned down by
+	// accept), so re-scanning a shard whose items wait (a busy host, a
+	// future not_before) costs no ZooKeeper read per item. The claim multi
+	// checks the item's version, so a stale entry is caught and re-read.
+	items map[string]cachedItem
+}
+
+// cachedItem is an item's data and znode version as last read.
+type cachedItem struct {
+	data    []byte
+	version int32
+}
+
+// cached returns the cached data of an item of shard.
+func (q *Queue) cached(shard int, name string) (cachedItem, bool) {
+	cur := q.cursors[shard]
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	it, ok := cur.items[name]
+	return it, ok
+}
+
+// cache stores (ok) or drops (!ok) an item's cached data.
+func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
+	cur := q.cursors[shard]
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	if !ok {
+		delete(cur.items, name)
+		return
+	}
+	if cur.items == nil {
+		cur.items = make(map[string]cachedItem)
+	}
+	cur.items[name] = it
 }
 
 // Take claims the first claimable item of shard, in FIFO order, that accept
@@ -739,6 +774,17 @@ func (q *Queue) list(ctx context.Context, shard int, cur *cursor) error {
 		claimed[c] = true
 	}
 	cur.mu.Lock()
+	if len(cur.items) > 0 {
+		present := make(map[string]bool, len(names))
+		for _, n := range names {
+			present[n] = true
+		}
+		for n := range cur.items {
+			if !present[n] {
+				delete(cur.items, n) // finished by someone
+			}
+		}
+	}
 	cur.claimed = claimed
 	cur.names, cur.next, cur.watch, cur.epoch = names, 0, ev, epoch
 	cur.listed, cur.fired, cur.rejected = true, false, false

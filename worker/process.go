@@ -35,7 +35,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	if cfg.ObeyRobots {
 		ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
 		if ctx.Err() != nil {
-			w.abandon(claim, it, ctx.Err())
+			w.abandon(ctx, claim, it, ctx.Err())
 			return
 		}
 		if err != nil {
@@ -60,7 +60,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 
 	release, err := w.polite.Acquire(ctx, host)
 	if err != nil {
-		w.abandon(claim, it, err)
+		w.abandon(ctx, claim, it, err)
 		return
 	}
 	start := time.Now()
@@ -69,7 +69,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	entry.DurationMS = time.Since(start).Milliseconds()
 	w.metrics.fetched(res, ferr, time.Since(start))
 	if ctx.Err() != nil {
-		w.abandon(claim, it, ctx.Err())
+		w.abandon(ctx, claim, it, ctx.Err())
 		return
 	}
 	if ferr != nil {
@@ -110,7 +110,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	links := w.outlinks(it, res, live)
 	if len(links) > 0 {
 		if err := w.enqueue(ctx, links); err != nil {
-			w.abandon(claim, it, err)
+			w.abandon(ctx, claim, it, err)
 			return
 		}
 	}
@@ -186,8 +186,8 @@ func (w *Worker) enqueue(ctx context.Context, links []frontier.Item) error {
 // finishDone logs the fetch and completes the item (fenced multi).
 func (w *Worker) finishDone(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry) {
 	w.writeLog(entry)
-	if err := claim.Complete(ctx); err != nil {
-		w.lost(claim, it, "complete", err)
+	if err := w.persist(ctx, "complete", it, claim.Complete); err != nil {
+		w.lost(ctx, claim, it, "complete", err)
 		return
 	}
 	w.counters.pages.Add(1)
@@ -205,15 +205,16 @@ func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it fronti
 		next.NotBefore = retryAt(cfg, next.Attempts).UTC()
 		data, err := next.Encode()
 		if err == nil {
-			err = claim.Retry(ctx, data)
+			err = w.persist(ctx, "retry", it, func(ctx context.Context) error { return claim.Retry(ctx, data) })
 		}
 		if err != nil {
-			w.lost(claim, it, "retry", err)
+			w.lost(ctx, claim, it, "retry", err)
 		}
 		return
 	}
-	if err := claim.Fail(ctx, failedRecord(claim.Data(), entry.Error+statusNote(entry.Status))); err != nil {
-		w.lost(claim, it, "fail", err)
+	failed := failedRecord(claim.Data(), entry.Error+statusNote(entry.Status))
+	if err := w.persist(ctx, "fail", it, func(ctx context.Context) error { return claim.Fail(ctx, failed) }); err != nil {
+		w.lost(ctx, claim, it, "fail", err)
 		return
 	}
 	w.counters.pages.Add(1)
@@ -246,24 +247,69 @@ func failedRecord(item []byte, lastError string) []byte {
 
 // abandon gives an item up without completing it: its claim is released if
 // the session still lives, so another worker (or this one) takes it again.
-func (w *Worker) abandon(claim *coord.Claim, it frontier.Item, why error) {
+// ctx is the item's work context (it ends with the claim's session and at a
+// hard stop): while it lives, a release that fails because ZooKeeper is
+// unreachable is tried again (see persist); once it has ended, one attempt
+// of at most 5 s is made (a lost session took the claim with it; a stopping
+// worker closes its session next).
+func (w *Worker) abandon(ctx context.Context, claim *coord.Claim, it frontier.Item, why error) {
 	w.log.Info("item abandoned uncompleted; it stays queued", "url", it.URL, "reason", why)
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := claim.Release(rctx); err != nil && !errors.Is(err, coord.ErrClaimLost) {
+	err := claim.Release(rctx)
+	if coord.IsConnectionLoss(err) && ctx.Err() == nil {
+		err = w.persist(ctx, "release", it, claim.Release)
+	}
+	if err != nil && !errors.Is(err, coord.ErrClaimLost) {
 		w.log.Debug("release after abandon failed", "url", it.URL, "error", err)
+	}
+}
+
+// persistRetryInterval is the pause between calls of a claim finisher that
+// failed because ZooKeeper was unreachable beyond coord's own retries.
+const persistRetryInterval = time.Second
+
+// persist runs a claim finisher (Complete, Retry, Fail or Release) and,
+// while it fails with connection loss (ZooKeeper unreachable for longer
+// than coord.DefaultRetryPolicy retries, e.g. a quorum loss), calls it again
+// every second for as long as ctx lives. Calling a finisher again is safe
+// (coord detects an earlier commit; docs/design.md "coord guarantees": "when
+// a finisher returns a context or connection-loss error, call it again").
+// Giving up instead would leave the item claimed by a session that may well
+// survive the outage (a restarted ensemble restores its sessions), and the
+// item would stay blocked until that session ends: a crawl that never
+// finishes. Other errors, and the last error once ctx ends, are returned.
+func (w *Worker) persist(ctx context.Context, op string, it frontier.Item, finish func(context.Context) error) error {
+	warned := false
+	for {
+		err := finish(ctx)
+		if err == nil || !coord.IsConnectionLoss(err) || ctx.Err() != nil {
+			if err == nil && warned {
+				w.log.Info("ZooKeeper reachable again: "+op+" done", "url", it.URL)
+			}
+			return err
+		}
+		if !warned {
+			w.log.Warn("ZooKeeper unreachable: "+op+" will be retried until it is back or the session ends", "url", it.URL, "error", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(persistRetryInterval):
+		}
 	}
 }
 
 // lost reports a completion that the fence refused: the session that held
 // the claim is gone, so the item stays queued for its next claimer.
-func (w *Worker) lost(claim *coord.Claim, it frontier.Item, op string, err error) {
+func (w *Worker) lost(ctx context.Context, claim *coord.Claim, it frontier.Item, op string, err error) {
 	if errors.Is(err, coord.ErrClaimLost) || errors.Is(err, coord.ErrSessionExpired) {
 		w.log.Warn("claim lost before "+op+": the item stays queued (at-least-once)", "url", it.URL)
 		return
 	}
 	w.log.Error(op+" failed; releasing the claim", "url", it.URL, "error", err)
-	w.abandon(claim, it, err)
+	w.abandon(ctx, claim, it, err)
 }
 
 func (w *Worker) writeLog(e storage.LogEntry) {

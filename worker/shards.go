@@ -2,8 +2,11 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -48,10 +51,14 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	}()
 
 	members := coord.WatchMembers(sctx, w.client, w.root)
-	running := map[int]context.CancelFunc{}
+	type loop struct {
+		stop context.CancelFunc
+		done chan struct{}
+	}
+	running := map[int]loop{}
 	defer func() {
-		for _, stop := range running {
-			stop()
+		for _, l := range running {
+			l.stop()
 		}
 		loops.Wait()
 	}()
@@ -66,33 +73,46 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 			}
 			if !slices.Contains(ids, w.opts.ID) {
 				ids = append(ids, w.opts.ID)
+				slices.Sort(ids)
 			}
 			layout := w.front.Layout()
-			var owned []int
-			for _, g := range coord.OwnedShards(w.opts.ID, layout.Groups(), ids) {
-				owned = append(owned, layout.GroupShards(g)...)
-			}
-			w.counters.shardsOwned.Store(int64(len(owned)))
 			keep := map[int]bool{}
-			for _, s := range owned {
-				keep[s] = true
-				if running[s] == nil {
-					lctx, stop := context.WithCancel(sctx)
-					running[s] = stop
-					loops.Add(1)
-					go func() {
-						defer loops.Done()
-						w.claimLoop(lctx, swork, sess, s, inflight)
-					}()
+			for _, g := range coord.OwnedShards(w.opts.ID, layout.Groups(), ids) {
+				for _, s := range layout.GroupShards(g) {
+					keep[s] = true
 				}
 			}
-			for s, stop := range running {
+			w.counters.shardsOwned.Store(int64(len(keep)))
+			// Give up lost shards first and wait until their loops have
+			// stopped claiming; only then acknowledge the new member list,
+			// which is what a gaining worker waits for (awaitHandoff).
+			for s, l := range running {
 				if !keep[s] {
-					stop()
+					l.stop()
+					<-l.done
 					delete(running, s)
 				}
 			}
-			w.log.Info("shard ownership", "members", len(ids), "owned", len(owned))
+			view := memberView(ids)
+			w.view.Store(&view)
+			if err := member.Update(sctx, w.status(sess)); err != nil && sctx.Err() == nil {
+				w.log.Warn("could not acknowledge the member list", "error", err)
+			}
+			for s := range keep {
+				if _, ok := running[s]; ok {
+					continue
+				}
+				lctx, stop := context.WithCancel(sctx)
+				l := loop{stop: stop, done: make(chan struct{})}
+				running[s] = l
+				loops.Add(1)
+				go func() {
+					defer loops.Done()
+					defer close(l.done)
+					w.claimLoop(lctx, swork, sess, s, inflight, view)
+				}()
+			}
+			w.log.Info("shard ownership", "members", len(ids), "owned", len(keep))
 		}
 	}
 }
@@ -103,8 +123,8 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 // fetch slot (worker_concurrency) and starts processing it. No slot is held
 // while waiting for items, so an empty shard never starves a busy one; each
 // shard holds at most one claim that waits for a slot.
-func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
-	if err := w.awaitHandoff(ctx, shard); err != nil {
+func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup, view string) {
+	if err := w.awaitHandoff(ctx, shard, view); err != nil {
 		return
 	}
 	for ctx.Err() == nil {
@@ -136,7 +156,7 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 		w.holdHost(host)
 		if err := w.acquireSlot(ctx); err != nil {
 			w.dropHost(host, shard)
-			w.abandon(claim, it, err)
+			w.abandon(work, claim, it, err)
 			return
 		}
 		inflight.Add(1)
@@ -149,15 +169,55 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 	}
 }
 
-// awaitHandoff runs when this worker gains a shard: it waits until no other
-// worker holds a claim in it (the previous owner finishes or releases its
-// in-flight items when it sees the new member list; a dead owner's claims
-// vanish with its session), then one politeness interval more (the
-// previous owner's last request may have just ended). So a host's
-// request spacing holds across an ownership change, not only within one
-// worker. Bounded by twice the session timeout plus a margin.
-func (w *Worker) awaitHandoff(ctx context.Context, shard int) error {
+// awaitHandoff runs when this worker gains a shard, before it claims
+// there. It waits until (1) every other live worker has acknowledged the
+// member list this worker computed its ownership from (their status nodes
+// carry the view), so no worker still believes it owns the shard and is
+// still claiming in it; (2) no other worker holds a claim in the shard (the
+// previous owner finishes or releases its in-flight items; a dead owner's
+// claims vanish with its session); (3) one politeness interval more, as the
+// previous owner's last request may have just ended. So a host's request
+// spacing holds across ownership changes, not only inside one worker. Each
+// wait is bounded by twice the session timeout plus a margin. If the member
+// list changes meanwhile and the shard stays ours, the newest view counts; if
+// the shard is lost, ctx is cancelled.
+func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error {
 	deadline := time.Now().Add(2*w.opts.SessionTimeout + 2*time.Second)
+	pause := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+			return nil
+		}
+	}
+	for time.Now().Before(deadline) {
+		ids, data, err := coord.Members(ctx, w.client, w.root)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			break
+		}
+		view := view
+		if v := w.view.Load(); v != nil {
+			view = *v // a newer member list that still gives us the shard
+		}
+		acked := true
+		for _, id := range ids {
+			var st Status
+			if id != w.opts.ID && (json.Unmarshal(data[id], &st) != nil || st.View != view) {
+				acked = false
+				break
+			}
+		}
+		if acked {
+			break
+		}
+		if err := pause(); err != nil {
+			return err
+		}
+	}
 	for time.Now().Before(deadline) {
 		claims, err := w.queue.ShardClaims(ctx, shard)
 		if err != nil {
@@ -166,20 +226,11 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int) error {
 			}
 			break
 		}
-		foreign := false
-		for _, c := range claims {
-			if c.Owner != w.opts.ID {
-				foreign = true
-				break
-			}
-		}
-		if !foreign {
+		if !slices.ContainsFunc(claims, func(c coord.ClaimInfo) bool { return c.Owner != w.opts.ID }) {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		if err := pause(); err != nil {
+			return err
 		}
 	}
 	if rate := w.current().cfg.PerHostRatePerS; rate > 0 {
@@ -190,6 +241,16 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int) error {
 		}
 	}
 	return nil
+}
+
+// memberView names a member list: a short hash of the sorted ids.
+func memberView(ids []string) string {
+	h := fnv.New64a()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // accept is the Take filter: an item is taken when its retry time has come

@@ -39,6 +39,10 @@ type Status struct {
 	Bytes         int64     `json:"bytes"`
 	InFlight      int64     `json:"in_flight"`
 	ShardsOwned   int64     `json:"shards_owned"`
+	// View names the member list this worker's shard ownership follows;
+	// a worker gaining a shard waits until every live worker shows its
+	// view (docs/design.md "Shard handoff").
+	View string `json:"view,omitempty"`
 }
 
 var startedAt = time.Now().UTC()
@@ -55,6 +59,9 @@ func (w *Worker) status(sess *coord.Session) []byte {
 	}
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
+	}
+	if v := w.view.Load(); v != nil {
+		st.View = *v
 	}
 	b, _ := json.Marshal(st)
 	return b

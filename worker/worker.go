@@ -91,6 +91,7 @@ type Worker struct {
 
 	live    atomic.Pointer[liveConfig] // the config in force
 	cfgErr  atomic.Pointer[string]     // last rejected config, "" when none
+	view    atomic.Pointer[string]     // the member list shard ownership follows (memberView)
 	wake    broadcast                  // fired when the config or a host slot changes
 	hostsMu sync.Mutex
 	hosts   map[string]int  // claims held per host authority
@@ -192,6 +193,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		err = errors.Join(err, w.closeOutputs())
 	}()
 
+	go w.reportConnection(ctx)
 	if w.metrics != nil {
 		w.metrics.session(w.client.State())
 		go func() {

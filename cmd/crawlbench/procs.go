@@ -1,0 +1,166 @@
+package main
+
+// The processes a benchmark runs: bin/seeder to create and seed a crawl,
+// bin/crawler workers with their Prometheus endpoint on a free loopback
+// port, and reading their crawl logs afterwards.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// seed writes cfg as the crawl's config file and seeds into a seeds file in
+// dir, then runs bin/seeder to create the crawl (default layout) and
+// enqueue the seeds. Errors: the seeder's exit status and output.
+func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seeds []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	data, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+		return err
+	}
+	seedPath := filepath.Join(dir, "seeds.txt")
+	if err := os.WriteFile(seedPath, []byte(strings.Join(seeds, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, b.bin("seeder"), "--zk", zkAddr, "--crawl", crawl,
+		"--config", cfgPath, "--seeds", seedPath, "--log-level", "warn")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("seeder --crawl %s: %w\n%s", crawl, err, out)
+	}
+	b.log.Debug("seeded", "crawl", crawl, "output", strings.TrimSpace(string(out)))
+	return nil
+}
+
+// workerProc is one running bin/crawler.
+type workerProc struct {
+	ID      string
+	Dir     string // --out
+	LogFile string
+	Metrics string // http://127.0.0.1:PORT/metrics
+	*testenv.Proc
+}
+
+// CrawlLog is the path of the worker's crawl log.
+func (w *workerProc) CrawlLog() string { return filepath.Join(w.Dir, "crawl.log") }
+
+var metricsURL = regexp.MustCompile(`msg="serving metrics" url=(\S+)`)
+
+// startWorker starts bin/crawler with id, its output in dir/<id>, metrics
+// on a free loopback port, and extra flags. It returns once the process is
+// running; the metrics URL is filled in by awaitMetrics.
+func (b *bench) startWorker(ctx context.Context, zkAddr, crawl, dir, id string, extra ...string) (*workerProc, error) {
+	w := &workerProc{ID: id, Dir: filepath.Join(dir, id), LogFile: filepath.Join(dir, id+".log")}
+	args := append([]string{"--zk", zkAddr, "--crawl", crawl, "--out", w.Dir, "--id", id,
+		"--metrics-addr", "127.0.0.1:0", "--stop-timeout", "5s"}, extra...)
+	p, err := testenv.StartProcess(ctx, testenv.ProcConfig{Path: b.bin("crawler"), Args: args, LogFile: w.LogFile, Logger: b.log})
+	if err != nil {
+		return nil, err
+	}
+	w.Proc = p
+	return w, nil
+}
+
+// awaitMetrics waits (up to 15 s) until the worker logged its metrics URL.
+func (w *workerProc) awaitMetrics(ctx context.Context) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := metricsURL.FindStringSubmatch(testenv.TailFile(w.LogFile, 200)); m != nil {
+			w.Metrics = m[1]
+			return nil
+		}
+		if w.Exited() {
+			return fmt.Errorf("worker %s exited before serving metrics:\n%s", w.ID, w.LogTail(20))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("worker %s logged no metrics URL within 15s:\n%s", w.ID, w.LogTail(20))
+}
+
+// stop sends SIGTERM and waits up to 15 s, then SIGKILL.
+func (w *workerProc) stop() {
+	_ = w.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := w.Wait(ctx); err != nil {
+		_ = w.Kill()
+		<-w.Done()
+	}
+}
+
+// logLine is the part of a crawl log line the benchmark reads.
+type logLine struct {
+	URL     string `json:"url"`
+	Status  int    `json:"status"`
+	Attempt int    `json:"attempt"`
+	TS      string `json:"ts"`
+	Worker  string `json:"worker"`
+}
+
+// readCrawlLogs reads every line of the given crawl logs. A line that is
+// not JSON is an error naming the file and line.
+func readCrawlLogs(paths []string) ([]logLine, error) {
+	var out []logLine
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		n := 0
+		for sc.Scan() {
+			n++
+			if len(strings.TrimSpace(sc.Text())) == 0 {
+				continue
+			}
+			var l logLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("%s:%d: %w", p, n, err)
+			}
+			out = append(out, l)
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return out, nil
+}
+
+// fileSizes returns the sizes of paths (0 for a missing file).
+func fileSizes(paths []string) []int64 {
+	out := make([]int64, len(paths))
+	for i, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			out[i] = st.Size()
+		}
+	}
+	return out
+}

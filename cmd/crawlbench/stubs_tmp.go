@@ -1,0 +1,20 @@
+package main
+
+import ("time"; "errors")
+
+type realResult struct{}
+type machine struct{ LoadStart, LoadEnd, ZooKeeper string }
+type report struct {
+	Started, Finished time.Time
+	Machine machine
+	Command, OutDir string
+	Synth *synthResult
+	Real *realResult
+	Scale *scaleResult
+	Takeover *takeoverResult
+	Errors []string
+}
+func machineInfo() machine { return machine{} }
+func (r *report) table() string { return "" }
+func (r *report) markdown(t string) string { return t }
+func readReal(string) (*realResult, error) { return nil, errors.New("x") }

@@ -1,0 +1,256 @@
+package main
+
+// Part 4: kill-to-takeover. Three workers crawl the synthetic web with a
+// per-host rate, so every worker holds claims on items waiting for their
+// politeness turn. The worker holding the most claims is killed with
+// SIGKILL; its claims stay until ZooKeeper expires its session, then the
+// other workers gain its shards (membership watch, handoff) and claim the
+// items again. For every item it held we measure the time from the kill
+// until another worker holds a claim on it or it is gone (completed),
+// polling every 50 ms.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// takeoverResult is part 4.
+type takeoverResult struct {
+	TickMS               int64
+	SessionTimeoutS      float64 // --session-timeout asked for
+	NegotiatedS          float64 // as granted by ZooKeeper (cons: to=)
+	RatePerS             float64
+	Victim               string
+	VictimClaims         int
+	ClaimsBefore         map[string]int // claims per worker at the kill
+	ExpiredS             float64        // kill to the victim's R/workers node gone
+	Items                int            // victim's items resolved
+	Unresolved           int            // still unclaimed at the deadline
+	MinS, MedianS, MaxS  float64
+	ByOtherClaim, ByGone int
+	LoadAfter            string
+}
+
+func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
+	o := b.opts
+	res := &takeoverResult{TickMS: o.killTick.Milliseconds(), SessionTimeoutS: o.killSession.Seconds(), RatePerS: o.killRate}
+	b.log.Info("part 4: kill-to-takeover", "tick", o.killTick, "session_timeout", o.killSession, "rate_per_s", o.killRate)
+	web, err := testenv.StartWeb(ctx, testenv.WebConfig{
+		Seed: 2, Hosts: o.killHosts, PagesPerHost: o.killPages, LinksPerPage: 8, CrossHostShare: 0.2, Logger: b.quiet,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer web.Close()
+	zks, err := testenv.StartZooKeeper(ctx, testenv.ZKConfig{
+		TickTime: o.killTick, Dir: filepath.Join(b.outDir, "takeover", "zk"), JavaOpts: b.zkJavaOpts("1g"), Logger: b.quiet,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer zks.Close()
+	b.noteZK(ctx, zks.Addr())
+	client, err := coord.Connect(ctx, zks.Addr(), coord.WithLogger(b.quiet))
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+
+	crawl := fmt.Sprintf("takeover-%d", time.Now().Unix())
+	root := "/zkcrawl/" + crawl
+	dir := filepath.Join(b.outDir, "takeover")
+	cfg := map[string]any{
+		"per_host_rate_per_s":    o.killRate,
+		"per_host_burst":         1,
+		"per_host_max_in_flight": 1,
+		"worker_concurrency":     64,
+		"allow_private_networks": true,
+		"obey_robots":            true,
+		"max_depth":              -1,
+		"scope":                  "any",
+	}
+	if err := b.seed(ctx, zks.Addr(), crawl, dir, cfg, web.Seeds()); err != nil {
+		return nil, err
+	}
+	q, err := coord.OpenQueue(ctx, client, root)
+	if err != nil {
+		return nil, err
+	}
+	var workers []*workerProc
+	defer func() {
+		for _, w := range workers {
+			if !w.Exited() {
+				w.stop()
+			}
+		}
+	}()
+	for i := 1; i <= 3; i++ {
+		w, err := b.startWorker(ctx, zks.Addr(), crawl, dir, fmt.Sprintf("w%d", i),
+			"--session-timeout", o.killSession.String())
+		if err != nil {
+			return nil, err
+		}
+		workers = append(workers, w)
+	}
+	for _, w := range workers {
+		if err := w.awaitMetrics(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// Let membership settle and the claim loops fill up: every host
+	// holds up to per_host_max_in_flight + 1 claims.
+	time.Sleep(5 * time.Second)
+
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type item struct {
+		shard int
+		name  string
+	}
+	res.ClaimsBefore = map[string]int{}
+	held := map[string][]item{}
+	var sessOf = map[string]int64{}
+	for _, s := range st.Shards {
+		for _, c := range s.Claims {
+			res.ClaimsBefore[c.Owner]++
+			held[c.Owner] = append(held[c.Owner], item{s.Shard, c.Item})
+			sessOf[c.Owner] = c.Session
+		}
+	}
+	for _, w := range workers {
+		if res.Victim == "" || len(held[w.ID]) > len(held[res.Victim]) {
+			res.Victim = w.ID
+		}
+	}
+	items := held[res.Victim]
+	res.VictimClaims = len(items)
+	if len(items) == 0 {
+		return nil, fmt.Errorf("no worker holds a claim 5 s into the crawl (claims: %v)", res.ClaimsBefore)
+	}
+	res.NegotiatedS = negotiatedTimeout(ctx, zks.Addr(), sessOf[res.Victim])
+	var victim *workerProc
+	for _, w := range workers {
+		if w.ID == res.Victim {
+			victim = w
+		}
+	}
+	b.log.Info("part 4: killing the worker with the most claims", "worker", res.Victim, "claims", len(items), "all", res.ClaimsBefore)
+
+	tKill := time.Now()
+	if err := victim.Kill(); err != nil {
+		return nil, err
+	}
+	resolved := make([]time.Duration, len(items))
+	left := len(items)
+	shards := map[int]bool{}
+	for _, it := range items {
+		shards[it.shard] = true
+	}
+	deadline := tKill.Add(3*o.killSession + 15*time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for left > 0 && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		now := time.Since(tKill)
+		if res.ExpiredS == 0 {
+			ids, _, err := coord.Members(ctx, client, root)
+			if err == nil && !slices.Contains(ids, res.Victim) {
+				res.ExpiredS = now.Seconds()
+			}
+		}
+		owner := map[item]string{}
+		present := map[item]bool{}
+		for s := range shards {
+			claims, err := q.ShardClaims(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range claims {
+				owner[item{s, c.Item}] = c.Owner
+			}
+			names, _, err := client.Conn().Children(fmt.Sprintf("%s/queue/%s", root, coord.ShardName(s)))
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return nil, err
+			}
+			for _, n := range names {
+				present[item{s, n}] = true
+			}
+		}
+		for i, it := range items {
+			if resolved[i] != 0 {
+				continue
+			}
+			switch o := owner[it]; {
+			case o != "" && o != res.Victim:
+				resolved[i] = now
+				res.ByOtherClaim++
+				left--
+			case !present[it]:
+				resolved[i] = now
+				res.ByGone++
+				left--
+			}
+		}
+	}
+	res.LoadAfter = loadavg()
+	var ds []time.Duration
+	for _, d := range resolved {
+		if d != 0 {
+			ds = append(ds, d)
+		}
+	}
+	res.Items, res.Unresolved = len(ds), len(items)-len(ds)
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	if len(ds) > 0 {
+		res.MinS, res.MaxS = ds[0].Seconds(), ds[len(ds)-1].Seconds()
+		res.MedianS = exactQuantile(ds, 0.5).Seconds()
+	}
+	b.log.Info("part 4 done", "items", res.Items, "unresolved", res.Unresolved, "expired_s", round(res.ExpiredS, 2),
+		"min_s", round(res.MinS, 2), "median_s", round(res.MedianS, 2), "max_s", round(res.MaxS, 2))
+	return res, nil
+}
+
+var consLine = regexp.MustCompile(`sid=0x([0-9a-f]+).*\bto=(\d+)`)
+
+// negotiatedTimeout reads the session timeout ZooKeeper granted session
+// sid from the `cons` four letter word (to=<ms>); 0 when not found.
+func negotiatedTimeout(ctx context.Context, addr string, sid int64) float64 {
+	out, err := testenv.FourLetterWord(ctx, addr, "cons")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		m := consLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		id, err := strconv.ParseUint(m[1], 16, 64)
+		if err != nil || int64(id) != sid {
+			continue
+		}
+		ms, _ := strconv.ParseFloat(m[2], 64)
+		return ms / 1000
+	}
+	return 0
+}
