@@ -188,26 +188,27 @@ func normalizePercent(s string) string {
 	if !strings.Contains(s, "%") {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
+	const hexdigits = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
 			v := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if isUnreserved(v) {
-				b.WriteByte(v)
+			// Decoding must not complete a stray '%' written just before
+			// ("%7%30" must not become "%70"): the result would change on a
+			// second pass (found by FuzzNormalize).
+			stray := isHex(v) && (len(b) >= 1 && b[len(b)-1] == '%' || len(b) >= 2 && b[len(b)-2] == '%' && isHex(b[len(b)-1]))
+			if isUnreserved(v) && !stray {
+				b = append(b, v)
 			} else {
-				const hexdigits = "0123456789ABCDEF"
-				b.WriteByte('%')
-				b.WriteByte(hexdigits[v>>4])
-				b.WriteByte(hexdigits[v&15])
+				b = append(b, '%', hexdigits[v>>4], hexdigits[v&15])
 			}
 			i += 2
 			continue
 		}
-		b.WriteByte(c)
+		b = append(b, c)
 	}
-	return b.String()
+	return string(b)
 }
 
 func isHex(c byte) bool {

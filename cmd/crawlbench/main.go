@@ -42,7 +42,7 @@ stopped when it ends or is interrupted.`
 
 const examples = `  crawlbench --bin ./bin --out ./out/bench --md BENCHMARKS.md
   crawlbench --skip-scale --workers 3 --md ''         # quick: part 1 with 3 workers and part 4
-  crawlbench --real-dir ./out/demo-real-X             # include part 2 from a demo-real run`
+  crawlbench --skip-synth --skip-scale --skip-takeover # part 2 only`
 
 func main() { cli.Main("crawlbench", run) }
 
@@ -61,7 +61,8 @@ type options struct {
 	killHosts, killPages             int
 	killRate                         float64
 	killTick, killSession            time.Duration
-	realDir                          string
+	skipReal                         bool
+	realInFlight, realConcurrency    int
 	command                          string
 }
 
@@ -120,7 +121,9 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&o.killRate, "takeover-rate", 2, "part 4: per_host_rate_per_s (claims are held while items wait on it)")
 	fs.DurationVar(&o.killTick, "takeover-tick", 500*time.Millisecond, "part 4: ZooKeeper tickTime (session timeouts must lie in 2..20 ticks)")
 	fs.DurationVar(&o.killSession, "takeover-session-timeout", 4*time.Second, "part 4: the workers' --session-timeout")
-	fs.StringVar(&o.realDir, "real-dir", "", "part 2: REAL_DIR of a finished scripts/demo-real.sh run (summary.txt, w*/crawl.log); '' = skip")
+	fs.BoolVar(&o.skipReal, "skip-real", false, "skip part 2 (the PostgreSQL manual served by nginx, zkcrawl vs wget -r)")
+	fs.IntVar(&o.realInFlight, "real-in-flight", 8, "part 2: per_host_max_in_flight")
+	fs.IntVar(&o.realConcurrency, "real-concurrency", 16, "part 2: worker_concurrency")
 	fs.StringVar(&o.command, "command", "", "the command that ran this benchmark, for the report (default: this command line)")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, os.LookupEnv); err != nil {
@@ -179,8 +182,8 @@ func run(ctx context.Context, args []string) error {
 			fail("part 1", err)
 		}
 	}
-	if o.realDir != "" {
-		if rep.Real, err = readReal(o.realDir); err != nil {
+	if !o.skipReal && ctx.Err() == nil {
+		if rep.Real, err = b.runReal(ctx); err != nil {
 			fail("part 2", err)
 		}
 	}
