@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +82,29 @@ func TestSeederRejectsBadConfigBeforeTouchingZooKeeper(t *testing.T) {
 	_, _, err = runSeeder(t, nil, "", "--crawl", "bad name!", "http://example.org/")
 	if err == nil || !strings.Contains(err.Error(), "bad name!") {
 		t.Fatalf("err = %v, want the bad crawl name named", err)
+	}
+}
+
+// 10,000 seeds from a file with blank and comment lines: all enqueued once,
+// in batches, and a second run finds them all in the seen-set.
+func TestSeederTenThousandSeeds(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	var b strings.Builder
+	for i := range 10_000 {
+		if i%100 == 0 {
+			b.WriteString("\n# batch " + strconv.Itoa(i) + "\n   \n")
+		}
+		fmt.Fprintf(&b, "http://h%d.example/page/%d\n", i%500, i)
+	}
+	seeds := filepath.Join(t.TempDir(), "seeds.txt")
+	os.WriteFile(seeds, []byte(b.String()), 0o644)
+	args := []string{"--zk", zk.Addr(), "--crawl", "big", "--seeds", seeds}
+	out, errOut, err := runSeeder(t, nil, "", args...)
+	if err != nil || !strings.Contains(out, "10000 enqueued, 0 duplicates, 0 rejected") {
+		t.Fatalf("first run: %q, %v\n%s", out, err, errOut)
+	}
+	out, errOut, err = runSeeder(t, nil, "", args...)
+	if err != nil || !strings.Contains(out, "0 enqueued, 10000 duplicates, 0 rejected") {
+		t.Fatalf("second run: %q, %v\n%s", out, err, errOut)
 	}
 }
