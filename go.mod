@@ -26,3 +26,5 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper-zk

@@ -38,6 +38,9 @@ func TestWorkerCrashes(t *testing.T) {
 	inFlightAtKills, killed := 0, 0
 	for kills == 0 || killed < kills {
 		sleep(t, every)
+		if ctx.Err() != nil {
+			t.Fatalf("still killing workers after %v: the crawl does not finish", time.Since(began))
+		}
 		p, err := c.pending(ctx)
 		if err != nil {
 			t.Fatalf("pending: %v", err)

@@ -11,6 +11,8 @@
 //   - ZooKeeper failover: kill the ensemble's leader, later a follower, and
 //     then two of three servers (quorum loss) for longer than the session
 //     timeout, restarting each;
+//   - a ZooKeeper outage longer than the client's retry budget, after which
+//     the sessions (and their claims) are still alive;
 //   - graceful stop: SIGTERM a crawler with items in flight.
 //
 // Every test asserts the same end state: the union of all workers' crawl
@@ -21,8 +23,11 @@
 // t.Logf (run with -v).
 //
 // The package holds only tests. `go test ./chaos/` runs the short versions
-// (about a minute on two cores); with ZKCRAWL_CHAOS=long (`make chaos`)
-// the crash test runs a bigger crawl with a kill every 3 seconds. Each
-// process's output goes to a file in the test's temporary directory; when a
-// test fails the tails of those files are printed.
+// (about a minute on two cores, also under -race: the binaries under test
+// are normal builds); with ZKCRAWL_CHAOS=long (`make chaos`) the crash test
+// runs a bigger crawl with a kill every 3 seconds until the queue is empty,
+// and the ZooKeeper failover test keeps servers down longer. Each process's
+// output goes to a file in the test's temporary directory; when a test
+// fails the tails of those files are printed. With ZKCRAWL_CHAOS_LOGS=DIR
+// the process logs are also copied to DIR/<test name>/ for reading later.
 package chaos

@@ -19,6 +19,9 @@ import (
 // ZooKeeper is unreachable. After the servers are restarted the workers
 // resume and the crawl completes with nothing lost.
 func TestZooKeeperFailover(t *testing.T) {
+	// Runs alongside the other ZooKeeper test once the serial tests are
+	// done: both spend most of their time waiting on a dead ZooKeeper.
+	t.Parallel()
 	began := time.Now()
 	ens := testenv.NewEnsemble(t, 3)
 	t.Cleanup(func() {

@@ -28,6 +28,9 @@ const afterGiveUp = 7 * time.Second
 // worker must finish or release it once ZooKeeper is back, or the crawl
 // never ends.
 func TestZooKeeperOutageOutlastsRetries(t *testing.T) {
+	// Runs alongside the other ZooKeeper test once the serial tests are
+	// done: both spend most of their time waiting on a dead ZooKeeper.
+	t.Parallel()
 	began := time.Now()
 	zk := testenv.ZooKeeper(t)
 	c := newCrawl(t, crawlSpec{

@@ -54,6 +54,7 @@ type options struct {
 	cross                            float64
 	scope                            string
 	crawlTimeout                     time.Duration
+	synthInFlight                    int
 	skipSynth, skipScale, skipKill   bool
 	scaleHosts, scalePaths           int
 	scaleClaims                      int
@@ -63,7 +64,9 @@ type options struct {
 	killTick, killSession            time.Duration
 	skipReal                         bool
 	realInFlight, realConcurrency    int
+	realLatency                      time.Duration
 	command                          string
+	warmupItems                      int
 }
 
 // bench holds what every part shares.
@@ -73,6 +76,7 @@ type bench struct {
 	log    *slog.Logger // progress, to stderr
 	quiet  *slog.Logger // ZooKeeper, web and client chatter: warnings only
 	zkVer  string
+	shared *sharedZK // parts 1 and 2
 }
 
 func (b *bench) bin(name string) string { return filepath.Join(b.opts.binDir, name) }
@@ -108,6 +112,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.links, "links", 8, "part 1: random links per page")
 	fs.Float64Var(&o.cross, "cross", 0.2, "part 1: share of links to another host")
 	fs.StringVar(&o.scope, "scope", "any", "part 1: crawl scope: any or same_host")
+	fs.IntVar(&o.synthInFlight, "in-flight", 8, "part 1: per_host_max_in_flight")
 	fs.DurationVar(&o.crawlTimeout, "crawl-timeout", 5*time.Minute, "part 1: give up on a crawl after this long")
 	fs.BoolVar(&o.skipSynth, "skip-synth", false, "skip part 1")
 	fs.BoolVar(&o.skipScale, "skip-scale", false, "skip part 3 (the 1,000,000-URL frontier, a few minutes)")
@@ -124,7 +129,9 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.skipReal, "skip-real", false, "skip part 2 (the PostgreSQL manual served by nginx, zkcrawl vs wget -r)")
 	fs.IntVar(&o.realInFlight, "real-in-flight", 8, "part 2: per_host_max_in_flight")
 	fs.IntVar(&o.realConcurrency, "real-concurrency", 16, "part 2: worker_concurrency")
+	fs.DurationVar(&o.realLatency, "real-latency", 5*time.Millisecond, "part 2: also run the pair through a proxy delaying every response by this much (0: skip)")
 	fs.StringVar(&o.command, "command", "", "the command that ran this benchmark, for the report (default: this command line)")
+	fs.IntVar(&o.warmupItems, "warmup-items", 20000, "parts 1 and 2: items enqueued, claimed and completed to warm the ZooKeeper JVM up first")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, os.LookupEnv); err != nil {
 		return err
@@ -169,7 +176,13 @@ func run(ctx context.Context, args []string) error {
 		log:    log,
 		quiet:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	rep := &report{Started: time.Now(), Machine: machineInfo(), Command: o.command, OutDir: o.outDir}
+	defer func() {
+		if b.shared != nil {
+			b.shared.close()
+		}
+	}()
+	rep := &report{Started: time.Now(), Machine: machineInfo(), Command: o.command, OutDir: o.outDir,
+		WarmupItems: o.warmupItems, SharedZKJavaOpts: b.zkJavaOpts("1g")}
 	rep.Machine.LoadStart = loadavg()
 
 	var errs []string
@@ -186,6 +199,11 @@ func run(ctx context.Context, args []string) error {
 		if rep.Real, err = b.runReal(ctx); err != nil {
 			fail("part 2", err)
 		}
+	}
+	if b.shared != nil {
+		rep.WarmupS = b.shared.warmS
+		b.shared.close()
+		b.shared = nil
 	}
 	if !o.skipScale && ctx.Err() == nil {
 		if rep.Scale, err = b.runScale(ctx); err != nil {

@@ -178,3 +178,49 @@ func exactQuantile(sorted []time.Duration, q float64) time.Duration {
 	i = max(0, min(i, len(sorted)-1))
 	return sorted[i]
 }
+
+// opCounts returns, per op label of zkcrawl_zk_op_duration_seconds, the
+// number of observations (ZooKeeper requests and queue steps).
+func opCounts(fams map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	f := fams["zkcrawl_zk_op_duration_seconds"]
+	if f == nil {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "op" && m.GetHistogram() != nil {
+				out[lp.GetValue()] += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// addCounts adds b's counts into a (allocating a when nil) and returns it.
+func addCounts(a, b map[string]float64) map[string]float64 {
+	if a == nil {
+		a = map[string]float64{}
+	}
+	for k, v := range b {
+		a[k] += v
+	}
+	return a
+}
+
+// labelCounts returns counter family name's values by the value of label.
+func labelCounts(fams map[string]*dto.MetricFamily, name, label string) map[string]float64 {
+	out := map[string]float64{}
+	f := fams[name]
+	if f == nil {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label && m.GetCounter() != nil {
+				out[lp.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}

@@ -4,13 +4,18 @@ package main
 // is: nginx serves Debian's PostgreSQL 15 HTML manual on a free loopback
 // port; `wget -r -np -nv` mirrors it (timed); then zkcrawl crawls the same
 // start URL with bin/seeder and 3 bin/crawler workers, timed from the
-// seeder's start to the moment the queue and the claims are empty (no
-// --exit-when-done quiet period). Every HTML page wget fetched must be in
-// the crawl logs exactly once with status 200.
+// seeder's start to the last crawl log line (the crawl then confirmed done
+// with Queue.Pending; no --exit-when-done quiet period). Every HTML page
+// wget fetched must be in the crawl logs exactly once with status 200.
 //
 // One host is one shard group, and a group has one owner, so one worker
 // does all the fetching (politeness in one process, by design); the
 // per_host_max_in_flight setting decides how parallel that is.
+//
+// Loopback answers in microseconds, which no real site does; so the pair is
+// run a second time through a proxy in this process that delays every
+// response by --real-latency (a nearby server's round trip), where wget's
+// one request at a time meets zkcrawl's per_host_max_in_flight.
 
 import (
 	"context"
@@ -19,11 +24,13 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
@@ -35,54 +42,61 @@ const pgDocs = "/usr/share/doc/postgresql-doc-15/html"
 
 // realResult is part 2.
 type realResult struct {
-	Docs           string
-	Nginx, Wget    string // versions
-	MaxInFlight    int
-	Concurrency    int
+	Docs         string
+	Nginx, Wget  string // versions
+	NginxWorkers int
+	MaxInFlight  int
+	Concurrency  int
+	Runs         []realRun // the plain loopback pair first
+}
+
+// realRun is one wget-vs-zkcrawl pair.
+type realRun struct {
+	LatencyMS      float64 // added to every response by the proxy (0: none)
 	WgetPages      int     // .html files in wget's mirror
 	WgetS          float64 // wget -r wall time
+	WgetExitStatus int
 	ZKPages        int     // URLs logged with status 200
-	ZKLines        int
-	ZKS            float64 // seeder start to done
-	ZKCrawlS       float64 // first worker start to done
+	ZKLines        int     // crawl log lines
+	ZKS            float64 // seeder start to the last crawl log line (then found done)
+	ZKCrawlS       float64 // first worker start to the last crawl log line
 	SeedS          float64 // the seeder run (crawl creation + 1 seed)
+	DetectS        float64 // last crawl log line to done confirmed
 	Ratio          float64 // ZKS / WgetS
+	CrawlRatio     float64 // ZKCrawlS / WgetS
 	Missing, Dups  int     // of wget's pages
 	Extra          int     // status-200 URLs wget did not fetch
 	PagesByWorker  map[string]int
 	ClaimP50Ms     float64
 	ClaimP99Ms     float64
-	ZKGets         float64 // get requests the workers sent
-	ZKWrites       int64
+	ZKOps          map[string]float64 // requests and queue steps by op, all workers
+	ZKOpErrors     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
+	ZKWrites       int64              // zxid delta, seeding included
 	WorkerCPUS     float64
 	ZKCPUS         float64
 	LoadBefore     string
 	LoadAfter      string
-	NginxWorkers   int
-	WgetExitStatus int
 }
 
 func (b *bench) runReal(ctx context.Context) (*realResult, error) {
 	res := &realResult{Docs: pgDocs, MaxInFlight: b.opts.realInFlight, Concurrency: b.opts.realConcurrency, NginxWorkers: 2}
-	for _, need := range []string{filepath.Join(pgDocs, "index.html")} {
-		if _, err := os.Stat(need); err != nil {
-			return nil, fmt.Errorf("%s is missing: install Debian's postgresql-doc-15 (scripts/bench.sh does)", need)
-		}
+	if _, err := os.Stat(filepath.Join(pgDocs, "index.html")); err != nil {
+		return nil, fmt.Errorf("%s/index.html is missing: install Debian's postgresql-doc-15 (scripts/bench.sh does)", pgDocs)
 	}
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
 		nginx = "/usr/sbin/nginx"
 	}
-	if out, err := exec.CommandContext(ctx, nginx, "-v").CombinedOutput(); err == nil {
-		res.Nginx = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version:"))
-	} else {
+	out, err := exec.CommandContext(ctx, nginx, "-v").CombinedOutput()
+	if err != nil {
 		return nil, fmt.Errorf("nginx -v: %w (install nginx; scripts/bench.sh does)", err)
 	}
-	if out, err := exec.CommandContext(ctx, "wget", "--version").Output(); err == nil {
-		res.Wget = strings.SplitN(string(out), "\n", 2)[0]
-	} else {
+	res.Nginx = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version:"))
+	out, err = exec.CommandContext(ctx, "wget", "--version").Output()
+	if err != nil {
 		return nil, fmt.Errorf("wget --version: %w (install wget; scripts/bench.sh does)", err)
 	}
+	res.Wget = strings.SplitN(string(out), "\n", 2)[0]
 	b.log.Info("part 2: PostgreSQL docs, wget vs zkcrawl", "docs", pgDocs, "nginx", res.Nginx)
 
 	dir, err := filepath.Abs(filepath.Join(b.outDir, "real"))
@@ -90,22 +104,52 @@ func (b *bench) runReal(ctx context.Context) (*realResult, error) {
 		return nil, err
 	}
 	_ = os.RemoveAll(dir)
-	ng := filepath.Join(dir, "nginx")
-	if err := os.MkdirAll(ng, 0o755); err != nil {
+	port, stop, err := b.startNginx(ctx, nginx, filepath.Join(dir, "nginx"), res.NginxWorkers)
+	if err != nil {
 		return nil, err
 	}
-	// nginx's workers may run as another user.
-	for d := ng; d != "/" && d != "."; d = filepath.Dir(d) {
+	defer stop()
+	origin := fmt.Sprintf("http://127.0.0.1:%d/", port)
+
+	run, err := b.realPair(ctx, origin, filepath.Join(dir, "loopback"), "pgdocs", res, 0)
+	if err != nil {
+		return res, err
+	}
+	res.Runs = append(res.Runs, *run)
+	if d := b.opts.realLatency; d > 0 {
+		proxy, stopProxy, err := startDelayProxy(origin, d)
+		if err != nil {
+			return res, err
+		}
+		defer stopProxy()
+		run, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), "pgdocs-latency", res, d)
+		if err != nil {
+			return res, err
+		}
+		res.Runs = append(res.Runs, *run)
+	}
+	return res, nil
+}
+
+// startNginx serves pgDocs on a free loopback port with its config, pid
+// file and logs in dir, and returns the port and a stop function.
+func (b *bench) startNginx(ctx context.Context, nginx, dir string, workers int) (int, func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, nil, err
+	}
+	// nginx's workers may run as another user: they need to reach dir.
+	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
 		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o005 != 0o005 {
 			_ = os.Chmod(d, st.Mode().Perm()|0o055)
 		}
 	}
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	conf := fmt.Sprintf(`daemon off;
-worker_processes %d;
+	conf := fmt.Sprintf(`# nginx for crawlbench part 2: foreground, everything under %[2]s.
+daemon off;
+worker_processes %[1]d;
 pid %[2]s/nginx.pid;
 error_log %[2]s/error.log warn;
 events { worker_connections 1024; }
@@ -126,50 +170,89 @@ http {
         root %[4]s;
     }
 }
-`, res.NginxWorkers, ng, port, pgDocs)
-	if err := os.WriteFile(filepath.Join(ng, "nginx.conf"), []byte(conf), 0o644); err != nil {
-		return nil, err
+`, workers, dir, port, pgDocs)
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
+		return 0, nil, err
 	}
-	nctx, stopNginx := context.WithCancel(ctx)
-	defer stopNginx()
-	np, err := testenv.StartProcess(nctx, testenv.ProcConfig{Path: nginx,
-		Args:    []string{"-p", ng, "-e", filepath.Join(ng, "error.log"), "-c", filepath.Join(ng, "nginx.conf")},
-		LogFile: filepath.Join(ng, "nginx.out"), Logger: b.quiet})
+	np, err := testenv.StartProcess(ctx, testenv.ProcConfig{Path: nginx,
+		Args:    []string{"-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", filepath.Join(dir, "nginx.conf")},
+		LogFile: filepath.Join(dir, "nginx.out"), Logger: b.quiet})
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	defer func() {
-		_ = np.Signal(15)
+	stop := func() {
+		_ = np.Signal(syscall.SIGTERM)
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := np.Wait(wctx); err != nil {
 			_ = np.Kill()
 		}
-	}()
-	base := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	start := base + "index.html"
-	if err := waitHTTP(ctx, start, 20*time.Second); err != nil {
-		return nil, fmt.Errorf("nginx: %w\n%s", err, testenv.TailFile(filepath.Join(ng, "error.log"), 10))
 	}
+	if err := waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/index.html", port), 20*time.Second); err != nil {
+		stop()
+		return 0, nil, fmt.Errorf("nginx: %w\n%s", err, testenv.TailFile(filepath.Join(dir, "error.log"), 10))
+	}
+	return port, stop, nil
+}
 
-	// wget -r -np -nv: sequential, one keep-alive connection.
+// startDelayProxy serves a reverse proxy to origin on a free loopback port
+// that holds every response back for d before answering, and returns its
+// base URL and a stop function.
+func startDelayProxy(origin string, d time.Duration) (string, func(), error) {
+	target, err := url.Parse(origin)
+	if err != nil {
+		return "", nil, err
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{
+		ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}),
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/", func() { _ = srv.Close() }, nil
+}
+
+// realPair mirrors base with wget, then crawls it with zkcrawl.
+func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *realResult, latency time.Duration) (*realRun, error) {
+	run := &realRun{LatencyMS: float64(latency) / float64(time.Millisecond)}
+	start := base + "index.html"
+	u, _ := url.Parse(base)
+
+	// wget -r -np -nv: one request at a time on one keep-alive connection.
 	mirrorDir := filepath.Join(dir, "wget")
-	_ = os.MkdirAll(mirrorDir, 0o755)
+	if err := os.MkdirAll(mirrorDir, 0o755); err != nil {
+		return nil, err
+	}
 	wget := exec.CommandContext(ctx, "wget", "-r", "-np", "-nv", "-o", filepath.Join(dir, "wget.log"), start)
 	wget.Dir = mirrorDir
 	t0 := time.Now()
-	err = wget.Run()
-	res.WgetS = time.Since(t0).Seconds()
+	err := wget.Run()
+	run.WgetS = time.Since(t0).Seconds()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		// 8: some URL answered an HTTP error (robots.txt 404, and a
-		// mailto-like relative link in the manual); the pages count.
-		res.WgetExitStatus = ee.ExitCode()
+		// 8: some URL answered an HTTP error (robots.txt is 404, and the
+		// manual links a non-existent relative "pgsql-docs@..." page);
+		// the pages it fetched count.
+		run.WgetExitStatus = ee.ExitCode()
 	} else if err != nil {
 		return nil, fmt.Errorf("wget: %w", err)
 	}
-	wantURLs := map[string]bool{}
-	mirror := filepath.Join(mirrorDir, fmt.Sprintf("127.0.0.1:%d", port))
+	want := map[string]bool{}
+	mirror := filepath.Join(mirrorDir, u.Host)
 	err = filepath.WalkDir(mirror, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") {
 			return err
@@ -179,39 +262,20 @@ http {
 		for i, s := range segs {
 			segs[i] = url.PathEscape(s)
 		}
-		wantURLs[base+strings.Join(segs, "/")] = true
+		want[base+strings.Join(segs, "/")] = true
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("wget mirror %s: %w", mirror, err)
 	}
-	res.WgetPages = len(wantURLs)
-	b.log.Info("part 2: wget done", "pages", res.WgetPages, "s", round(res.WgetS, 2), "exit", res.WgetExitStatus)
+	run.WgetPages = len(want)
+	b.log.Info("part 2: wget done", "latency", latency, "pages", run.WgetPages, "s", round(run.WgetS, 2), "exit", run.WgetExitStatus)
 
-	// zkcrawl.
-	zks, err := testenv.StartZooKeeper(ctx, testenv.ZKConfig{
-		TickTime: 2 * time.Second, Dir: filepath.Join(dir, "zk"), JavaOpts: b.zkJavaOpts("1g"), Logger: b.quiet,
-	})
+	zk, err := b.sharedServer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer zks.Close()
-	b.noteZK(ctx, zks.Addr())
-	zkpid, err := zkPid(zks.Dir())
-	if err != nil {
-		return nil, err
-	}
-	client, err := coord.Connect(ctx, zks.Addr(), coord.WithLogger(b.quiet))
-	if err != nil {
-		return nil, err
-	}
-	defer client.Close()
-	// Warm the JVM up like part 1's first run is not: one throwaway crawl
-	// creation, so the measured run does not pay for class loading.
-	if err := b.seed(ctx, zks.Addr(), "warmup", filepath.Join(dir, "warmup"), map[string]any{"allow_private_networks": true}, []string{start}); err != nil {
-		return nil, err
-	}
-	crawl := "pgdocs"
+	zkAddr, zkpid, client := zk.srv.Addr(), zk.pid, zk.client
 	cfg := map[string]any{
 		"allow_private_networks": true,
 		"per_host_rate_per_s":    0,
@@ -220,8 +284,8 @@ http {
 		"max_depth":              -1,
 		"scope":                  "same_host",
 	}
-	res.LoadBefore = loadavg()
-	s0, err := readSrvr(ctx, zks.Addr())
+	run.LoadBefore = loadavg()
+	s0, err := readSrvr(ctx, zkAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -230,11 +294,11 @@ http {
 		return nil, err
 	}
 	t0 = time.Now()
-	if err := b.seed(ctx, zks.Addr(), crawl, dir, cfg, []string{start}); err != nil {
+	if err := b.seed(ctx, zkAddr, crawl, dir, cfg, []string{start}); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
-	res.SeedS = t1.Sub(t0).Seconds()
+	run.SeedS = t1.Sub(t0).Seconds()
 	var workers []*workerProc
 	defer func() {
 		for _, w := range workers {
@@ -242,7 +306,7 @@ http {
 		}
 	}()
 	for i := 1; i <= 3; i++ {
-		w, err := b.startWorker(ctx, zks.Addr(), crawl, dir, fmt.Sprintf("w%d", i))
+		w, err := b.startWorker(ctx, zkAddr, crawl, dir, fmt.Sprintf("w%d", i))
 		if err != nil {
 			return nil, err
 		}
@@ -256,9 +320,12 @@ http {
 	if err != nil {
 		return nil, err
 	}
-	res.ZKS = done.Sub(t0).Seconds()
-	res.ZKCrawlS = done.Sub(t1).Seconds()
-	res.Ratio = res.ZKS / res.WgetS
+	end := lastWrite(workers)
+	run.DetectS = time.Since(done).Seconds()
+	run.ZKS = end.Sub(t0).Seconds()
+	run.ZKCrawlS = end.Sub(t1).Seconds()
+	run.Ratio = run.ZKS / run.WgetS
+	run.CrawlRatio = run.ZKCrawlS / run.WgetS
 	var claim hist
 	for _, w := range workers {
 		if err := w.awaitMetrics(ctx); err != nil {
@@ -269,18 +336,19 @@ http {
 			return nil, err
 		}
 		claim, _ = claim.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_claim"))
-		res.ZKGets += histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "get").Count
+		run.ZKOps = addCounts(run.ZKOps, opCounts(fams))
+		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
 		cpu, _ := w.CPUTime()
-		res.WorkerCPUS += cpu.Seconds()
+		run.WorkerCPUS += cpu.Seconds()
 	}
-	res.ClaimP50Ms, res.ClaimP99Ms = claim.quantile(0.5)*1000, claim.quantile(0.99)*1000
+	run.ClaimP50Ms, run.ClaimP99Ms = claim.quantile(0.5)*1000, claim.quantile(0.99)*1000
 	if z1, err := readProc(zkpid); err == nil {
-		res.ZKCPUS = (z1.CPU - z0.CPU).Seconds()
+		run.ZKCPUS = (z1.CPU - z0.CPU).Seconds()
 	}
-	if s1, err := readSrvr(ctx, zks.Addr()); err == nil {
-		res.ZKWrites = s1.Zxid - s0.Zxid
+	if s1, err := readSrvr(ctx, zkAddr); err == nil {
+		run.ZKWrites = s1.Zxid - s0.Zxid
 	}
-	res.LoadAfter = loadavg()
+	run.LoadAfter = loadavg()
 	for _, w := range workers {
 		w.stop()
 	}
@@ -292,34 +360,34 @@ http {
 	if err != nil {
 		return nil, err
 	}
-	res.ZKLines = len(lines)
+	run.ZKLines = len(lines)
 	ok200 := map[string]int{}
 	count := map[string]int{}
-	res.PagesByWorker = map[string]int{}
+	run.PagesByWorker = map[string]int{}
 	for _, l := range lines {
 		count[l.URL]++
-		res.PagesByWorker[l.Worker]++
+		run.PagesByWorker[l.Worker]++
 		if l.Status == 200 {
 			ok200[l.URL]++
 		}
 	}
-	res.ZKPages = len(ok200)
-	for u := range wantURLs {
+	run.ZKPages = len(ok200)
+	for u := range want {
 		if ok200[u] == 0 {
-			res.Missing++
+			run.Missing++
 		}
 		if count[u] > 1 {
-			res.Dups++
+			run.Dups++
 		}
 	}
 	for u := range ok200 {
-		if !wantURLs[u] {
-			res.Extra++
+		if !want[u] {
+			run.Extra++
 		}
 	}
-	b.log.Info("part 2 done", "wget_s", round(res.WgetS, 2), "zkcrawl_s", round(res.ZKS, 2), "ratio", round(res.Ratio, 2),
-		"pages", res.ZKPages, "missing", res.Missing, "dups", res.Dups, "gets", res.ZKGets)
-	return res, nil
+	b.log.Info("part 2 run done", "latency", latency, "wget_s", round(run.WgetS, 2), "zkcrawl_s", round(run.ZKS, 2),
+		"ratio", round(run.Ratio, 2), "pages", run.ZKPages, "missing", run.Missing, "dups", run.Dups)
+	return run, nil
 }
 
 // freePort returns a loopback port that is free right now.
@@ -332,7 +400,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitHTTP polls url until it answers 200, up to d.
+// waitHTTP polls u until it answers 200, up to d.
 func waitHTTP(ctx context.Context, u string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {

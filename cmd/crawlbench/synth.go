@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,8 +25,8 @@ type synthResult struct {
 	Hosts, PagesPerHost, LinksPerPage int
 	CrossHostShare                    float64
 	Scope                             string
+	MaxInFlight                       int
 	Expected                          int // ground-truth URLs a correct crawl fetches
-	ZKJavaOpts                        []string
 	Runs                              []synthRun
 }
 
@@ -39,7 +40,7 @@ type synthRun struct {
 	Dups        int     // URLs logged more than once
 	Extra       int     // URLs logged that a correct crawl does not fetch
 	WrongStatus int     // URLs whose last status differs from the truth
-	WallS       float64 // first worker start to done
+	WallS       float64 // first worker start to the last crawl log line (the crawl then found done)
 	PagesPerS   float64
 	// CPU seconds over the run: the workers (sum), the ZooKeeper JVM, and
 	// this driver (which serves the synthetic web and polls).
@@ -53,17 +54,20 @@ type synthRun struct {
 	ClaimMeanMs                    float64
 	CompleteP50Ms, PutP50Ms        float64
 	LinksQueued, LinksDuplicate    float64
-	PeakRSSMB                      []float64 // per worker, VmHWM
+	ZKOps                          map[string]float64 // requests and queue steps by op, all workers
+	ZKOpErrors                     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
+	PeakRSSMB                      []float64          // per worker, VmHWM
 	PagesPerWorker                 []int
 	LoadBefore, LoadAfter          string
 	FirstWorkerReadyS              float64 // until every worker served metrics
+	DetectS                        float64 // the last crawl log write to done confirmed
 }
 
 // synthConfig is the crawl config of part 1.
 func (b *bench) synthConfig() map[string]any {
 	return map[string]any{
 		"per_host_rate_per_s":    0,
-		"per_host_max_in_flight": 8,
+		"per_host_max_in_flight": b.opts.synthInFlight,
 		"worker_concurrency":     64,
 		"allow_private_networks": true,
 		"obey_robots":            true,
@@ -87,7 +91,7 @@ func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
 		return nil, err
 	}
 	res := &synthResult{Hosts: o.hosts, PagesPerHost: o.pagesPerHost, LinksPerPage: o.links,
-		CrossHostShare: o.cross, Scope: o.scope, ZKJavaOpts: b.zkJavaOpts("1g")}
+		CrossHostShare: o.cross, Scope: o.scope, MaxInFlight: o.synthInFlight}
 	for _, e := range truth {
 		if e.Status > 0 {
 			res.Expected++
@@ -96,27 +100,12 @@ func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
 	b.log.Info("part 1: synthetic web", "hosts", o.hosts, "pages_per_host", o.pagesPerHost,
 		"links", o.links, "cross", o.cross, "scope", o.scope, "expected_urls", res.Expected)
 
-	zk, err := testenv.StartZooKeeper(ctx, testenv.ZKConfig{
-		TickTime: 2 * time.Second, Dir: filepath.Join(b.outDir, "synth", "zk"),
-		JavaOpts: res.ZKJavaOpts, Logger: b.quiet,
-	})
+	zk, err := b.sharedServer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer zk.Close()
-	b.noteZK(ctx, zk.Addr())
-	zkpid, err := zkPid(zk.Dir())
-	if err != nil {
-		return nil, err
-	}
-	client, err := coord.Connect(ctx, zk.Addr(), coord.WithLogger(b.quiet))
-	if err != nil {
-		return nil, err
-	}
-	defer client.Close()
-
 	for _, n := range o.workers {
-		run, err := b.synthRun(ctx, web, truth, zk.Addr(), zkpid, client, n)
+		run, err := b.synthRun(ctx, web, truth, zk, n)
 		if err != nil {
 			return res, fmt.Errorf("part 1, %d workers: %w", n, err)
 		}
@@ -129,8 +118,8 @@ func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
 	return res, nil
 }
 
-func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect,
-	zkAddr string, zkpid int, client *coord.Client, n int) (*synthRun, error) {
+func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *sharedZK, n int) (*synthRun, error) {
+	zkAddr, zkpid, client := zk.srv.Addr(), zk.pid, zk.client
 	run := &synthRun{Workers: n, Crawl: fmt.Sprintf("synth-w%d-%d", n, time.Now().Unix())}
 	dir := filepath.Join(b.outDir, "synth", fmt.Sprintf("w%d", n))
 	if err := b.seed(ctx, zkAddr, run.Crawl, dir, b.synthConfig(), web.Seeds()); err != nil {
@@ -178,7 +167,8 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	if err != nil {
 		return nil, err
 	}
-	run.WallS = done.Sub(t0).Seconds()
+	run.WallS = lastWrite(workers).Sub(t0).Seconds()
+	run.DetectS = time.Since(done).Seconds()
 
 	// Measure before stopping anything: metrics, /proc, zxid.
 	var claim, complete, put hist
@@ -191,6 +181,8 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 			return nil, err
 		}
 		complete, _ = complete.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_complete"))
+		run.ZKOps = addCounts(run.ZKOps, opCounts(fams))
+		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
 		put, _ = put.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_put"))
 		run.LinksQueued += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "queued"})
 		run.LinksDuplicate += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "duplicate"})
@@ -316,6 +308,19 @@ func waitDone(ctx context.Context, q *coord.Queue, workers []*workerProc, timeou
 		}
 		return firstZero, nil
 	}
+}
+
+// lastWrite returns the latest modification time of the workers' crawl
+// logs: when the last page was logged. Its item was completed one
+// ZooKeeper round trip later.
+func lastWrite(workers []*workerProc) time.Time {
+	var t time.Time
+	for _, w := range workers {
+		if st, err := os.Stat(w.CrawlLog()); err == nil && st.ModTime().After(t) {
+			t = st.ModTime()
+		}
+	}
+	return t
 }
 
 func equalInts(a, b []int64) bool {

@@ -25,12 +25,14 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 // takeoverResult is part 4.
 type takeoverResult struct {
 	TickMS               int64
+	Hosts, PagesPerHost  int
 	SessionTimeoutS      float64 // --session-timeout asked for
 	NegotiatedS          float64 // as granted by ZooKeeper (cons: to=)
 	RatePerS             float64
@@ -42,12 +44,18 @@ type takeoverResult struct {
 	Unresolved           int            // still unclaimed at the deadline
 	MinS, MedianS, MaxS  float64
 	ByOtherClaim, ByGone int
-	LoadAfter            string
+	// Diagnostics at the kill: the most claims one host had (the worker's
+	// accept filter aims at per_host_max_in_flight + 1 per host), and how
+	// many hosts had claims held by two or more workers at once.
+	MaxClaimsPerHost   int
+	HostsWithTwoOwners int
+	HostsClaimed       int
+	LoadAfter          string
 }
 
 func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 	o := b.opts
-	res := &takeoverResult{TickMS: o.killTick.Milliseconds(), SessionTimeoutS: o.killSession.Seconds(), RatePerS: o.killRate}
+	res := &takeoverResult{TickMS: o.killTick.Milliseconds(), Hosts: o.killHosts, PagesPerHost: o.killPages, SessionTimeoutS: o.killSession.Seconds(), RatePerS: o.killRate}
 	b.log.Info("part 4: kill-to-takeover", "tick", o.killTick, "session_timeout", o.killSession, "rate_per_s", o.killRate)
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{
 		Seed: 2, Hosts: o.killHosts, PagesPerHost: o.killPages, LinksPerPage: 8, CrossHostShare: 0.2, Logger: b.quiet,
@@ -119,43 +127,53 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	type item struct {
-		shard int
-		name  string
-	}
 	res.ClaimsBefore = map[string]int{}
-	held := map[string][]item{}
-	var sessOf = map[string]int64{}
+	sessOf := map[string]int64{}
 	for _, s := range st.Shards {
 		for _, c := range s.Claims {
 			res.ClaimsBefore[c.Owner]++
-			held[c.Owner] = append(held[c.Owner], item{s.Shard, c.Item})
 			sessOf[c.Owner] = c.Session
 		}
 	}
-	for _, w := range workers {
-		if res.Victim == "" || len(held[w.ID]) > len(held[res.Victim]) {
-			res.Victim = w.ID
-		}
-	}
-	items := held[res.Victim]
-	res.VictimClaims = len(items)
-	if len(items) == 0 {
-		return nil, fmt.Errorf("no worker holds a claim 5 s into the crawl (claims: %v)", res.ClaimsBefore)
-	}
-	res.NegotiatedS = negotiatedTimeout(ctx, zks.Addr(), sessOf[res.Victim])
+	b.perHostClaims(ctx, q, st, res)
 	var victim *workerProc
 	for _, w := range workers {
-		if w.ID == res.Victim {
+		if victim == nil || res.ClaimsBefore[w.ID] > res.ClaimsBefore[victim.ID] {
 			victim = w
 		}
 	}
-	b.log.Info("part 4: killing the worker with the most claims", "worker", res.Victim, "claims", len(items), "all", res.ClaimsBefore)
+	res.Victim = victim.ID
+	if res.ClaimsBefore[res.Victim] == 0 {
+		return nil, fmt.Errorf("no worker holds a claim 5 s into the crawl (claims: %v)", res.ClaimsBefore)
+	}
+	res.NegotiatedS = negotiatedTimeout(ctx, zks.Addr(), sessOf[res.Victim])
 
 	tKill := time.Now()
 	if err := victim.Kill(); err != nil {
 		return nil, err
 	}
+	<-victim.Done()
+	// The dead worker's claims stay until its session expires: read them
+	// now, so items it completed just before dying are not counted.
+	type item struct {
+		shard int
+		name  string
+	}
+	var items []item
+	if st, err = q.Stats(ctx); err != nil {
+		return nil, err
+	}
+	for _, s := range st.Shards {
+		for _, c := range s.Claims {
+			if c.Owner == res.Victim {
+				items = append(items, item{s.Shard, c.Item})
+			}
+		}
+	}
+	res.VictimClaims = len(items)
+	b.log.Info("part 4: killed the worker with the most claims", "worker", res.Victim, "claims", len(items), "all_before", res.ClaimsBefore,
+		"max_claims_per_host", res.MaxClaimsPerHost, "hosts_claimed_by_two_workers", res.HostsWithTwoOwners)
+
 	resolved := make([]time.Duration, len(items))
 	left := len(items)
 	shards := map[int]bool{}
@@ -228,6 +246,38 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 	b.log.Info("part 4 done", "items", res.Items, "unresolved", res.Unresolved, "expired_s", round(res.ExpiredS, 2),
 		"min_s", round(res.MinS, 2), "median_s", round(res.MedianS, 2), "max_s", round(res.MaxS, 2))
 	return res, nil
+}
+
+// perHostClaims reads the item of every claim in st and records, by host,
+// how many claims there are and how many workers hold them.
+func (b *bench) perHostClaims(ctx context.Context, q *coord.Queue, st *coord.QueueStats, res *takeoverResult) {
+	count := map[string]int{}
+	owners := map[string]map[string]bool{}
+	for _, s := range st.Shards {
+		for _, c := range s.Claims {
+			data, err := q.Get(ctx, s.Shard, c.Item)
+			if err != nil {
+				continue // completed meanwhile
+			}
+			it, err := frontier.DecodeItem(data)
+			if err != nil {
+				continue
+			}
+			h := frontier.Host(it.URL)
+			count[h]++
+			if owners[h] == nil {
+				owners[h] = map[string]bool{}
+			}
+			owners[h][c.Owner] = true
+		}
+	}
+	res.HostsClaimed = len(count)
+	for h, n := range count {
+		res.MaxClaimsPerHost = max(res.MaxClaimsPerHost, n)
+		if len(owners[h]) > 1 {
+			res.HostsWithTwoOwners++
+		}
+	}
 }
 
 var consLine = regexp.MustCompile(`sid=0x([0-9a-f]+).*\bto=(\d+)`)
