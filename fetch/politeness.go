@@ -270,6 +270,7 @@ func (p *Politeness) finish(hs *hostState, heldSlot bool) {
 	hs.refs--
 	hs.lastUsed = time.Now()
 	if heldSlot {
+		p.restartIntervalLocked(hs)
 		hs.inFlight--
 		if hs.refs > hs.inFlight { // someone waits for a slot
 			close(hs.slotFreed)
@@ -353,4 +354,22 @@ func (p *Politeness) Limits() (ratePerSec float64, burst int, maxInFlight int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.rate, p.burst, p.maxInFlight
+}
+
+// restartIntervalLocked makes the next request to a strictly polite host
+// (burst 1, one request in flight) wait a full interval from the END of the
+// request just finished, not from its start: the token bucket alone spaces
+// request starts as the client sends them, so a request that reached the
+// server late (a slow connect, a busy machine) could be followed by the next
+// one after less than the interval as the server sees it. This is Heritrix's
+// "minimum delay between the end of one fetch and the start of the next".
+// With a larger burst or several requests in flight the bucket alone rules.
+func (p *Politeness) restartIntervalLocked(hs *hostState) {
+	lim := hs.lim.Limit()
+	if lim == rate.Inf || hs.lim.Burst() != 1 || p.maxInFlight != 1 {
+		return
+	}
+	fresh := rate.NewLimiter(lim, 1)
+	fresh.Allow() // the token of the request just finished, spent now
+	hs.lim = fresh
 }

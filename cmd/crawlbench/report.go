@@ -206,9 +206,11 @@ func (r *report) table() string {
 		row(fmt.Sprintf("4 kill-to-takeover (tickTime %d ms, 3 workers, %s req/s per host)", t.TickMS, f1(t.RatePerS)),
 			"session timeout asked / granted, s", f1(t.SessionTimeoutS)+" / "+f1(t.NegotiatedS), "", "")
 		row("4", "killed worker's claims; its session expired after, s", fmt.Sprintf("%d; %s", t.VictimClaims, f2(t.ExpiredS)), "", "")
-		row("4", fmt.Sprintf("kill to item claimed elsewhere or done, s: min / median / max (%d items, %d unresolved)", t.Items, t.Unresolved),
-			f2(t.MinS)+" / "+f2(t.MedianS)+" / "+f2(t.MaxS),
-			fmt.Sprintf("≈ session timeout (%s s)", f1(t.SessionTimeoutS)), yesNo(t.Unresolved == 0 && t.MedianS <= t.SessionTimeoutS+2))
+		row("4", fmt.Sprintf("kill to shard claimed by another worker, s: min / median / max (%d of %d shards)", t.ShardsTakenOver, t.Shards),
+			f2(t.ShardMinS)+" / "+f2(t.ShardMedianS)+" / "+f2(t.ShardMaxS),
+			"every shard taken over, ≈ session timeout", yesNo(t.Shards > 0 && t.ShardsTakenOver == t.Shards && t.ShardMaxS <= t.SessionTimeoutS+3))
+		row("4", fmt.Sprintf("kill to item claimed elsewhere or done, s: min / median / max (%d of %d items; the rest still queued after %s s)",
+			t.Items, t.Items+t.Unresolved, f0(t.DeadlineS)), f2(t.MinS)+" / "+f2(t.MedianS)+" / "+f2(t.MaxS), "", "")
 	}
 	return b.String()
 }
@@ -309,6 +311,15 @@ func (r *report) methodSynth(b *strings.Builder) {
 	if len(s.Runs) > 0 {
 		x := s.Runs[len(s.Runs)-1]
 		fmt.Fprintf(b, "ZooKeeper requests of the %d-worker run, by op (errors in parentheses): %s.\n\n", x.Workers, opsLine(x.ZKOps, x.ZKOpErrors))
+		if x.Pages > 0 {
+			p := float64(x.Pages)
+			fmt.Fprintf(b, "Its %s writes per page: a claim multi (%s per page) and a complete multi (%s), one enqueue multi per new URL "+
+				"(%s), failed multis (%s per page: almost all enqueues of links that another page had already queued, which the "+
+				"worker's local seen cache did not know yet; a link found on pages of several workers reaches ZooKeeper once per "+
+				"worker), and the rest (%s: sessions, fence and membership znodes, heartbeats, seen-set bucket parents).\n\n",
+				f2(x.ZKWritesPerPage), f2(x.ZKOps["queue_claim"]/p), f2(x.ZKOps["queue_complete"]/p), f2(x.LinksQueued/p),
+				f2(x.ZKOpErrors["multi"]/p), f2(x.ZKWritesPerPage-(x.ZKOps["multi"]-x.ZKOpErrors["multi"])/p-x.ZKOpErrors["multi"]/p))
+		}
 		b.WriteString("Shard groups (32 of them: 256 shards / host spread 8) are owned by rendezvous hashing, so with 100 hosts the workers " +
 			"get unequal shares of the pages (the \"pages per worker\" column); the busiest worker bounds the wall time.\n\n")
 	}
@@ -383,15 +394,25 @@ func (r *report) methodTakeover(b *strings.Builder) {
 		claims = append(claims, fmt.Sprintf("%s %d", k, t.ClaimsBefore[k]))
 	}
 	fmt.Fprintf(b, "A ZooKeeper with tickTime %d ms (so session timeouts from %s to %s s are granted), a synthetic web of %d hosts × %d pages, "+
-		"3 workers with `--session-timeout %s` and `per_host_rate_per_s %s, per_host_max_in_flight 1`, so items wait for their politeness "+
-		"turn while claimed. 5 s into the crawl the claims were: %s; the driver recorded the items claimed by %s (from `coord.Queue.Stats`) and "+
-		"sent it SIGKILL. Every 50 ms it then read the claims and children of those items' shards: an item counts as taken over when "+
-		"another worker holds its claim (%d items) or it is gone, i.e. completed (%d). The killed worker's membership znode vanished "+
-		"%s s after the kill (session expiry). A new owner first waits until the shard holds no foreign claim, then one politeness "+
-		"interval (handoff), then claims in FIFO order at most per_host_max_in_flight + 1 items per host, so an item of a host whose "+
-		"slots went to other items waits for its politeness turn: that is the long tail (max), not failover. Load after: %s.\n\n",
+		"3 workers with `--session-timeout %ss` and `per_host_rate_per_s %s, per_host_max_in_flight 1`, so items wait for their politeness "+
+		"turn while claimed. 5 s into the crawl the claims were: %s. The driver sent SIGKILL to %s and then recorded the claims it still "+
+		"held (%d, from `coord.Queue.Stats`; they stay until its session expires). Its membership znode vanished %s s after the kill "+
+		"(session expiry). Every 50 ms the driver read the claims and children of those items' shards.\n\n",
 		t.TickMS, f1(2*float64(t.TickMS)/1000), f1(20*float64(t.TickMS)/1000), t.Hosts, t.PagesPerHost,
-		f1(t.SessionTimeoutS)+"s", f1(t.RatePerS), strings.Join(claims, ", "), t.Victim, t.ByOtherClaim, t.ByGone, f2(t.ExpiredS), t.LoadAfter)
+		f1(t.SessionTimeoutS), f1(t.RatePerS), strings.Join(claims, ", "), t.Victim, t.VictimClaims, f2(t.ExpiredS))
+	fmt.Fprintf(b, "- A **host** (%d of them) counts as taken over when another worker holds a claim on one of its items. That is failover: "+
+		"session expiry, then the handoff (the new owner of a shard group waits until its shards hold no foreign claim, then one "+
+		"politeness interval), then the claim.\n"+
+		"- A **shard** (%d) counts when another worker holds a claim in it, an **item** when another worker holds its claim (%d items) "+
+		"or it is gone, i.e. completed (%d). These also wait for their politeness turn: a host's items are fetched %s per second across "+
+		"its 8 shards, in FIFO order per shard, and the killed worker had claimed items anywhere in that order (its claim loops walk "+
+		"past items of a busy host and take later ones when a slot frees), so the last of them come long after failover. The driver "+
+		"stops watching %s s after the kill; %d items were still queued then.\n"+
+		"- At the kill %d hosts had claims, at most %d on one host, although the worker's accept filter aims at per_host_max_in_flight "+
+		"+ 1 = 2: it checks a host's claim count before the claim multi and raises it after, so the claim loops of a host's 8 shards "+
+		"can pass it together. %d hosts had claims held by two workers at once.\n\nLoad after: %s.\n\n",
+		t.VictimHosts, t.Shards, t.ByOtherClaim, t.ByGone, f1(t.RatePerS), f0(t.DeadlineS), t.Unresolved,
+		t.HostsClaimed, t.MaxClaimsPerHost, t.HostsWithTwoOwners, t.LoadAfter)
 }
 
 // opsLine formats request counts by op, most frequent first.

@@ -40,10 +40,19 @@ type takeoverResult struct {
 	VictimClaims         int
 	ClaimsBefore         map[string]int // claims per worker at the kill
 	ExpiredS             float64        // kill to the victim's R/workers node gone
+	DeadlineS            float64        // how long the driver watched after the kill
 	Items                int            // victim's items resolved
 	Unresolved           int            // still unclaimed at the deadline
 	MinS, MedianS, MaxS  float64
 	ByOtherClaim, ByGone int
+	// Shards: the killed worker's shards that held its claims; a shard is
+	// taken over when another worker holds a claim in it (or it is empty).
+	Shards, ShardsTakenOver int
+	// Hosts: the hosts of the killed worker's claimed items; a host is
+	// taken over when another worker holds a claim on one of its items.
+	VictimHosts, HostsTakenOver        int
+	HostMinS, HostMedianS, HostMaxS    float64
+	ShardMinS, ShardMedianS, ShardMaxS float64
 	// Diagnostics at the kill: the most claims one host had (the worker's
 	// accept filter aims at per_host_max_in_flight + 1 per host), and how
 	// many hosts had claims held by two or more workers at once.
@@ -171,6 +180,29 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 		}
 	}
 	res.VictimClaims = len(items)
+	// The hosts of the victim's items: a host is taken over once another
+	// worker holds a claim on one of its items.
+	hostOf := map[item]string{}
+	lookupHost := func(it item) string {
+		if h, ok := hostOf[it]; ok {
+			return h
+		}
+		h := ""
+		if data, err := q.Get(ctx, it.shard, it.name); err == nil {
+			if fi, err := frontier.DecodeItem(data); err == nil {
+				h = frontier.Host(fi.URL)
+			}
+		}
+		hostOf[it] = h
+		return h
+	}
+	victimHosts := map[string]bool{}
+	for _, it := range items {
+		if h := lookupHost(it); h != "" {
+			victimHosts[h] = true
+		}
+	}
+	hostDone := map[string]time.Duration{}
 	b.log.Info("part 4: killed the worker with the most claims", "worker", res.Victim, "claims", len(items), "all_before", res.ClaimsBefore,
 		"max_claims_per_host", res.MaxClaimsPerHost, "hosts_claimed_by_two_workers", res.HostsWithTwoOwners)
 
@@ -180,10 +212,14 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 	for _, it := range items {
 		shards[it.shard] = true
 	}
+	// A shard is taken over once another worker holds a claim in it (or
+	// it is empty).
+	shardDone := map[int]time.Duration{}
 	deadline := tKill.Add(3*o.killSession + 15*time.Second)
+	res.DeadlineS = deadline.Sub(tKill).Seconds()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for left > 0 && time.Now().Before(deadline) {
+	for (left > 0 || len(shardDone) < len(shards) || len(hostDone) < len(victimHosts)) && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -205,10 +241,24 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 			}
 			for _, c := range claims {
 				owner[item{s, c.Item}] = c.Owner
+				if c.Owner == res.Victim {
+					continue
+				}
+				if _, ok := shardDone[s]; !ok {
+					shardDone[s] = now
+				}
+				if h := lookupHost(item{s, c.Item}); victimHosts[h] {
+					if _, ok := hostDone[h]; !ok {
+						hostDone[h] = now
+					}
+				}
 			}
 			names, _, err := client.Conn().Children(fmt.Sprintf("%s/queue/%s", root, coord.ShardName(s)))
 			if err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return nil, err
+			}
+			if _, ok := shardDone[s]; !ok && len(names) == 0 {
+				shardDone[s] = now
 			}
 			for _, n := range names {
 				present[item{s, n}] = true
@@ -231,6 +281,26 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 		}
 	}
 	res.LoadAfter = loadavg()
+	res.Shards = len(shards)
+	res.VictimHosts = len(victimHosts)
+	var hd []time.Duration
+	for _, d := range hostDone {
+		hd = append(hd, d)
+	}
+	sortDur(hd)
+	res.HostsTakenOver = len(hd)
+	if len(hd) > 0 {
+		res.HostMinS, res.HostMedianS, res.HostMaxS = hd[0].Seconds(), exactQuantile(hd, 0.5).Seconds(), hd[len(hd)-1].Seconds()
+	}
+	var sd []time.Duration
+	for _, d := range shardDone {
+		sd = append(sd, d)
+	}
+	sortDur(sd)
+	res.ShardsTakenOver = len(sd)
+	if len(sd) > 0 {
+		res.ShardMinS, res.ShardMedianS, res.ShardMaxS = sd[0].Seconds(), exactQuantile(sd, 0.5).Seconds(), sd[len(sd)-1].Seconds()
+	}
 	var ds []time.Duration
 	for _, d := range resolved {
 		if d != 0 {
@@ -243,7 +313,9 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 		res.MinS, res.MaxS = ds[0].Seconds(), ds[len(ds)-1].Seconds()
 		res.MedianS = exactQuantile(ds, 0.5).Seconds()
 	}
-	b.log.Info("part 4 done", "items", res.Items, "unresolved", res.Unresolved, "expired_s", round(res.ExpiredS, 2),
+	b.log.Info("part 4 done", "hosts", res.VictimHosts, "hosts_taken_over", res.HostsTakenOver,
+		"host_median_s", round(res.HostMedianS, 2), "host_max_s", round(res.HostMaxS, 2), "shards", res.Shards, "shards_taken_over", res.ShardsTakenOver,
+		"shard_median_s", round(res.ShardMedianS, 2), "shard_max_s", round(res.ShardMaxS, 2), "items", res.Items, "unresolved", res.Unresolved, "expired_s", round(res.ExpiredS, 2),
 		"min_s", round(res.MinS, 2), "median_s", round(res.MedianS, 2), "max_s", round(res.MaxS, 2))
 	return res, nil
 }

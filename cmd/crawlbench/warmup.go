@@ -35,9 +35,13 @@ func (b *bench) sharedServer(ctx context.Context) (*sharedZK, error) {
 	if b.shared != nil {
 		return b.shared, nil
 	}
+	dir, err := filepath.Abs(filepath.Join(b.outDir, "zk"))
+	if err != nil {
+		return nil, err
+	}
 	srv, err := testenv.StartZooKeeper(ctx, testenv.ZKConfig{
-		TickTime: 2 * time.Second, Dir: filepath.Join(b.outDir, "zk"),
-		JavaOpts: b.zkJavaOpts("1g"), Logger: b.quiet,
+		TickTime: 2 * time.Second, Dir: dir, Logger: b.quiet,
+		JavaOpts: append(b.zkJavaOpts("1g"), "-Xlog:gc:file="+filepath.Join(dir, "gc.log")),
 	})
 	if err != nil {
 		return nil, err
