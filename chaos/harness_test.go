@@ -3,13 +3,11 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -401,21 +399,12 @@ func (c *crawl) stopAll(grace time.Duration) {
 	}
 }
 
-// logs reads every worker's crawl.log.
+// logs reads every worker's crawl.log, in time order.
 func (c *crawl) logs() []storage.LogEntry {
 	c.t.Helper()
-	files, _ := filepath.Glob(filepath.Join(c.dir, "*", "crawl.log"))
-	var all []storage.LogEntry
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		es, err := storage.ReadCrawlLog(bytes.NewReader(data))
-		if err != nil {
-			c.t.Fatalf("%s: %v", f, err)
-		}
-		all = append(all, es...)
+	all, err := testenv.ReadCrawlLogs(c.dir)
+	if err != nil {
+		c.t.Fatal(err)
 	}
 	return all
 }
@@ -439,7 +428,6 @@ type result struct {
 // summarize reads the crawl logs.
 func (c *crawl) summarize() result {
 	entries := c.logs()
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].TS.Before(entries[j].TS) })
 	r := result{lines: len(entries), final: map[string]int{}, perURL: map[string]int{}, byWorker: map[string]int{}}
 	attempt := map[string]int{}
 	for _, e := range entries {
@@ -471,8 +459,8 @@ func (c *crawl) summarize() result {
 func (c *crawl) verify() result {
 	c.t.Helper()
 	r := c.summarize()
-	if bad := diffTruth(c.truth, r.final); len(bad) > 0 {
-		c.t.Errorf("the crawl differs from the ground truth (%d problems):\n%s", len(bad), firstN(bad, 20))
+	if bad := testenv.DiffTruth(c.truth, r.final); len(bad) > 0 {
+		c.t.Errorf("the crawl differs from the ground truth (%d problems):\n%s", len(bad), testenv.FirstLines(bad, 20))
 	}
 	ctx, cancel := context.WithTimeout(c.t.Context(), 30*time.Second)
 	defer cancel()
@@ -499,42 +487,12 @@ func (c *crawl) verify() result {
 }
 
 // warcResponses counts response records per target URI over every WARC
-// file of every worker, including the ".open" files a killed worker left:
-// their complete gzip members must be readable; a torn last member ends the
-// file's reading without failing the test.
+// file of every worker, including the ".open" files a killed worker left.
 func (c *crawl) warcResponses() (map[string]int, int) {
 	c.t.Helper()
-	files, _ := filepath.Glob(filepath.Join(c.dir, "*", "*.warc.gz*"))
-	got := map[string]int{}
-	open := 0
-	for _, f := range files {
-		isOpen := strings.HasSuffix(f, ".open")
-		if isOpen {
-			open++
-		} else if !strings.HasSuffix(f, ".warc.gz") {
-			continue
-		}
-		fh, err := os.Open(f)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		r := storage.NewReader(fh)
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				if !isOpen {
-					c.t.Errorf("%s: %v", f, err)
-				}
-				break
-			}
-			if rec.Type() == "response" {
-				got[rec.Get("WARC-Target-URI")]++
-			}
-		}
-		fh.Close()
+	got, open, err := testenv.WARCResponses(c.dir)
+	if err != nil {
+		c.t.Error(err)
 	}
 	return got, open
 }
@@ -547,39 +505,6 @@ func countFetchable(truth map[string]testenv.WebExpect) int {
 		}
 	}
 	return n
-}
-
-// diffTruth compares final statuses with the ground truth: every URL with
-// a non-zero expected status is logged with it, no URL the truth forbids got
-// an HTTP status, and nothing outside the truth was logged.
-func diffTruth(truth map[string]testenv.WebExpect, final map[string]int) []string {
-	var bad []string
-	for u, exp := range truth {
-		got, ok := final[u]
-		switch {
-		case exp.Status != 0 && !ok:
-			bad = append(bad, fmt.Sprintf("missing %s (want %d, depth %d)", u, exp.Status, exp.Depth))
-		case exp.Status != 0 && got != exp.Status:
-			bad = append(bad, fmt.Sprintf("status %s = %d, want %d", u, got, exp.Status))
-		case exp.Status == 0 && ok && got > 0:
-			bad = append(bad, fmt.Sprintf("fetched %s (status %d) but it must not be", u, got))
-		}
-	}
-	for u, s := range final {
-		if _, ok := truth[u]; !ok {
-			bad = append(bad, fmt.Sprintf("unexpected %s (status %d)", u, s))
-		}
-	}
-	sort.Strings(bad)
-	return bad
-}
-
-// firstN joins up to n lines for a failure message.
-func firstN(lines []string, n int) string {
-	if len(lines) > n {
-		return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n... and %d more", len(lines)-n)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // waitUntil polls cond every 50 ms until it holds, failing the test with

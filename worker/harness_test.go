@@ -1,14 +1,12 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -133,21 +131,12 @@ func (c *crawlEnv) runWorkers(n int, timeout time.Duration) {
 	}
 }
 
-// logs reads every worker's crawl.log.
+// logs reads every worker's crawl.log, in time order.
 func (c *crawlEnv) logs() []storage.LogEntry {
 	c.t.Helper()
-	files, _ := filepath.Glob(filepath.Join(c.out, "*", "crawl.log"))
-	var all []storage.LogEntry
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		es, err := storage.ReadCrawlLog(bytes.NewReader(data))
-		if err != nil {
-			c.t.Fatalf("%s: %v", f, err)
-		}
-		all = append(all, es...)
+	all, err := testenv.ReadCrawlLogs(c.out)
+	if err != nil {
+		c.t.Fatal(err)
 	}
 	return all
 }
@@ -155,72 +144,16 @@ func (c *crawlEnv) logs() []storage.LogEntry {
 // warcResponses counts response records per target URI over all WARC files.
 func (c *crawlEnv) warcResponses() map[string]int {
 	c.t.Helper()
-	files, _ := filepath.Glob(filepath.Join(c.out, "*", "*.warc.gz"))
-	got := map[string]int{}
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		r := storage.NewReader(fh)
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				c.t.Fatalf("%s: %v", f, err)
-			}
-			if rec.Type() == "response" {
-				got[rec.Get("WARC-Target-URI")]++
-			}
-		}
-		fh.Close()
+	got, _, err := testenv.WARCResponses(c.out)
+	if err != nil {
+		c.t.Fatal(err)
 	}
 	return got
 }
 
-// finalStatus maps each logged URL to its last logged status, and counts the
-// lines per URL.
-func finalStatus(entries []storage.LogEntry) (map[string]int, map[string]int) {
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].TS.Before(entries[j].TS) })
-	final, lines := map[string]int{}, map[string]int{}
-	for _, e := range entries {
-		final[e.URL] = e.Status
-		lines[e.URL]++
-	}
-	return final, lines
-}
-
-// diffTruth compares the final statuses of a crawl with the ground truth:
-// every URL with a non-zero expected status is logged with that status, and
-// no URL the truth says must not be fetched got an HTTP status.
-func diffTruth(truth map[string]testenv.WebExpect, final map[string]int) []string {
-	var bad []string
-	for u, exp := range truth {
-		got, ok := final[u]
-		switch {
-		case exp.Status != 0 && !ok:
-			bad = append(bad, fmt.Sprintf("missing %s (want %d, depth %d)", u, exp.Status, exp.Depth))
-		case exp.Status != 0 && got != exp.Status:
-			bad = append(bad, fmt.Sprintf("status %s = %d, want %d", u, got, exp.Status))
-		case exp.Status == 0 && ok && got > 0:
-			bad = append(bad, fmt.Sprintf("fetched %s (status %d) but it must not be", u, got))
-		}
-	}
-	for u, s := range final {
-		if _, ok := truth[u]; !ok {
-			bad = append(bad, fmt.Sprintf("unexpected %s (status %d)", u, s))
-		}
-	}
-	sort.Strings(bad)
-	return bad
-}
-
-// firstN returns up to n lines of s for failure messages.
-func firstN(lines []string, n int) string {
-	if len(lines) > n {
-		return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n... and %d more", len(lines)-n)
-	}
-	return strings.Join(lines, "\n")
-}
+// Shorter names for the shared checks of package testenv.
+var (
+	finalStatus = testenv.FinalStatus
+	diffTruth   = testenv.DiffTruth
+	firstN      = testenv.FirstLines
+)
