@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -174,6 +176,63 @@ func TestCrawlDelayWinsOverAFasterRate(t *testing.T) {
 	for i := 1; i < len(times); i++ {
 		if gap := times[i].Sub(times[i-1]); gap < 270*time.Millisecond {
 			t.Errorf("requests %d and %d only %v apart; Crawl-delay is 300ms", i-1, i, gap)
+		}
+	}
+}
+
+// A live config change: the per-host rate is raised mid-crawl and every
+// worker applies it within a second, as the spacing measured at the server
+// shows (5/s before: >= 200 ms apart; 25/s after: about 40 ms apart).
+func TestLiveRateChangeShowsAtTheServer(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 4, Hosts: 2, PagesPerHost: 60, LinksPerPage: 4})
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	cfg.PerHostRatePerS = 5
+	cfg.PerHostMaxInFlight = 1
+	c := newCrawl(t, zk.Addr(), "live", cfg, frontier.Layout{Shards: 8, Spread: 2}, web.Seeds())
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d1 := c.startWorker(ctx, "w1", nil)
+	d2 := c.startWorker(ctx, "w2", nil)
+	time.Sleep(2 * time.Second)
+	changed := time.Now()
+	cfg.PerHostRatePerS = 25
+	c.setConfig(cfg)
+	for i, d := range []<-chan error{d1, d2} {
+		if err := <-d; err != nil {
+			t.Fatalf("worker w%d: %v", i+1, err)
+		}
+	}
+	byHost := map[string][]time.Time{}
+	for _, r := range web.Requests() {
+		if r.Path != "/robots.txt" {
+			byHost[r.Host] = append(byHost[r.Host], r.Time)
+		}
+	}
+	for host, times := range byHost {
+		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+		var before, after []time.Duration
+		for i := 1; i < len(times); i++ {
+			gap := times[i].Sub(times[i-1])
+			switch {
+			case times[i].Before(changed):
+				before = append(before, gap)
+			case times[i-1].After(changed.Add(time.Second)):
+				after = append(after, gap)
+			}
+		}
+		if len(before) < 3 || len(after) < 10 {
+			t.Fatalf("host %s: %d gaps before the change, %d after it; the crawl ended too soon", host, len(before), len(after))
+		}
+		for _, g := range before {
+			if g < 198*time.Millisecond {
+				t.Errorf("host %s: gap %v before the change, rate 5/s allows >= 200ms", host, g)
+			}
+		}
+		slices.Sort(after)
+		if med := after[len(after)/2]; med > 80*time.Millisecond || after[0] < 38*time.Millisecond {
+			t.Errorf("host %s: after the change the gaps are %v (median %v), want about 40ms (25/s) and never under it", host, after, med)
 		}
 	}
 }
