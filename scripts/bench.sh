@@ -7,7 +7,7 @@
 # every log, crawl log and results.json in OUT (default
 # ./out/bench-<timestamp>).
 #
-#   ./scripts/bench.sh                  # all four parts, about 5 to 8 minutes
+#   ./scripts/bench.sh                  # all four parts, about 4 minutes on 2 cores
 #   ./scripts/bench.sh --skip-scale     # without the 1,000,000-URL frontier
 #   ./scripts/bench.sh --workers 3      # any crawlbench flag (see bin/crawlbench --help)
 #

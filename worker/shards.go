@@ -131,7 +131,8 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 		if err := w.waitRunnable(ctx); err != nil {
 			return
 		}
-		claim, err := w.queue.Take(ctx, sess, shard, w.accept)
+		claim, err := w.queue.Take(ctx, sess, shard, w.acceptFor(shard))
+		w.settleReservation(shard, err == nil)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 				return
@@ -152,10 +153,9 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 			_ = claim.Fail(work, failedRecord(claim.Data(), err.Error()))
 			continue
 		}
-		host := frontier.Host(it.URL)
-		w.holdHost(host)
+		host := frontier.Host(it.URL) // its claim slot was reserved by acceptFor
 		if err := w.acquireSlot(ctx); err != nil {
-			w.dropHost(host, shard)
+			w.dropHost(host)
 			w.abandon(work, claim, it, err)
 			return
 		}
@@ -163,7 +163,7 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 		go func() {
 			defer inflight.Done()
 			defer w.releaseSlot()
-			defer w.dropHost(host, shard)
+			defer w.dropHost(host)
 			w.process(work, claim, it)
 		}()
 	}
@@ -253,47 +253,114 @@ func memberView(ids []string) string {
 	return strconv.FormatUint(h.Sum64(), 36)
 }
 
-// accept is the Take filter: an item is taken when its retry time has come
-// and its host holds fewer claims than per_host_max_in_flight + 1 (one
-// prefetched item waits on politeness while another is fetched).
-func (w *Worker) accept(_ string, data []byte) bool {
-	it, err := frontier.DecodeItem(data)
-	if err != nil {
-		return true // claimed, then moved to failed with the reason
-	}
-	if !it.NotBefore.IsZero() && time.Now().Before(it.NotBefore) {
-		return false
-	}
-	limit := w.current().cfg.PerHostMaxInFlight + 1
-	host := frontier.Host(it.URL)
-	w.hostsMu.Lock()
-	defer w.hostsMu.Unlock()
-	if w.hosts[host] >= limit {
-		w.blocked[host] = true
-		return false
-	}
-	return true
+// hostSlots counts the claims this worker holds per host, so that a host
+// never holds more than per_host_max_in_flight + 1 claims here (one
+// prefetched item waits on politeness while another is fetched), and
+// remembers which shards turned a busy host's items away, oldest first, so
+// a freed slot wakes the shard that waited longest.
+type hostSlots struct {
+	mu      sync.Mutex
+	held    map[string]int   // host -> claims held or reserved
+	waiting map[string][]int // host -> shards that turned its items away
+	pending map[int]string   // shard -> host reserved by its last accept
 }
 
-func (w *Worker) holdHost(host string) {
-	w.hostsMu.Lock()
-	w.hosts[host]++
-	w.hostsMu.Unlock()
+func newHostSlots() *hostSlots {
+	return &hostSlots{held: map[string]int{}, waiting: map[string][]int{}, pending: map[int]string{}}
 }
 
-// dropHost releases a host claim slot and, if an item of that host was
-// turned away meanwhile, makes the shard's Take look at its items again.
-func (w *Worker) dropHost(host string, shard int) {
-	w.hostsMu.Lock()
-	w.hosts[host]--
-	if w.hosts[host] <= 0 {
-		delete(w.hosts, host)
+// acceptFor returns shard's Take filter: an item is taken when its retry
+// time has come and its host has a free claim slot, which the filter
+// reserves at once (so a host's several shards cannot all pass at the same
+// moment). Take calls the filter again only when the claim of the item it
+// accepted failed, so a new call first returns the previous reservation;
+// settleReservation ends the last one when Take returns.
+func (w *Worker) acceptFor(shard int) func(string, []byte) bool {
+	return func(_ string, data []byte) bool {
+		hs := w.slots
+		hs.mu.Lock()
+		defer hs.mu.Unlock()
+		if wake := w.returnPendingLocked(shard); wake >= 0 && wake != shard {
+			go w.queue.Nudge(wake)
+		}
+		it, err := frontier.DecodeItem(data)
+		if err != nil {
+			return true // claimed, then moved to failed with the reason
+		}
+		if !it.NotBefore.IsZero() && time.Now().Before(it.NotBefore) {
+			return false
+		}
+		limit := w.current().cfg.PerHostMaxInFlight + 1
+		host := frontier.Host(it.URL)
+		if hs.held[host] >= limit {
+			if !slices.Contains(hs.waiting[host], shard) {
+				hs.waiting[host] = append(hs.waiting[host], shard)
+			}
+			return false
+		}
+		hs.held[host]++
+		hs.pending[shard] = host
+		return true
 	}
-	nudge := w.blocked[host]
-	delete(w.blocked, host)
-	w.hostsMu.Unlock()
-	if nudge {
-		w.queue.Nudge(shard)
+}
+
+// settleReservation ends shard's pending reservation after Take returns:
+// kept for the claimed item, returned if Take failed.
+func (w *Worker) settleReservation(shard int, claimed bool) {
+	hs := w.slots
+	hs.mu.Lock()
+	if claimed {
+		delete(hs.pending, shard)
+		hs.mu.Unlock()
+		return
+	}
+	wake := w.returnPendingLocked(shard)
+	hs.mu.Unlock()
+	if wake >= 0 {
+		w.queue.Nudge(wake)
+	}
+}
+
+// returnPendingLocked gives back shard's reserved slot, if any, and returns
+// the shard to wake for it (or -1). hs.mu must be held.
+func (w *Worker) returnPendingLocked(shard int) int {
+	hs := w.slots
+	host, ok := hs.pending[shard]
+	if !ok {
+		return -1
+	}
+	delete(hs.pending, shard)
+	return w.freeLocked(host)
+}
+
+// freeLocked frees one claim slot of host and pops the shard that has
+// waited longest for it (or -1). hs.mu must be held.
+func (w *Worker) freeLocked(host string) int {
+	hs := w.slots
+	if hs.held[host]--; hs.held[host] <= 0 {
+		delete(hs.held, host)
+	}
+	q := hs.waiting[host]
+	if len(q) == 0 {
+		return -1
+	}
+	if len(q) == 1 {
+		delete(hs.waiting, host)
+	} else {
+		hs.waiting[host] = q[1:]
+	}
+	return q[0]
+}
+
+// dropHost frees the claim slot of a finished item and makes the shard that
+// waited longest for one of that host look at its items again at once
+// (instead of after coord's recheck interval).
+func (w *Worker) dropHost(host string) {
+	w.slots.mu.Lock()
+	wake := w.freeLocked(host)
+	w.slots.mu.Unlock()
+	if wake >= 0 {
+		w.queue.Nudge(wake)
 	}
 }
 

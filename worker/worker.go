@@ -89,13 +89,11 @@ type Worker struct {
 	warc    *storage.Writer
 	clog    *storage.CrawlLog
 
-	live    atomic.Pointer[liveConfig] // the config in force
-	cfgErr  atomic.Pointer[string]     // last rejected config, "" when none
-	view    atomic.Pointer[string]     // the member list shard ownership follows (memberView)
-	wake    broadcast                  // fired when the config or a host slot changes
-	hostsMu sync.Mutex
-	hosts   map[string]int  // claims held per host authority
-	blocked map[string]bool // hosts whose items accept turned away since their last release
+	live   atomic.Pointer[liveConfig] // the config in force
+	cfgErr atomic.Pointer[string]     // last rejected config, "" when none
+	view   atomic.Pointer[string]     // the member list shard ownership follows (memberView)
+	wake   broadcast                  // fired when the config or a host slot changes
+	slots  *hostSlots                 // claims held per host, and shards waiting for them
 
 	counters counters
 	metrics  *Metrics
@@ -152,8 +150,7 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		opts:    opts,
 		root:    root,
 		log:     log,
-		hosts:   make(map[string]int),
-		blocked: make(map[string]bool),
+		slots:   newHostSlots(),
 		metrics: opts.Metrics,
 	}
 	w.client, err = coord.Connect(ctx, opts.Servers, coord.WithSessionTimeout(opts.SessionTimeout),

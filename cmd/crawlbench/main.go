@@ -5,8 +5,9 @@
 //     rate limits off: pages/s, CPU per page, ZooKeeper writes per page
 //     (zxid delta), claim latency (the workers' queue_claim histograms),
 //     peak RSS per worker, and correctness against the ground truth;
-//  2. the real-site comparison with wget (scripts/demo-real.sh runs it;
-//     this driver reads its summary and crawl logs);
+//  2. the real-site comparison with wget -r: scripts/demo-real.sh's setup
+//     (the PostgreSQL manual served by nginx), timed like part 1, on
+//     loopback and through a proxy that adds latency per response;
 //  3. the frontier at scale: 1,000,000 URLs seeded, the largest queue
 //     parent, ZooKeeper memory and snapshot size, claim latency;
 //  4. kill-to-takeover: how long the items of a SIGKILLed worker wait
@@ -33,15 +34,16 @@ import (
 
 const about = `Runs zkcrawl's benchmark: the synthetic web crawled by 1, 2 and 3 worker
 processes (pages/s, CPU and ZooKeeper writes per page, claim latency, RSS,
-correctness), the real-site comparison with wget (read from a finished
-scripts/demo-real.sh run), the frontier with 1,000,000 URLs (seeding rate,
+correctness), the real-site comparison with wget -r (the PostgreSQL manual
+served by nginx, as scripts/demo-real.sh does, on loopback and with added
+latency), the frontier with 1,000,000 URLs (seeding rate,
 largest queue parent, ZooKeeper memory and snapshot, claim latency), and the
 takeover time after a worker is killed. It prints one table and writes it to
 --md with the machine and the commands to rerun. Every process it starts is
 stopped when it ends or is interrupted.`
 
 const examples = `  crawlbench --bin ./bin --out ./out/bench --md BENCHMARKS.md
-  crawlbench --skip-scale --workers 3 --md ''         # quick: part 1 with 3 workers and part 4
+  crawlbench --skip-scale --workers 3 --repeat 1 --md ''   # quick: parts 1 (3 workers), 2 and 4
   crawlbench --skip-synth --skip-scale --skip-takeover # part 2 only`
 
 func main() { cli.Main("crawlbench", run) }
@@ -55,6 +57,7 @@ type options struct {
 	scope                            string
 	crawlTimeout                     time.Duration
 	synthInFlight                    int
+	repeat                           int
 	skipSynth, skipScale, skipKill   bool
 	scaleHosts, scalePaths           int
 	scaleClaims                      int
@@ -113,6 +116,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&o.cross, "cross", 0.2, "part 1: share of links to another host")
 	fs.StringVar(&o.scope, "scope", "any", "part 1: crawl scope: any or same_host")
 	fs.IntVar(&o.synthInFlight, "in-flight", 8, "part 1: per_host_max_in_flight")
+	fs.IntVar(&o.repeat, "repeat", 2, "part 1: rounds of the worker counts; the table keeps each count's fastest run")
 	fs.DurationVar(&o.crawlTimeout, "crawl-timeout", 5*time.Minute, "part 1: give up on a crawl after this long")
 	fs.BoolVar(&o.skipSynth, "skip-synth", false, "skip part 1")
 	fs.BoolVar(&o.skipScale, "skip-scale", false, "skip part 3 (the 1,000,000-URL frontier, a few minutes)")

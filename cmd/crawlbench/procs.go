@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -163,4 +164,25 @@ func fileSizes(paths []string) []int64 {
 		}
 	}
 	return out
+}
+
+// gaps returns the longest pause between consecutive crawl log lines (by
+// their ts, milliseconds) and the summed length of the pauses longer than
+// minGap: time in which the crawl fetched nothing at all.
+func gaps(lines []logLine, minGap time.Duration) (longest, total time.Duration) {
+	var ts []time.Time
+	for _, l := range lines {
+		if t, err := time.Parse(time.RFC3339Nano, l.TS); err == nil {
+			ts = append(ts, t)
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	for i := 1; i < len(ts); i++ {
+		d := ts[i].Sub(ts[i-1])
+		longest = max(longest, d)
+		if d > minGap {
+			total += d
+		}
+	}
+	return longest, total
 }

@@ -62,6 +62,8 @@ type realRun struct {
 	ZKCrawlS       float64 // first worker start to the last crawl log line
 	SeedS          float64 // the seeder run (crawl creation + 1 seed)
 	DetectS        float64 // last crawl log line to done confirmed
+	LongestGapS    float64 // longest pause between two crawl log lines
+	IdleGapsS      float64 // summed pauses over 250 ms: nothing fetched at all
 	Ratio          float64 // ZKS / WgetS
 	CrawlRatio     float64 // ZKCrawlS / WgetS
 	Missing, Dups  int     // of wget's pages
@@ -361,6 +363,8 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 		return nil, err
 	}
 	run.ZKLines = len(lines)
+	longest, idle := gaps(lines, 250*time.Millisecond)
+	run.LongestGapS, run.IdleGapsS = longest.Seconds(), idle.Seconds()
 	ok200 := map[string]int{}
 	count := map[string]int{}
 	run.PagesByWorker = map[string]int{}
@@ -386,7 +390,7 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 		}
 	}
 	b.log.Info("part 2 run done", "latency", latency, "wget_s", round(run.WgetS, 2), "zkcrawl_s", round(run.ZKS, 2),
-		"ratio", round(run.Ratio, 2), "pages", run.ZKPages, "missing", run.Missing, "dups", run.Dups)
+		"ratio", round(run.Ratio, 2), "idle_gaps_s", round(run.IdleGapsS, 2), "pages", run.ZKPages, "missing", run.Missing, "dups", run.Dups)
 	return run, nil
 }
 

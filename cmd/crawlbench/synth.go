@@ -26,13 +26,15 @@ type synthResult struct {
 	CrossHostShare                    float64
 	Scope                             string
 	MaxInFlight                       int
-	Expected                          int // ground-truth URLs a correct crawl fetches
-	Runs                              []synthRun
+	Expected                          int        // ground-truth URLs a correct crawl fetches
+	Runs                              []synthRun // the fastest attempt of each worker count
+	Attempts                          []synthRun // every run, in order
 }
 
 // synthRun is one crawl with Workers processes.
 type synthRun struct {
 	Workers     int
+	Attempt     int
 	Crawl       string
 	Pages       int     // crawl log lines (fetch attempts)
 	URLs        int     // distinct URLs logged
@@ -61,6 +63,8 @@ type synthRun struct {
 	LoadBefore, LoadAfter          string
 	FirstWorkerReadyS              float64 // until every worker served metrics
 	DetectS                        float64 // the last crawl log write to done confirmed
+	LongestGapS                    float64 // longest pause between two crawl log lines
+	IdleGapsS                      float64 // summed pauses over 250 ms: nothing fetched at all
 }
 
 // synthConfig is the crawl config of part 1.
@@ -104,24 +108,36 @@ func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range o.workers {
-		run, err := b.synthRun(ctx, web, truth, zk, n)
-		if err != nil {
-			return res, fmt.Errorf("part 1, %d workers: %w", n, err)
+	// Rounds of 1, 2, 3 workers, --repeat times; the table keeps each
+	// count's fastest run (other jobs on the machine only slow a run down),
+	// results.json and the details keep every attempt.
+	best := map[int]*synthRun{}
+	for a := 1; a <= max(o.repeat, 1); a++ {
+		for _, n := range o.workers {
+			run, err := b.synthRun(ctx, web, truth, zk, n, a)
+			if err != nil {
+				return res, fmt.Errorf("part 1, %d workers, attempt %d: %w", n, a, err)
+			}
+			res.Attempts = append(res.Attempts, *run)
+			if best[n] == nil || run.PagesPerS > best[n].PagesPerS {
+				best[n] = run
+			}
+			b.log.Info("part 1 run done", "workers", n, "attempt", a, "pages", run.Pages, "wall_s", round(run.WallS, 2),
+				"pages_per_s", round(run.PagesPerS, 0), "zk_writes_per_page", round(run.ZKWritesPerPage, 2),
+				"claim_p50_ms", round(run.ClaimP50Ms, 2), "claim_p99_ms", round(run.ClaimP99Ms, 2),
+				"idle_gaps_s", round(run.IdleGapsS, 2), "missing", run.Missing, "dups", run.Dups, "load", run.LoadAfter)
 		}
-		res.Runs = append(res.Runs, *run)
-		b.log.Info("part 1 run done", "workers", n, "pages", run.Pages, "wall_s", round(run.WallS, 2),
-			"pages_per_s", round(run.PagesPerS, 0), "zk_writes_per_page", round(run.ZKWritesPerPage, 2),
-			"claim_p50_ms", round(run.ClaimP50Ms, 2), "claim_p99_ms", round(run.ClaimP99Ms, 2),
-			"missing", run.Missing, "dups", run.Dups, "load", run.LoadAfter)
+	}
+	for _, n := range o.workers {
+		res.Runs = append(res.Runs, *best[n])
 	}
 	return res, nil
 }
 
-func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *sharedZK, n int) (*synthRun, error) {
+func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *sharedZK, n, attempt int) (*synthRun, error) {
 	zkAddr, zkpid, client := zk.srv.Addr(), zk.pid, zk.client
-	run := &synthRun{Workers: n, Crawl: fmt.Sprintf("synth-w%d-%d", n, time.Now().Unix())}
-	dir := filepath.Join(b.outDir, "synth", fmt.Sprintf("w%d", n))
+	run := &synthRun{Workers: n, Attempt: attempt, Crawl: fmt.Sprintf("synth-w%d-a%d-%d", n, attempt, time.Now().Unix())}
+	dir := filepath.Join(b.outDir, "synth", fmt.Sprintf("w%d-a%d", n, attempt))
 	if err := b.seed(ctx, zkAddr, run.Crawl, dir, b.synthConfig(), web.Seeds()); err != nil {
 		return nil, err
 	}
@@ -228,6 +244,8 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 		return nil, err
 	}
 	c := checkTruth(lines, truth)
+	longest, idle := gaps(lines, 250*time.Millisecond)
+	run.LongestGapS, run.IdleGapsS = longest.Seconds(), idle.Seconds()
 	run.Pages, run.URLs, run.Missing, run.Dups, run.Extra, run.WrongStatus = len(lines), c.urls, c.missing, c.dups, c.extra, c.wrong
 	per := map[string]int{}
 	for _, l := range lines {

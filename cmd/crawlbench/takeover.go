@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -79,7 +80,10 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer zks.Close()
+	defer func() {
+		_ = zks.Close()
+		_ = os.RemoveAll(filepath.Join(zks.Dir(), "data"))
+	}()
 	b.noteZK(ctx, zks.Addr())
 	client, err := coord.Connect(ctx, zks.Addr(), coord.WithLogger(b.quiet))
 	if err != nil {

@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -70,10 +71,12 @@ func (b *bench) sharedServer(ctx context.Context) (*sharedZK, error) {
 	return s, nil
 }
 
-// close stops the shared server.
+// close stops the shared server and removes its data (snapshots and
+// transaction logs; zookeeper.log and gc.log stay).
 func (s *sharedZK) close() {
 	s.client.Close()
 	_ = s.srv.Close()
+	_ = os.RemoveAll(filepath.Join(s.srv.Dir(), "data"))
 }
 
 // warmUp enqueues n items into a throwaway crawl and claims and completes
