@@ -565,11 +565,47 @@ func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
 // Errors: ErrSessionExpired when sess ends; ctx errors; ErrInvalidArgument;
 // ErrNotInitialized; other ZooKeeper errors after retries.
 func (q *Queue) Take(ctx context.Context, sess *Session, shard int, accept func(name string, data []byte) bool) (*Claim, error) {
+	var reserve Reserve
+	if accept != nil {
+		reserve = func(name string, data []byte) (func(), bool) { return nil, accept(name, data) }
+	}
+	return q.TakeReserving(ctx, sess, shard, reserve)
+}
+
+// Reserve is a Take filter that may hold a resource of the caller's for the
+// item it accepts (a per-host slot, say): ok reports acceptance; release,
+// if not nil, is called when the accepted item is not claimed after all
+// (claimed by another, gone, changed meanwhile, or an error), so the
+// reservation cannot leak. When TakeReserving returns a Claim, the
+// reservation made for its item belongs to the caller.
+type Reserve func(name string, data []byte) (release func(), ok bool)
+
+// TakeReserving is Take with a Reserve filter. Errors as Take.
+func (q *Queue) TakeReserving(ctx context.Context, sess *Session, shard int, reserve Reserve) (*Claim, error) {
 	if err := q.checkShard("Queue.Take", shard); err != nil {
 		return nil, err
 	}
 	if sess == nil {
 		return nil, fmt.Errorf("coord: Queue.Take: nil session: %w", ErrInvalidArgument)
+	}
+	var held func() // release of the last acceptance not yet claimed
+	giveBack := func() {
+		if held != nil {
+			held()
+			held = nil
+		}
+	}
+	defer giveBack()
+	var accept func(string, []byte) bool
+	if reserve != nil {
+		accept = func(name string, data []byte) bool {
+			giveBack() // an earlier acceptance (e.g. before a re-read) was not claimed
+			release, ok := reserve(name, data)
+			if ok {
+				held = release
+			}
+			return ok
+		}
 	}
 	cur := q.cursors[shard]
 	for {
@@ -578,9 +614,12 @@ func (q *Queue) Take(ctx context.Context, sess *Session, shard int, accept func(
 			return nil, err
 		}
 		cl, err := q.tryClaim(ctx, sess, shard, name, accept)
-		switch {
-		case err == nil:
+		if err == nil {
+			held = nil // the caller owns the reservation now
 			return cl, nil
+		}
+		giveBack()
+		switch {
 		case errors.Is(err, ErrGone):
 		case errors.Is(err, ErrClaimed), errors.Is(err, errRejected):
 			cur.mu.Lock()

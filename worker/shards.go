@@ -34,14 +34,23 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 		}
 	}()
 
-	member, err := w.join(sctx, sess)
-	if err != nil {
-		if sctx.Err() == nil {
-			w.log.Error("could not join the crawl's worker list", "error", err)
+	var member *coord.Member
+	for {
+		var err error
+		if member, err = w.join(sctx, sess); err == nil {
+			break
 		}
-		// Wait for the session to end or the stop, then let Run decide.
-		<-sctx.Done()
-		return
+		if sctx.Err() != nil {
+			return
+		}
+		// For example the id is still held by a previous incarnation's
+		// session that has not expired yet: try again.
+		w.log.Error("could not join the crawl's worker list; retrying", "error", err)
+		select {
+		case <-sctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
 	var loops sync.WaitGroup
 	loops.Add(1)
@@ -131,8 +140,7 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 		if err := w.waitRunnable(ctx); err != nil {
 			return
 		}
-		claim, err := w.queue.Take(ctx, sess, shard, w.acceptFor(shard))
-		w.settleReservation(shard, err == nil)
+		claim, err := w.queue.TakeReserving(ctx, sess, shard, w.reserveFor(shard))
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 				return
@@ -262,75 +270,40 @@ type hostSlots struct {
 	mu      sync.Mutex
 	held    map[string]int   // host -> claims held or reserved
 	waiting map[string][]int // host -> shards that turned its items away
-	pending map[int]string   // shard -> host reserved by its last accept
 }
 
 func newHostSlots() *hostSlots {
-	return &hostSlots{held: map[string]int{}, waiting: map[string][]int{}, pending: map[int]string{}}
+	return &hostSlots{held: map[string]int{}, waiting: map[string][]int{}}
 }
 
-// acceptFor returns shard's Take filter: an item is taken when its retry
-// time has come and its host has a free claim slot, which the filter
-// reserves at once (so a host's several shards cannot all pass at the same
-// moment). Take calls the filter again only when the claim of the item it
-// accepted failed, so a new call first returns the previous reservation;
-// settleReservation ends the last one when Take returns.
-func (w *Worker) acceptFor(shard int) func(string, []byte) bool {
-	return func(_ string, data []byte) bool {
-		hs := w.slots
-		hs.mu.Lock()
-		defer hs.mu.Unlock()
-		if wake := w.returnPendingLocked(shard); wake >= 0 && wake != shard {
-			go w.queue.Nudge(wake)
-		}
+// reserveFor returns shard's Take filter (coord.Reserve): an item is taken
+// when its retry time has come and its host has a free claim slot, which
+// the filter reserves at once, so a host's several shards cannot all pass
+// at the same moment. coord gives the slot back if the item is not claimed
+// after all; a claimed item's slot is freed by dropHost when it is done.
+func (w *Worker) reserveFor(shard int) coord.Reserve {
+	return func(_ string, data []byte) (func(), bool) {
 		it, err := frontier.DecodeItem(data)
 		if err != nil {
-			return true // claimed, then moved to failed with the reason
+			return nil, true // claimed, then moved to failed with the reason
 		}
 		if !it.NotBefore.IsZero() && time.Now().Before(it.NotBefore) {
-			return false
+			return nil, false
 		}
 		limit := w.current().cfg.PerHostMaxInFlight + 1
 		host := frontier.Host(it.URL)
+		hs := w.slots
+		hs.mu.Lock()
+		defer hs.mu.Unlock()
 		if hs.held[host] >= limit {
 			if !slices.Contains(hs.waiting[host], shard) {
 				hs.waiting[host] = append(hs.waiting[host], shard)
 			}
-			return false
+			return nil, false
 		}
 		hs.held[host]++
-		hs.pending[shard] = host
-		return true
+		return func() { w.dropHost(host) }, true
 	}
-}
-
-// settleReservation ends shard's pending reservation after Take returns:
-// kept for the claimed item, returned if Take failed.
-func (w *Worker) settleReservation(shard int, claimed bool) {
-	hs := w.slots
-	hs.mu.Lock()
-	if claimed {
-		delete(hs.pending, shard)
-		hs.mu.Unlock()
-		return
-	}
-	wake := w.returnPendingLocked(shard)
-	hs.mu.Unlock()
-	if wake >= 0 {
-		w.queue.Nudge(wake)
-	}
-}
-
-// returnPendingLocked gives back shard's reserved slot, if any, and returns
-// the shard to wake for it (or -1). hs.mu must be held.
-func (w *Worker) returnPendingLocked(shard int) int {
-	hs := w.slots
-	host, ok := hs.pending[shard]
-	if !ok {
-		return -1
-	}
-	delete(hs.pending, shard)
-	return w.freeLocked(host)
 }
 
 // freeLocked frees one claim slot of host and pops the shard that has
