@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,4 +186,25 @@ func gaps(lines []logLine, minGap time.Duration) (longest, total time.Duration) 
 		}
 	}
 	return longest, total
+}
+
+// stopAll stops the workers and reads their crawl logs.
+func stopAll(workers []*workerProc) ([]logLine, error) {
+	var logs []string
+	for _, w := range workers {
+		w.stop()
+		logs = append(logs, w.CrawlLog())
+	}
+	return readCrawlLogs(logs)
+}
+
+// forEach runs fn(0..n-1) on `parallel` goroutines and returns the first
+// error (golang.org/x/sync/errgroup with a limit).
+func forEach(ctx context.Context, n, parallel int, fn func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i := range n {
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
 }

@@ -351,14 +351,7 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 		run.ZKWrites = s1.Zxid - s0.Zxid
 	}
 	run.LoadAfter = loadavg()
-	for _, w := range workers {
-		w.stop()
-	}
-	var logs []string
-	for _, w := range workers {
-		logs = append(logs, w.CrawlLog())
-	}
-	lines, err := readCrawlLogs(logs)
+	lines, err := stopAll(workers)
 	if err != nil {
 		return nil, err
 	}

@@ -268,31 +268,7 @@ func (b *bench) scaleClaims(ctx context.Context, client *coord.Client, q *coord.
 	claims := make([]*coord.Claim, len(targets))
 	claimD := make([]time.Duration, len(targets))
 	releaseD := make([]time.Duration, len(targets))
-	runPar := func(fn func(i int) error) error {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= len(targets) {
-						return
-					}
-					if err := fn(i); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		return <-errs
-	}
-	err = runPar(func(i int) error {
+	err = forEach(ctx, len(targets), 8, func(ctx context.Context, i int) error {
 		t := time.Now()
 		cl, err := q.Claim(ctx, sess, targets[i].shard, targets[i].name)
 		claimD[i] = time.Since(t)
@@ -302,7 +278,7 @@ func (b *bench) scaleClaims(ctx context.Context, client *coord.Client, q *coord.
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
-	err = runPar(func(i int) error {
+	err = forEach(ctx, len(targets), 8, func(ctx context.Context, i int) error {
 		t := time.Now()
 		err := claims[i].Release(ctx)
 		releaseD[i] = time.Since(t)

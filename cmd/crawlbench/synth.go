@@ -232,14 +232,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	run.CompleteP50Ms = complete.quantile(0.5) * 1000
 	run.PutP50Ms = put.quantile(0.5) * 1000
 
-	for _, w := range workers {
-		w.stop()
-	}
-	var logs []string
-	for _, w := range workers {
-		logs = append(logs, w.CrawlLog())
-	}
-	lines, err := readCrawlLogs(logs)
+	lines, err := stopAll(workers)
 	if err != nil {
 		return nil, err
 	}

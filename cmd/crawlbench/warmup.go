@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
@@ -104,37 +102,20 @@ func warmUp(ctx context.Context, c *coord.Client, n int) error {
 	if err != nil {
 		return err
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, 16)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				s := int(next.Add(1)) - 1
-				if s >= q.Shards() {
-					return
-				}
-				names, _, err := q.Items(ctx, s)
-				if err != nil {
-					errc <- err
-					return
-				}
-				for _, name := range names {
-					cl, err := q.Claim(ctx, sess, s, name)
-					if err == nil {
-						err = cl.Complete(ctx)
-					}
-					if err != nil {
-						errc <- err
-						return
-					}
-				}
+	return forEach(ctx, q.Shards(), 16, func(ctx context.Context, s int) error {
+		names, _, err := q.Items(ctx, s)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			cl, err := q.Claim(ctx, sess, s, name)
+			if err == nil {
+				err = cl.Complete(ctx)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	return <-errc
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
