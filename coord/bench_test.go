@@ -2,7 +2,6 @@ package coord_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,6 +83,6 @@ func BenchmarkCrawlLoop(b *testing.B) {
 	el := time.Since(start)
 	b.ReportMetric(float64(done.Load())/el.Seconds(), "pages/s")
 	if int(done.Load()) < n {
-		b.Fatal(fmt.Sprintf("%d of %d pages", done.Load(), n))
+		b.Fatalf("%d of %d pages", done.Load(), n)
 	}
 }

@@ -249,7 +249,7 @@ func compareWalk(t *testing.T, wk *walker, truth map[string]WebExpect) {
 	want := map[string]walkResult{}
 	for u, e := range truth {
 		if e.Status != 0 {
-			want[u] = walkResult{e.Status, e.Depth}
+			want[u] = walkResult(e)
 		}
 	}
 	for u, got := range wk.fetched {

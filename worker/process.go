@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,8 +67,9 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	start := time.Now()
 	res, ferr := w.fetcher.Fetch(ctx, it.URL)
 	release()
-	entry.DurationMS = time.Since(start).Milliseconds()
-	w.metrics.fetched(res, ferr, time.Since(start))
+	took := time.Since(start)
+	entry.DurationMS = took.Milliseconds()
+	w.metrics.fetched(res, ferr, took)
 	if ctx.Err() != nil {
 		w.abandon(ctx, claim, it, ctx.Err())
 		return
@@ -223,7 +225,7 @@ func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it fronti
 
 func statusNote(status int) string {
 	if status > 0 {
-		return " (HTTP " + itoa(status) + ")"
+		return " (HTTP " + strconv.Itoa(status) + ")"
 	}
 	return " (" + fetch.CodeName(status) + ")"
 }

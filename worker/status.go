@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -143,5 +142,3 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -145,7 +145,7 @@ func (r *report) table() string {
 		p := fmt.Sprintf("1 synthetic web (%d hosts × %d pages, %s links/page, scope %s)", s.Hosts, s.PagesPerHost, f0(float64(s.LinksPerPage)), s.Scope)
 		row(p, "workers", counts, "", "")
 		row("1", "pages/s", joinRuns(s.Runs, func(x synthRun) string { return f0(x.PagesPerS) }),
-			fmt.Sprintf("≥ 800 with 3 workers"), targetPages(s.Runs))
+			"≥ 800 with 3 workers", targetPages(s.Runs))
 		row("1", "wall time, s (first worker start to last page)", joinRuns(s.Runs, func(x synthRun) string { return f2(x.WallS) }), "", "")
 		row("1", "worker CPU per page, ms (all workers)", joinRuns(s.Runs, func(x synthRun) string { return f2(x.WorkerCPUMsPerPage) }), "", "")
 		row("1", "ZooKeeper CPU per page, ms (the JVM)", joinRuns(s.Runs, func(x synthRun) string { return f2(x.ZKCPUMsPerPage) }), "", "")

@@ -14,11 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -287,36 +287,16 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 	res.LoadAfter = loadavg()
 	res.Shards = len(shards)
 	res.VictimHosts = len(victimHosts)
-	var hd []time.Duration
-	for _, d := range hostDone {
-		hd = append(hd, d)
-	}
-	sortDur(hd)
-	res.HostsTakenOver = len(hd)
-	if len(hd) > 0 {
-		res.HostMinS, res.HostMedianS, res.HostMaxS = hd[0].Seconds(), exactQuantile(hd, 0.5).Seconds(), hd[len(hd)-1].Seconds()
-	}
-	var sd []time.Duration
-	for _, d := range shardDone {
-		sd = append(sd, d)
-	}
-	sortDur(sd)
-	res.ShardsTakenOver = len(sd)
-	if len(sd) > 0 {
-		res.ShardMinS, res.ShardMedianS, res.ShardMaxS = sd[0].Seconds(), exactQuantile(sd, 0.5).Seconds(), sd[len(sd)-1].Seconds()
-	}
 	var ds []time.Duration
 	for _, d := range resolved {
 		if d != 0 {
 			ds = append(ds, d)
 		}
 	}
-	res.Items, res.Unresolved = len(ds), len(items)-len(ds)
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	if len(ds) > 0 {
-		res.MinS, res.MaxS = ds[0].Seconds(), ds[len(ds)-1].Seconds()
-		res.MedianS = exactQuantile(ds, 0.5).Seconds()
-	}
+	res.HostsTakenOver, res.HostMinS, res.HostMedianS, res.HostMaxS = spread(slices.Collect(maps.Values(hostDone)))
+	res.ShardsTakenOver, res.ShardMinS, res.ShardMedianS, res.ShardMaxS = spread(slices.Collect(maps.Values(shardDone)))
+	res.Items, res.MinS, res.MedianS, res.MaxS = spread(ds)
+	res.Unresolved = len(items) - len(ds)
 	b.log.Info("part 4 done", "hosts", res.VictimHosts, "hosts_taken_over", res.HostsTakenOver,
 		"host_median_s", round(res.HostMedianS, 2), "host_max_s", round(res.HostMaxS, 2), "shards", res.Shards, "shards_taken_over", res.ShardsTakenOver,
 		"shard_median_s", round(res.ShardMedianS, 2), "shard_max_s", round(res.ShardMaxS, 2), "items", res.Items, "unresolved", res.Unresolved, "expired_s", round(res.ExpiredS, 2),
@@ -379,4 +359,14 @@ func negotiatedTimeout(ctx context.Context, addr string, sid int64) float64 {
 		return ms / 1000
 	}
 	return 0
+}
+
+// spread returns how many durations there are and their min, median and
+// max in seconds (zeros when there are none).
+func spread(ds []time.Duration) (n int, minS, medianS, maxS float64) {
+	if len(ds) == 0 {
+		return 0, 0, 0, 0
+	}
+	sortDur(ds)
+	return len(ds), ds[0].Seconds(), exactQuantile(ds, 0.5).Seconds(), ds[len(ds)-1].Seconds()
 }
