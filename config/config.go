@@ -77,6 +77,21 @@ type Config struct {
 	// AllowPrivateNetworks lets workers connect to loopback, private and
 	// link-local addresses (SSRF guard off). Tests and the demo set it.
 	AllowPrivateNetworks bool `json:"allow_private_networks"`
+	// MaxQueuedPerHost caps the URLs queued (ready plus backlog) for one
+	// host key; links over it are dropped and counted (docs/design.md,
+	// "Quotas"). 0 = no cap.
+	MaxQueuedPerHost int64 `json:"max_queued_per_host"`
+	// MaxQueuedTotal caps the URLs queued in the whole crawl, enforced per
+	// shard group as MaxQueuedTotal/groups; 0 = no cap.
+	MaxQueuedTotal int64 `json:"max_queued_total"`
+	// MaxFrontierBytes caps the bytes of queued records and seen-set
+	// fingerprints the crawl keeps in ZooKeeper, enforced per shard group as
+	// MaxFrontierBytes/groups (raw record bytes are counted, before
+	// compression); links over it are dropped and counted.
+	MaxFrontierBytes int64 `json:"max_frontier_bytes"`
+	// MaxURLLength is the longest normalized URL, in bytes, that is
+	// enqueued; longer links are dropped and counted.
+	MaxURLLength int `json:"max_url_length"`
 }
 
 // Default returns the settings used for every key a document leaves out.
@@ -94,6 +109,9 @@ func Default() Config {
 		ObeyRobots:         true,
 		MaxAttempts:        3,
 		RetryBackoffMS:     5000,
+		MaxQueuedPerHost:   100_000,
+		MaxFrontierBytes:   1 << 30,
+		MaxURLLength:       2048,
 	}
 }
 
@@ -181,6 +199,14 @@ func (c Config) Validate() error {
 		return bad("max_attempts", "%d is outside 1..100", c.MaxAttempts)
 	case c.RetryBackoffMS < 0 || c.RetryBackoffMS > 86400000:
 		return bad("retry_backoff_ms", "%d is outside 0..86400000", c.RetryBackoffMS)
+	case c.MaxQueuedPerHost < 0 || c.MaxQueuedPerHost > 1e9:
+		return bad("max_queued_per_host", "%d is outside 0..1000000000 (0 = no cap)", c.MaxQueuedPerHost)
+	case c.MaxQueuedTotal < 0 || c.MaxQueuedTotal > 1e12:
+		return bad("max_queued_total", "%d is outside 0..1000000000000 (0 = no cap)", c.MaxQueuedTotal)
+	case c.MaxFrontierBytes < 1<<20 || c.MaxFrontierBytes > 1<<40:
+		return bad("max_frontier_bytes", "%d is outside 1048576..1099511627776 (1 MiB..1 TiB)", c.MaxFrontierBytes)
+	case c.MaxURLLength < 64 || c.MaxURLLength > 2048: // 2048 = frontier.MaxURLLength, what Normalize accepts
+		return bad("max_url_length", "%d is outside 64..2048", c.MaxURLLength)
 	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {

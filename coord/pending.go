@@ -2,9 +2,12 @@ package coord
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Pending counts a queue's items and claims, for deciding whether a crawl
@@ -57,4 +60,23 @@ func (q *Queue) ShardClaims(ctx context.Context, shard int) ([]ClaimInfo, error)
 		return err
 	})
 	return out, err
+}
+
+// ReadyNames lists the items of shard (its ready window, claimed or not),
+// in no particular order, without setting a watch. Errors:
+// ErrInvalidArgument; ErrNotInitialized; ZooKeeper errors after retries.
+func (q *Queue) ReadyNames(ctx context.Context, shard int) ([]string, error) {
+	if err := q.checkShard("Queue.ReadyNames", shard); err != nil {
+		return nil, err
+	}
+	var names []string
+	err := Retry(ctx, q.c.retry, func(ctx context.Context) error {
+		var err error
+		names, _, err = q.c.children(ctx, q.shardPath(queueDir, shard))
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("coord: Queue.ReadyNames %s shard %s: %w", q.name, ShardName(shard), ErrNotInitialized)
+	}
+	return names, err
 }

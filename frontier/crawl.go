@@ -12,31 +12,41 @@ import (
 // queue's znodes (coord.Queue.Init) and the layout in root's data. It is
 // idempotent; for an existing crawl it returns that crawl's frontier and
 // ignores layout (the layout is fixed at creation). created reports whether
-// this call created it. Errors: an invalid layout; ZooKeeper errors.
+// this call created it. A zero layout.Version means CurrentLayout. Errors:
+// an invalid layout; ErrOldLayout for an existing crawl of another layout;
+// ZooKeeper errors.
 func Create(ctx context.Context, c *coord.Client, root string, layout Layout, opts ...coord.QueueOption) (f *Frontier, created bool, err error) {
 	if f, err := Open(ctx, c, root, opts...); err == nil {
 		return f, false, nil
 	} else if !errors.Is(err, coord.ErrNotInitialized) {
 		return nil, false, err
 	}
+	layout = layout.withDefaults()
 	if err := layout.Validate(); err != nil {
 		return nil, false, err
+	}
+	// The root's data records the layout before anything else exists, so a
+	// worker that opens the crawl meanwhile never misreads it; a concurrent
+	// creator writes the same bytes or loses the race to Init's shard-count
+	// check.
+	if _, err := coord.NewConfigStore(c, root).Write(ctx, layout.Encode(), -1); err != nil {
+		return nil, false, fmt.Errorf("frontier: record the layout of %s: %w", root, err)
 	}
 	q := coord.NewQueue(c, root, layout.Shards, opts...)
 	if err := q.Init(ctx); err != nil {
 		return nil, false, fmt.Errorf("frontier: create %s: %w", root, err)
 	}
-	// The root's data records the layout; a concurrent creator writes the
-	// same bytes or loses the race to Init's shard-count check.
-	if _, err := coord.NewConfigStore(c, root).Write(ctx, layout.Encode(), -1); err != nil {
-		return nil, false, fmt.Errorf("frontier: record the layout of %s: %w", root, err)
+	f = New(q, layout, 0)
+	if err := f.b.Init(ctx); err != nil {
+		return nil, false, fmt.Errorf("frontier: create %s: %w", root, err)
 	}
-	return New(q, layout, 0), true, nil
+	return f, true, nil
 }
 
 // Open returns the frontier of an existing crawl at root, with its layout.
-// Errors: coord.ErrNotInitialized when the crawl does not exist; a root whose
-// data is not a layout; ZooKeeper errors.
+// Errors: coord.ErrNotInitialized when the crawl does not exist; ErrOldLayout
+// for a crawl of another frontier layout (the message names both); a root
+// whose data is not a layout; ZooKeeper errors.
 func Open(ctx context.Context, c *coord.Client, root string, opts ...coord.QueueOption) (*Frontier, error) {
 	q, err := coord.OpenQueue(ctx, c, root, opts...)
 	if err != nil {

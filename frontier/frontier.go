@@ -4,93 +4,220 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/zkcrawl/zkcrawl/coord"
 )
 
-// DefaultSeenCacheSize is the number of seen-set keys a Frontier remembers
-// locally (about 100 bytes each: ~100 MB at most would be 1M; 200,000 keys
-// stay well under 30 MB).
+// DefaultSeenCacheSize is the number of fingerprints a Frontier remembers
+// locally as already posted (a few dozen bytes each).
 const DefaultSeenCacheSize = 200_000
 
-// Frontier enqueues crawl items exactly once into a coord.Queue: the
-// seen-set in ZooKeeper decides (DESIGN "Enqueue, exactly once"), and a
-// bounded local LRU cache of keys known to be in the seen-set saves the
-// ZooKeeper round trip for links seen again. Safe for concurrent use.
+// postTimeout bounds one group-commit flush of posts.
+const postTimeout = time.Minute
+
+// Frontier hands crawl items to the shard group that owns their host
+// (docs/design.md, "Frontier layout 2"): Enqueue posts their compact records
+// into the group's inbox, and the group's owner deduplicates them against
+// the group's seen-set and queues them exactly once. Posts of concurrent
+// Enqueue calls are collected while one flush is in flight and then written
+// as one post per group (group commit), so a busy worker pays far less than
+// one ZooKeeper create per page and target group. A bounded local LRU of
+// fingerprints already posted saves posting links seen again. Safe for
+// concurrent use.
 type Frontier struct {
 	q      *coord.Queue
+	b      *coord.Backlog
 	layout Layout
-	seen   *lru.Cache[string, struct{}]
+	seen   *lru.Cache[uint64, struct{}]
+	known  map[uint64]struct{} // loaded by LoadKnown; read-only after
+
+	mu       sync.Mutex
+	pending  map[int][][]byte
+	waiters  []chan error
+	flushing bool
 }
 
-// New returns a Frontier over q whose shards follow layout (layout.Shards
-// must equal q.Shards()), with a local seen cache of cacheSize keys (<= 0:
-// DefaultSeenCacheSize).
+// New returns a Frontier over q whose groups follow layout (layout.Shards
+// must equal q.Shards()), with a local cache of cacheSize fingerprints
+// (<= 0: DefaultSeenCacheSize).
 func New(q *coord.Queue, layout Layout, cacheSize int) *Frontier {
+	layout = layout.withDefaults()
 	if cacheSize <= 0 {
 		cacheSize = DefaultSeenCacheSize
 	}
-	c, _ := lru.New[string, struct{}](cacheSize) // error only for size <= 0
-	return &Frontier{q: q, layout: layout, seen: c}
+	c, _ := lru.New[uint64, struct{}](cacheSize) // error only for size <= 0
+	return &Frontier{q: q, b: coord.NewBacklog(q, layout.Groups(), RecordKey), layout: layout, seen: c}
 }
 
-// Queue returns the underlying queue.
+// Queue returns the ready queue.
 func (f *Frontier) Queue() *coord.Queue { return f.q }
+
+// Backlog returns the groups' compact store.
+func (f *Frontier) Backlog() *coord.Backlog { return f.b }
 
 // EnqueueResult counts what one Enqueue call did with its items.
 type EnqueueResult struct {
-	Queued     int // newly put into the queue
-	Duplicates int // already in the seen-set (locally cached or in ZooKeeper)
+	// Posted counts items handed to their group's owner; it drops those
+	// the group has already seen (duplicates) or a quota refuses.
+	Posted int
+	// Duplicates counts items known locally to be posted already, or
+	// repeated within the call.
+	Duplicates int
 }
 
-// Enqueue puts items whose URL is already normalized (see Normalize) into
-// their queue shard (Layout.Shard), each exactly once across the whole crawl.
-// The ZooKeeper writes are pipelined on one connection. Items that are
-// duplicates are counted, not errors. An item that cannot be encoded is an
-// error naming its URL; the other items are still enqueued. Calling Enqueue
-// again with the same items after an error is safe.
+// Enqueue hands items whose URL is already normalized (see Normalize) to
+// their shard groups (Layout.Group), each to be queued at most once across
+// the whole crawl: the owner of the group drops what its seen-set holds. It
+// returns once the posts are durable in ZooKeeper. An item that cannot be
+// encoded is an error naming its URL; the other items are still posted.
+// Calling Enqueue again with the same items after an error is safe.
 func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, error) {
 	var res EnqueueResult
 	var errs []error
-	batch := make([]coord.PutItem, 0, len(items))
-	keys := make([]string, 0, len(items))
-	inBatch := make(map[string]bool, len(items))
+	posts := map[int][][]byte{}
+	inCall := make(map[uint64]bool, len(items))
+	var keys []uint64
 	for _, it := range items {
-		key := Key(it.URL)
-		if f.seen.Contains(key) || inBatch[key] {
+		key := Fingerprint(it.URL)
+		_, isKnown := f.known[key]
+		if isKnown || f.seen.Contains(key) || inCall[key] {
 			res.Duplicates++
 			continue
 		}
-		data, err := it.Encode()
+		rec, err := it.Record()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("frontier: enqueue %q: %w", it.URL, err))
 			continue
 		}
-		inBatch[key] = true
-		batch = append(batch, coord.PutItem{Shard: f.layout.Shard(it.URL), Key: key, Data: data})
+		inCall[key] = true
+		g := f.layout.Group(it.URL)
+		posts[g] = append(posts[g], rec)
 		keys = append(keys, key)
 	}
-	if len(batch) == 0 {
+	if len(keys) == 0 {
 		return res, errors.Join(errs...)
 	}
-	queued, err := f.q.PutBatch(ctx, batch)
-	for i, ok := range queued {
-		switch {
-		case ok:
-			res.Queued++
-			f.seen.Add(keys[i], struct{}{})
-		case err == nil:
-			// Settled and not queued: the seen marker existed.
-			res.Duplicates++
-			f.seen.Add(keys[i], struct{}{})
-		}
-		// With an error, an unqueued item is either a duplicate or failed;
-		// it is not cached, so the caller's retry asks ZooKeeper again.
+	if err := f.post(ctx, posts); err != nil {
+		return res, errors.Join(append(errs, err)...)
 	}
-	if err != nil {
-		errs = append(errs, err)
+	for _, k := range keys {
+		f.seen.Add(k, struct{}{})
 	}
+	res.Posted = len(keys)
 	return res, errors.Join(errs...)
+}
+
+// post adds records to the next group-commit flush and waits for it.
+func (f *Frontier) post(ctx context.Context, posts map[int][][]byte) error {
+	done := make(chan error, 1)
+	f.mu.Lock()
+	if f.pending == nil {
+		f.pending = map[int][][]byte{}
+	}
+	for g, recs := range posts {
+		f.pending[g] = append(f.pending[g], recs...)
+	}
+	f.waiters = append(f.waiters, done)
+	if !f.flushing {
+		f.flushing = true
+		go f.flushLoop()
+	}
+	f.mu.Unlock()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// flushLoop writes what is pending, one post per group, until nothing is.
+func (f *Frontier) flushLoop() {
+	for {
+		f.mu.Lock()
+		if len(f.waiters) == 0 {
+			f.flushing = false
+			f.mu.Unlock()
+			return
+		}
+		posts, waiters := f.pending, f.waiters
+		f.pending, f.waiters = nil, nil
+		f.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), postTimeout)
+		groups := make([]int, 0, len(posts))
+		for g := range posts {
+			groups = append(groups, g)
+		}
+		errs := make([]error, len(groups))
+		var wg sync.WaitGroup
+		for i, g := range groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = f.b.Post(ctx, g, posts[g])
+			}()
+		}
+		wg.Wait()
+		cancel()
+		err := errors.Join(errs...)
+		for _, w := range waiters {
+			w <- err
+		}
+	}
+}
+
+// LoadKnown reads every group's seen-set and waiting posts (coord
+// Backlog.Keys) so that Enqueue counts URLs the crawl already holds as
+// duplicates instead of posting them: for a seeder, whose report should say
+// what was new. Call it before the first Enqueue. It returns how many keys
+// it loaded. Errors: ZooKeeper errors after retries.
+func (f *Frontier) LoadKnown(ctx context.Context) (int, error) {
+	known := map[uint64]struct{}{}
+	for g := 0; g < f.b.Groups(); g++ {
+		keys, err := f.b.Keys(ctx, g)
+		if err != nil {
+			return 0, fmt.Errorf("frontier: read the seen-set of group %d: %w", g, err)
+		}
+		for k := range keys {
+			known[k] = struct{}{}
+		}
+	}
+	f.known = known
+	return len(known), nil
+}
+
+// Pending counts what a crawl still has to do.
+type Pending struct {
+	Ready   int // ready items, claimed or not (R/queue)
+	Claimed int // claims (R/claims)
+	Backlog int // accepted URLs not yet moved to the ready window
+	Posts   int // inbox posts not yet drained
+}
+
+// Empty reports whether nothing is left to do.
+func (p Pending) Empty() bool { return p.Ready == 0 && p.Claimed == 0 && p.Backlog == 0 && p.Posts == 0 }
+
+// Pending reads the counts of p (numChildren of the ready and claim
+// shards, every group's cursor and inbox size): a snapshot, not atomic.
+// Errors: ZooKeeper errors after retries.
+func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
+	qp, err := f.q.Pending(ctx)
+	if err != nil {
+		return Pending{}, err
+	}
+	out := Pending{Ready: qp.Queued, Claimed: qp.Claimed}
+	groups, err := f.b.Stats(ctx)
+	if err != nil {
+		return Pending{}, err
+	}
+	for _, g := range groups {
+		out.Backlog += g.Backlog
+		out.Posts += g.Posts
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 )
@@ -19,15 +20,36 @@ const MaxSpread = 64
 // layout is fixed when a crawl is created and stored as JSON in the crawl's
 // root znode.
 type Layout struct {
+	// Version is the frontier layout version (CurrentLayout for crawls
+	// created by this code; 0 in a literal means CurrentLayout).
+	Version int `json:"layout"`
 	// Shards is the number of queue parents, a multiple of Spread.
 	Shards int `json:"shards"`
 	// Spread is the number of shards one host's URLs spread over (1..64).
 	Spread int `json:"host_spread"`
 }
 
+// CurrentLayout is the frontier layout this code reads and writes:
+// docs/design.md, "Frontier layout 2" (inbox, backlog batches, seen chunks,
+// bounded ready window). Layout 1 (a JSON znode per queued URL and a seen
+// marker znode per URL) is refused with ErrOldLayout.
+const CurrentLayout = 2
+
+// ErrOldLayout is returned for a crawl created with another frontier layout
+// than CurrentLayout.
+var ErrOldLayout = errors.New("crawl uses another frontier layout")
+
+// DefaultLayout is the layout of a new crawl: 64 shard groups of one shard
+// each. With layout 2 a host never has more than per_host_max_in_flight + 1
+// ready items, so spreading one host over several shards is no longer
+// needed for ZooKeeper's child-count limit.
+var DefaultLayout = Layout{Version: CurrentLayout, Shards: 64, Spread: 1}
+
 // Validate reports a layout that cannot be used, naming the field.
 func (l Layout) Validate() error {
 	switch {
+	case l.Version != 0 && l.Version != CurrentLayout:
+		return fmt.Errorf("frontier: layout version %d: %w (this zkcrawl reads layout %d)", l.Version, ErrOldLayout, CurrentLayout)
 	case l.Spread < 1 || l.Spread > MaxSpread:
 		return fmt.Errorf("frontier: layout: host spread %d is outside 1..%d", l.Spread, MaxSpread)
 	case l.Shards < l.Spread || l.Shards%l.Spread != 0:
@@ -62,18 +84,33 @@ func (l Layout) GroupShards(g int) []int {
 
 // Encode returns the layout as stored in the crawl's root znode.
 func (l Layout) Encode() []byte {
-	b, _ := json.Marshal(l)
+	b, _ := json.Marshal(l.withDefaults())
 	return b
 }
 
-// DecodeLayout parses a crawl root's data. Empty data (a crawl created
-// before layouts existed) means one shard per group: Layout{shards, 1}.
+// Group returns the shard group of a normalized URL (its host's group).
+func (l Layout) Group(normURL string) int { return Shard(Host(normURL), l.Groups()) }
+
+// withDefaults fills in the version of a literal Layout.
+func (l Layout) withDefaults() Layout {
+	if l.Version == 0 {
+		l.Version = CurrentLayout
+	}
+	return l
+}
+
+// DecodeLayout parses a crawl root's data. A crawl of another layout
+// version (empty data or no "layout" key: layout 1) is ErrOldLayout, with a
+// message naming both versions.
 func DecodeLayout(data []byte, shards int) (Layout, error) {
-	l := Layout{Shards: shards, Spread: 1}
+	l := Layout{Shards: shards, Spread: 1, Version: 1}
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &l); err != nil {
 			return Layout{}, fmt.Errorf("frontier: crawl root data %q is not a layout: %w", data, err)
 		}
+	}
+	if l.Version != CurrentLayout {
+		return Layout{}, fmt.Errorf("frontier: the crawl was created with frontier layout %d (one znode per queued and per seen URL); this zkcrawl reads layout %d: finish it with the zkcrawl that created it, or seed a new crawl name: %w", l.Version, CurrentLayout, ErrOldLayout)
 	}
 	if l.Shards != shards {
 		return Layout{}, fmt.Errorf("frontier: layout says %d shards, the queue has %d", l.Shards, shards)

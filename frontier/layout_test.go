@@ -1,6 +1,8 @@
 package frontier
 
 import (
+	"errors"
+	"strings"
 	"strconv"
 	"testing"
 )
@@ -31,11 +33,15 @@ func TestLayoutKeepsHostsInOneGroupAndSpreadsBigHosts(t *testing.T) {
 		}
 	}
 	back, err := DecodeLayout(l.Encode(), 64)
-	if err != nil || back != l {
+	if err != nil || back != l.withDefaults() {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
-	if old, err := DecodeLayout(nil, 16); err != nil || old != (Layout{Shards: 16, Spread: 1}) {
-		t.Fatalf("empty root data: %+v, %v", old, err)
+	// A crawl of layout 1 (empty root data, or no "layout" key) is refused
+	// with a message naming the layouts, never misread.
+	for _, old := range [][]byte{nil, []byte(`{"shards":16,"host_spread":1}`)} {
+		if _, err := DecodeLayout(old, 16); !errors.Is(err, ErrOldLayout) || !strings.Contains(err.Error(), "layout 1") {
+			t.Fatalf("layout 1 root data %q: %v", old, err)
+		}
 	}
 	if _, err := DecodeLayout(l.Encode(), 32); err == nil {
 		t.Fatal("shard count mismatch accepted")

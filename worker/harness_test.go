@@ -27,6 +27,7 @@ type crawlEnv struct {
 	root   string
 	client *coord.Client
 	queue  *coord.Queue
+	front  *frontier.Frontier
 	out    string
 }
 
@@ -71,7 +72,7 @@ func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, layout front
 	if _, err := front.Enqueue(ctx, items); err != nil {
 		t.Fatal(err)
 	}
-	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, out: t.TempDir()}
+	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, front: front, out: t.TempDir()}
 }
 
 // setConfig writes a new config version.

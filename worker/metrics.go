@@ -25,6 +25,7 @@ type Metrics struct {
 	zkOps          *prometheus.HistogramVec // by op, ZooKeeper requests and queue steps
 	zkErrors       *prometheus.CounterVec   // by op
 	sessionState   prometheus.Gauge
+	linksDropped   *prometheus.CounterVec // by reason
 }
 
 // NewMetrics creates the metrics and registers them with reg. Errors: a
@@ -71,7 +72,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "ZooKeeper session state: 0 disconnected, 1 connected, 2 expired, 3 closed.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.sessionState} {
+	m.linksDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "zkcrawl", Name: "links_dropped_total",
+		Help: "Links the owner of their shard group did not queue, by reason: duplicate, per_host (max_queued_per_host), total (max_queued_total), bytes (max_frontier_bytes), url_length (max_url_length), bad_record.",
+	}, []string{"reason"})
+	for _, c := range []prometheus.Collector{m.linksDropped, m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.sessionState} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("worker: register metrics"), err)
 		}
@@ -108,6 +113,12 @@ func (m *Metrics) enqueued(queued, dups int) {
 	if m != nil {
 		m.enqueuedLinks.WithLabelValues("queued").Add(float64(queued))
 		m.enqueuedLinks.WithLabelValues("duplicate").Add(float64(dups))
+	}
+}
+
+func (m *Metrics) dropped(reason string, n int) {
+	if m != nil && n > 0 {
+		m.linksDropped.WithLabelValues(reason).Add(float64(n))
 	}
 }
 

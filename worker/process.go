@@ -171,7 +171,7 @@ func (w *Worker) enqueue(ctx context.Context, links []frontier.Item) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		var res frontier.EnqueueResult
 		res, err = w.front.Enqueue(ctx, links)
-		w.metrics.enqueued(res.Queued, res.Duplicates)
+		w.metrics.enqueued(res.Posted, res.Duplicates)
 		if err == nil || ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 			return err
 		}

@@ -64,9 +64,13 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 		stop context.CancelFunc
 		done chan struct{}
 	}
-	running := map[int]loop{}
+	running := map[int]loop{}  // claim loops by shard
+	managers := map[int]loop{} // group managers by group
 	defer func() {
 		for _, l := range running {
+			l.stop()
+		}
+		for _, l := range managers {
 			l.stop()
 		}
 		loops.Wait()
@@ -86,9 +90,18 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 			}
 			layout := w.front.Layout()
 			keep := map[int]bool{}
+			owned := map[int]bool{}
 			for _, g := range coord.OwnedShards(w.opts.ID, layout.Groups(), ids) {
+				owned[g] = true
 				for _, s := range layout.GroupShards(g) {
 					keep[s] = true
+				}
+			}
+			for g, l := range managers {
+				if !owned[g] {
+					l.stop()
+					<-l.done
+					delete(managers, g)
 				}
 			}
 			w.counters.shardsOwned.Store(int64(len(keep)))
@@ -119,6 +132,20 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 					defer loops.Done()
 					defer close(l.done)
 					w.claimLoop(lctx, swork, sess, s, inflight, view)
+				}()
+			}
+			for g := range owned {
+				if _, ok := managers[g]; ok {
+					continue
+				}
+				mctx, stop := context.WithCancel(sctx)
+				l := loop{stop: stop, done: make(chan struct{})}
+				managers[g] = l
+				loops.Add(1)
+				go func() {
+					defer loops.Done()
+					defer close(l.done)
+					w.manageGroup(mctx, sess, g)
 				}()
 			}
 			w.log.Info("shard ownership", "members", len(ids), "owned", len(keep))
@@ -172,6 +199,7 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 			defer inflight.Done()
 			defer w.releaseSlot()
 			defer w.dropHost(host)
+			defer w.groups.wake(w.front.Layout().Group(it.URL)) // a ready slot of the host is free
 			w.process(work, claim, it)
 		}()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,33 @@ type counters struct {
 	inFlight    atomic.Int64 // fetch slots held
 	shardsOwned atomic.Int64
 	cluster     atomic.Int64 // pages finished by all live workers, from their status nodes
+
+	dropMu sync.Mutex
+	drops  map[string]int64 // links dropped by the owned groups' drains, by reason
+}
+
+// drop counts n links dropped for reason.
+func (c *counters) drop(reason string, n int) {
+	c.dropMu.Lock()
+	defer c.dropMu.Unlock()
+	if c.drops == nil {
+		c.drops = map[string]int64{}
+	}
+	c.drops[reason] += int64(n)
+}
+
+// dropCounts returns a copy of the drop counts (nil when none).
+func (c *counters) dropCounts() map[string]int64 {
+	c.dropMu.Lock()
+	defer c.dropMu.Unlock()
+	if len(c.drops) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(c.drops))
+	for k, v := range c.drops {
+		out[k] = v
+	}
+	return out
 }
 
 // Status is the JSON document of a worker's status node R/workers/<id>,
@@ -38,6 +66,10 @@ type Status struct {
 	Bytes         int64     `json:"bytes"`
 	InFlight      int64     `json:"in_flight"`
 	ShardsOwned   int64     `json:"shards_owned"`
+	// Dropped counts the links this worker's shard groups did not queue,
+	// by reason (duplicate, per_host, total, bytes, url_length,
+	// bad_record): docs/design.md "Quotas".
+	Dropped map[string]int64 `json:"dropped,omitempty"`
 	// View names the member list this worker's shard ownership follows;
 	// a worker gaining a shard waits until every live worker shows its
 	// view (docs/design.md "Shard handoff").
@@ -55,6 +87,7 @@ func (w *Worker) status(sess *coord.Session) []byte {
 		ConfigVersion: live.version, Paused: live.cfg.Paused,
 		Pages: w.counters.pages.Load(), Errors: w.counters.errors.Load(), Bytes: w.counters.bytes.Load(),
 		InFlight: w.counters.inFlight.Load(), ShardsOwned: w.counters.shardsOwned.Load(),
+		Dropped: w.counters.dropCounts(),
 	}
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
@@ -129,6 +162,11 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		}
 		st, err := w.queue.Pending(ctx)
 		idle := err == nil && st.Queued == 0 && st.Claimed == 0 && w.counters.inFlight.Load() == 0
+		if idle {
+			// The ready queue is empty: only then read the groups' inboxes
+			// and backlogs (one cursor read per group).
+			idle = w.frontierEmpty(ctx)
+		}
 		if err == nil && !idle && w.capped(w.current().cfg) && st.Claimed == 0 && w.counters.inFlight.Load() == 0 {
 			idle = true // max_pages reached: what is left queued stays for a later run
 		}
@@ -141,4 +179,18 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// frontierEmpty reports whether every group's inbox and backlog is empty.
+func (w *Worker) frontierEmpty(ctx context.Context) bool {
+	stats, err := w.front.Backlog().Stats(ctx)
+	if err != nil {
+		return false
+	}
+	for _, g := range stats {
+		if g.Posts > 0 || g.Backlog > 0 {
+			return false
+		}
+	}
+	return true
 }

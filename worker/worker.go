@@ -94,6 +94,10 @@ type Worker struct {
 	view   atomic.Pointer[string]     // the member list shard ownership follows (memberView)
 	wake   broadcast                  // fired when the config or a host slot changes
 	slots  *hostSlots                 // claims held per host, and shards waiting for them
+	groups groupWakes                 // wakes the manager of an owned shard group
+
+	dropLogMu  sync.Mutex
+	dropLogged map[string]bool // "reason host" already logged
 
 	counters counters
 	metrics  *Metrics

@@ -138,8 +138,8 @@ func (b *bench) runScale(ctx context.Context) (*scaleResult, error) {
 					items = append(items, frontier.Item{URL: fmt.Sprintf("http://h%05d.example/p/%d", h, p)})
 				}
 				r, err := front.Enqueue(ctx, items)
-				if err == nil && r.Queued != len(items) {
-					err = fmt.Errorf("enqueue %d URLs from %s: %d queued, %d duplicates", len(items), items[0].URL, r.Queued, r.Duplicates)
+				if err == nil && r.Posted != len(items) {
+					err = fmt.Errorf("enqueue %d URLs from %s: %d queued, %d duplicates", len(items), items[0].URL, r.Posted, r.Duplicates)
 				}
 				if err != nil {
 					errc <- err

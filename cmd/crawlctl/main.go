@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 	"github.com/zkcrawl/zkcrawl/worker"
 )
@@ -223,6 +224,7 @@ type ctl struct {
 	root   string
 	log    *slog.Logger
 	client *coord.Client
+	front  *frontier.Frontier // set by openQueue
 }
 
 func (c *ctl) stdout() io.Writer { return c.app.stdout }
@@ -252,11 +254,12 @@ func (c *ctl) openQueue(ctx context.Context) (*coord.Queue, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	q, err := coord.OpenQueue(cctx, client, c.root)
+	f, err := frontier.Open(cctx, client, c.root)
 	if err != nil {
 		return nil, c.crawlErr(err)
 	}
-	return q, nil
+	c.front = f
+	return f.Queue(), nil
 }
 
 // crawlErr explains a missing crawl.

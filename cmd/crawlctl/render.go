@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -82,7 +83,7 @@ func renderStatus(w io.Writer, d *statusDoc) {
 	}
 
 	q := d.Queue
-	fmt.Fprintf(w, "\nqueue:    %d queued (%d of them claimed) in %d of %d shards; %d failed (dead letters)\n",
+	fmt.Fprintf(w, "\nqueue:    %d ready to fetch (%d of them claimed) in %d of %d shards; %d failed (dead letters)\n",
 		q.Queued, q.Claimed, len(q.Depths), q.Shards, d.Failed)
 	for i, s := range q.Depths {
 		if i%shardsPerLine == 0 {
@@ -95,6 +96,25 @@ func renderStatus(w io.Writer, d *statusDoc) {
 	}
 	if len(q.Depths) > 0 {
 		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "frontier: %d in the backlog, %d posts waiting to be drained, %d fetched URLs in seen chunks\n", q.Backlog, q.Posts, q.Seen)
+	if len(q.Dropped) > 0 {
+		reasons := make([]string, 0, len(q.Dropped))
+		for r := range q.Dropped {
+			reasons = append(reasons, r)
+		}
+		sort.Strings(reasons)
+		var parts []string
+		for _, r := range reasons {
+			parts = append(parts, fmt.Sprintf("%s %d", r, q.Dropped[r]))
+		}
+		note := ""
+		for _, r := range reasons {
+			if r != "duplicate" && r != "bad_record" {
+				note = " (a quota is reached: the crawl goes on with what it holds)"
+			}
+		}
+		fmt.Fprintf(w, "          links dropped by live workers: %s%s\n", strings.Join(parts, ", "), note)
 	}
 
 	fmt.Fprintf(w, "\nclaims:   %d in flight", d.Claims.Count)

@@ -94,14 +94,19 @@ func TestRequeueFailed(t *testing.T) {
 func makeDeadLetter(t *testing.T, c *crawl, it frontier.Item) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := frontier.New(c.queue, frontier.Layout{Shards: c.queue.Shards(), Spread: 1}, 0).Enqueue(ctx, []frontier.Item{{URL: it.URL}}); err != nil {
+	// Straight into the ready window, as a group's owner would move it.
+	shard := frontier.Shard(frontier.Host(it.URL), c.queue.Shards())
+	data, err := frontier.Item{URL: it.URL}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.queue.Put(ctx, shard, frontier.Key(it.URL), data); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := c.client.Session(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shard := frontier.Shard(frontier.Host(it.URL), c.queue.Shards())
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	claim, err := c.queue.Take(tctx, sess, shard, nil)

@@ -122,10 +122,21 @@ type workerDoc struct {
 }
 
 type queueDoc struct {
+	// Queued counts the ready items (the ready window), claimed or not.
 	Queued  int        `json:"queued"`
 	Claimed int        `json:"claimed"`
 	Shards  int        `json:"shards"`
 	Depths  []shardDoc `json:"non_empty_shards"`
+	// Backlog counts accepted URLs not yet moved to the ready window;
+	// Posts the inbox posts not yet drained by their group's owner; Seen
+	// the fingerprints of retired batches (docs/design.md "Frontier
+	// layout 2").
+	Backlog int `json:"backlog"`
+	Posts   int `json:"posts"`
+	Seen    int `json:"seen"`
+	// Dropped sums the live workers' dropped links by reason (quotas,
+	// duplicates).
+	Dropped map[string]int64 `json:"dropped"`
 }
 
 type shardDoc struct {
@@ -239,7 +250,22 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	sort.SliceStable(claims, func(i, j int) bool { return claims[i].ClaimedAt.Before(claims[j].ClaimedAt) })
 	doc.Claims = claimsDoc{Count: len(claims), Oldest: claims[:min(len(claims), maxClaimsShown)]}
 	doc.Failed = st.Failed
-	doc.Done = st.Queued == 0 && st.Claimed == 0
+	groups, err := c.front.Backlog().Stats(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the frontier's backlog: %w", err)
+	}
+	for _, g := range groups {
+		doc.Queue.Backlog += g.Backlog
+		doc.Queue.Posts += g.Posts
+		doc.Queue.Seen += g.Seen
+	}
+	doc.Queue.Dropped = map[string]int64{}
+	for _, wd := range doc.Workers {
+		for reason, n := range wd.Dropped {
+			doc.Queue.Dropped[reason] += n
+		}
+	}
+	doc.Done = st.Queued == 0 && st.Claimed == 0 && doc.Queue.Backlog == 0 && doc.Queue.Posts == 0
 
 	switch {
 	case doc.Done:

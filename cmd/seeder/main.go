@@ -34,8 +34,13 @@ const examples = `  seeder --zk 127.0.0.1:2181 --crawl docs https://example.org/
 
 func main() { cli.Main("seeder", run) }
 
-// batchSize is how many seeds one Enqueue call pipelines.
-const batchSize = 1000
+// batchSize is how many seeds one Enqueue call posts (one post per shard
+// group, written concurrently).
+const batchSize = 20000
+
+// progressEvery is how often the seeder logs its progress on a long seed
+// list.
+const progressEvery = 2 * time.Second
 
 func run(ctx context.Context, args []string) error {
 	return seed(ctx, args, os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
@@ -53,8 +58,8 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	crawl := fs.String("crawl", "", "crawl name (required); its znodes live under /zkcrawl/NAME")
 	cfgFile := fs.String("config", "", "JSON file with crawl settings overriding the defaults (see README, \"Config\")")
 	seedsFile := fs.String("seeds", "", "file with one seed URL per line, or - for stdin")
-	shards := fs.Int("shards", 256, "number of queue shards (znode parents), fixed when the crawl is created")
-	spread := fs.Int("host-spread", 8, "shards one host's URLs spread over (1..64; divides --shards), fixed at creation: a host can queue about 10,000 x this many URLs")
+	shards := fs.Int("shards", frontier.DefaultLayout.Shards, "number of ready-queue shards (znode parents), fixed when the crawl is created")
+	spread := fs.Int("host-spread", frontier.DefaultLayout.Spread, "shards one host's ready items spread over (1..64; divides --shards); shard groups = shards / host-spread are the unit of ownership, fixed at creation")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
@@ -112,6 +117,14 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	if err := writeConfig(cctx, client, root, cfgDoc, log); err != nil {
 		return err
 	}
+	if !created {
+		n, err := front.LoadKnown(cctx)
+		if err != nil {
+			return fmt.Errorf("read the seen-set of crawl %q: %w", *crawl, err)
+		}
+		log.Info("crawl exists: seeds it already holds count as duplicates", "crawl", *crawl, "known_urls", n)
+	}
+	start, lastProgress := time.Now(), time.Now()
 
 	var sum summary
 	batch := make([]frontier.Item, 0, batchSize)
@@ -120,9 +133,15 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 			return nil
 		}
 		res, err := front.Enqueue(ctx, batch)
-		sum.Enqueued += res.Queued
+		sum.Enqueued += res.Posted
 		sum.Duplicates += res.Duplicates
 		batch = batch[:0]
+		if time.Since(lastProgress) >= progressEvery {
+			lastProgress = time.Now()
+			el := time.Since(start).Seconds()
+			log.Info("seeding", "enqueued", sum.Enqueued, "duplicates", sum.Duplicates, "rejected", sum.Rejected,
+				"urls_per_s", int(float64(sum.Enqueued+sum.Duplicates)/el))
+		}
 		return err
 	}
 	add := func(source string, raw string) error {

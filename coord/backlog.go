@@ -1,0 +1,255 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Znode names of the frontier's compact store under a crawl root R
+// (docs/design.md, "Frontier layout 2").
+const (
+	inboxDir    = "inbox"   // R/inbox/<g>/i-NNNNNNNNNN: posts (persistent-sequential)
+	backlogDir  = "backlog" // R/backlog/<g>: cursor; children b-N (batches) and s-N (seen chunks)
+	postPrefix  = "i-"
+	batchPrefix = "b-"
+	chunkPrefix = "s-"
+)
+
+// Sizes of the compact store.
+const (
+	// BatchRawBytes is how many raw record bytes a backlog batch takes
+	// before a new batch is started (about 8 KiB once compressed).
+	BatchRawBytes = 32 << 10
+	// ChunkKeys is how many fingerprints a seen chunk holds (8 bytes or
+	// fewer each once delta-coded: at most ~36 KiB of data).
+	ChunkKeys = 4096
+	// MaxPostBytes bounds the encoded data of one post.
+	MaxPostBytes = 256 << 10
+)
+
+// KeyFunc returns the 64-bit dedup key (fingerprint) of a record. It must
+// be a pure function of the record's identity (for a crawl item: its
+// normalized URL), so that a record and its retried or re-posted copies
+// share a key.
+type KeyFunc func(record []byte) uint64
+
+// GroupName returns the znode name of shard group g: "g000", "g001", ...
+func GroupName(g int) string { return fmt.Sprintf("g%03d", g) }
+
+// Backlog is the frontier store of layout 2 for groups shard groups: per
+// group an inbox of posts that anyone may write, and a backlog of accepted
+// records with the group's seen-set that only the group's owner writes,
+// through a Group. It shares the crawl root, the ready queue and the session
+// fence with q. coord knows nothing of URLs: records are opaque bytes and
+// their keys come from key. Safe for concurrent use.
+type Backlog struct {
+	q      *Queue
+	groups int
+	key    KeyFunc
+	posts  atomic.Int64 // posts written by this process (for benchmarks)
+}
+
+// NewBacklog returns the backlog of q's crawl root with groups groups
+// (1..MaxShards). It does no I/O; Init creates the znodes.
+func NewBacklog(q *Queue, groups int, key KeyFunc) *Backlog {
+	return &Backlog{q: q, groups: groups, key: key}
+}
+
+// Groups returns the number of shard groups.
+func (b *Backlog) Groups() int { return b.groups }
+
+func (b *Backlog) checkGroup(op string, g int) error {
+	if b.q.initErr != nil {
+		return b.q.initErr
+	}
+	if g < 0 || g >= b.groups || b.groups > MaxShards {
+		return fmt.Errorf("coord: %s: group %d: must be in [0, %d): %w", op, g, b.groups, ErrInvalidArgument)
+	}
+	return nil
+}
+
+func (b *Backlog) inboxPath(g int) string  { return b.q.root + "/" + inboxDir + "/" + GroupName(g) }
+func (b *Backlog) cursorPath(g int) string { return b.q.root + "/" + backlogDir + "/" + GroupName(g) }
+func (b *Backlog) batchPath(g int, seq uint64) string {
+	return fmt.Sprintf("%s/%s%010d", b.cursorPath(g), batchPrefix, seq)
+}
+func (b *Backlog) chunkPath(g int, seq uint64) string {
+	return fmt.Sprintf("%s/%s%010d", b.cursorPath(g), chunkPrefix, seq)
+}
+
+// Init creates R/inbox, R/backlog and, for every group, R/inbox/<g> and the
+// cursor R/backlog/<g> (empty: a new group). Idempotent; the creates are
+// pipelined.
+func (b *Backlog) Init(ctx context.Context) error {
+	if b.q.initErr != nil {
+		return b.q.initErr
+	}
+	var paths []string
+	for g := 0; g < b.groups; g++ {
+		paths = append(paths, b.inboxPath(g), b.cursorPath(g))
+	}
+	for _, set := range [][]string{{b.q.root + "/" + inboxDir, b.q.root + "/" + backlogDir}, paths} {
+		err := parallel(ctx, len(set), putConcurrency, func(ctx context.Context, i int) error {
+			return Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
+				_, err := b.q.c.create(ctx, set[i], nil, zk.FlagPersistent, nil)
+				if errors.Is(err, zk.ErrNodeExists) {
+					return nil
+				}
+				return err
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("coord: Backlog.Init %s: %w", b.q.name, err)
+		}
+	}
+	return nil
+}
+
+// Post hands records to group g's owner: one create of a
+// persistent-sequential R/inbox/<g>/i- holding them (flate). Records whose
+// key the group has seen, or that repeat within the inbox, are dropped by
+// the owner when it drains the post, so posting a record twice is harmless:
+// after connection loss Post is simply retried. Records beyond
+// MaxPostBytes encoded are split over several posts.
+//
+// Errors: ErrInvalidArgument (bad group, a record over 64 KiB);
+// ErrNotInitialized; ctx errors and connection loss after retries (the post
+// may or may not exist; posting again is safe).
+func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error) {
+	defer b.q.c.observed("backlog_post", time.Now(), &err)
+	if err := b.checkGroup("Backlog.Post", g); err != nil {
+		return err
+	}
+	for len(records) > 0 {
+		n, size := 0, 0
+		for n < len(records) && (n == 0 || size+len(records[n]) <= 4*MaxPostBytes) {
+			if len(records[n]) > maxRecordBytes {
+				return fmt.Errorf("coord: Backlog.Post: record of %d bytes, limit %d: %w", len(records[n]), maxRecordBytes, ErrInvalidArgument)
+			}
+			size += len(records[n])
+			n++
+		}
+		data := encodeRecords(records[:n])
+		if len(data) > MaxPostBytes && n > 1 {
+			// Poorly compressible: halve and go again.
+			n /= 2
+			data = encodeRecords(records[:n])
+			if len(data) > MaxPostBytes {
+				if err := b.Post(ctx, g, records[:n]); err != nil {
+					return err
+				}
+				records = records[n:]
+				continue
+			}
+		}
+		err := Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
+			_, err := b.q.c.create(ctx, b.inboxPath(g)+"/"+postPrefix, data, zk.FlagSequence, nil)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("coord: Backlog.Post %s group %s: %w", b.q.name, GroupName(g), ErrNotInitialized)
+		}
+		if err != nil {
+			return fmt.Errorf("coord: Backlog.Post group %s: %w", GroupName(g), err)
+		}
+		b.posts.Add(1)
+		records = records[n:]
+	}
+	return nil
+}
+
+// GroupStats describes one group's compact store for status displays.
+type GroupStats struct {
+	Group      int
+	Name       string
+	Posts      int // inbox posts not yet drained
+	Backlog    int // accepted records not yet moved to the ready window
+	Batches    int // live backlog batches
+	Seen       int // keys in seen chunks (records of retired batches)
+	SeenChunks int
+}
+
+// Stats reads every group's cursor and inbox child count (pipelined). The
+// result is a snapshot, not atomic across groups. Errors: ZooKeeper errors
+// after retries; a cursor that does not decode.
+func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
+	if b.q.initErr != nil {
+		return nil, b.q.initErr
+	}
+	out := make([]GroupStats, b.groups)
+	err := parallel(ctx, b.groups, 64, func(ctx context.Context, g int) error {
+		s := &out[g]
+		s.Group, s.Name = g, GroupName(g)
+		return Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
+			ok, st, err := b.q.c.exists(ctx, b.inboxPath(g))
+			if err != nil {
+				return err
+			}
+			if ok {
+				s.Posts = int(st.NumChildren)
+			}
+			data, _, err := b.q.c.get(ctx, b.cursorPath(g))
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			cur, err := decodeCursor(data)
+			if err != nil {
+				return fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
+			}
+			s.Batches, s.SeenChunks = len(cur.batches), len(cur.chunks)
+			for _, bt := range cur.batches {
+				for i := 0; i < bt.count; i++ {
+					if !bt.isMoved(i) {
+						s.Backlog++
+					}
+				}
+			}
+			for _, c := range cur.chunks {
+				s.Seen += c.count
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("coord: Backlog.Stats %s: %w", b.q.name, err)
+	}
+	return out, nil
+}
+
+// Keys returns every key group g holds so far: its seen-set (the records
+// of its live batches and the keys of its seen chunks) and the records of
+// the posts waiting in its inbox, read without a session and without
+// ownership. A seeder uses it to report duplicates before posting; the
+// owner's drain stays the authority.
+func (b *Backlog) Keys(ctx context.Context, g int) (map[uint64]struct{}, error) {
+	if err := b.checkGroup("Backlog.Keys", g); err != nil {
+		return nil, err
+	}
+	st, err := b.load(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	gr := &Group{b: b, g: g, st: st, peek: true}
+	posts, err := gr.Inbox(ctx, maxDecodedBytes*64)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range posts {
+		for _, r := range p.Records {
+			st.seen[b.key(r)] = struct{}{}
+		}
+	}
+	return st.seen, nil
+}
+
+// PostsWritten returns how many posts this process has written (for
+// benchmarks).
+func (b *Backlog) PostsWritten() int64 { return b.posts.Load() }

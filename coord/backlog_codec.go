@@ -1,0 +1,251 @@
+package coord
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// Encodings of the frontier's compact znodes (docs/design.md, "Frontier
+// layout 2"). Written by hand: they are a few uvarints and byte strings, and
+// compress/flate from the standard library does the compression.
+
+// maxRecordBytes bounds one record in a post or batch (a crawl item of a
+// URL capped at a few KiB is far smaller).
+const maxRecordBytes = 64 << 10
+
+// maxDecodedBytes bounds the decompressed size of one post, batch or cursor
+// (a hostile or corrupt znode cannot make a reader allocate more).
+const maxDecodedBytes = 16 << 20
+
+// errBadEncoding is wrapped by every decode error of this file.
+var errBadEncoding = errors.New("coord: bad frontier encoding")
+
+// encodeRecords returns records as flate(uvarint n, n x (uvarint len, bytes)):
+// the data of an inbox post and of a backlog batch.
+func encodeRecords(records [][]byte) []byte {
+	var raw bytes.Buffer
+	var tmp [binary.MaxVarintLen64]byte
+	raw.Write(tmp[:binary.PutUvarint(tmp[:], uint64(len(records)))])
+	for _, r := range records {
+		raw.Write(tmp[:binary.PutUvarint(tmp[:], uint64(len(r)))])
+		raw.Write(r)
+	}
+	return deflate(raw.Bytes())
+}
+
+// decodeRecords parses encodeRecords' output. Errors wrap errBadEncoding.
+func decodeRecords(data []byte) ([][]byte, error) {
+	raw, err := inflate(data)
+	if err != nil {
+		return nil, err
+	}
+	n, k := binary.Uvarint(raw)
+	if k <= 0 || n > uint64(len(raw)) {
+		return nil, fmt.Errorf("%w: record count", errBadEncoding)
+	}
+	raw = raw[k:]
+	out := make([][]byte, 0, n)
+	for i := uint64(0); i < n; i++ {
+		l, k := binary.Uvarint(raw)
+		if k <= 0 || l > maxRecordBytes || l > uint64(len(raw)-k) {
+			return nil, fmt.Errorf("%w: record %d of %d: bad length", errBadEncoding, i, n)
+		}
+		out = append(out, raw[k:k+int(l)])
+		raw = raw[k+int(l):]
+	}
+	if len(raw) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes after %d records", errBadEncoding, len(raw), n)
+	}
+	return out, nil
+}
+
+// encodeKeys returns sorted keys as uvarint n followed by the uvarint gaps
+// between consecutive keys (the first gap from 0): a seen chunk. keys must
+// be sorted and free of duplicates.
+func encodeKeys(keys []uint64) []byte {
+	out := make([]byte, 0, 8*len(keys)+binary.MaxVarintLen64)
+	out = binary.AppendUvarint(out, uint64(len(keys)))
+	prev := uint64(0)
+	for _, k := range keys {
+		out = binary.AppendUvarint(out, k-prev)
+		prev = k
+	}
+	return out
+}
+
+// decodeKeys parses encodeKeys' output. Errors wrap errBadEncoding.
+func decodeKeys(data []byte) ([]uint64, error) {
+	n, k := binary.Uvarint(data)
+	if k <= 0 || n > uint64(len(data)) {
+		return nil, fmt.Errorf("%w: seen chunk key count", errBadEncoding)
+	}
+	data = data[k:]
+	out := make([]uint64, 0, n)
+	prev := uint64(0)
+	for i := uint64(0); i < n; i++ {
+		d, k := binary.Uvarint(data)
+		if k <= 0 {
+			return nil, fmt.Errorf("%w: seen chunk key %d of %d", errBadEncoding, i, n)
+		}
+		prev += d
+		out = append(out, prev)
+		data = data[k:]
+	}
+	if len(data) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes in seen chunk", errBadEncoding, len(data))
+	}
+	return out, nil
+}
+
+// cursor is the decoded data of R/backlog/<g>: the owner's record of the
+// group's live batches (with which records were moved to the ready window)
+// and seen chunks.
+type cursorState struct {
+	nonce     uint64 // random, new with every write: tells an ambiguous commit
+	nextBatch uint64 // number of the next b-NNNNNNNNNN
+	nextChunk uint64 // number of the next s-NNNNNNNNNN
+	batches   []batchState
+	chunks    []chunkState
+}
+
+// batchState is one live batch in the cursor.
+type batchState struct {
+	seq   uint64
+	count int
+	moved []byte // bitmap of count bits, record i moved when bit i is set
+}
+
+// chunkState is one seen chunk in the cursor.
+type chunkState struct {
+	seq   uint64
+	count int
+}
+
+func (b *batchState) isMoved(i int) bool { return b.moved[i/8]&(1<<(i%8)) != 0 }
+func (b *batchState) setMoved(i int)     { b.moved[i/8] |= 1 << (i % 8) }
+
+// allMoved reports whether every record of b was moved.
+func (b *batchState) allMoved() bool {
+	for i := 0; i < b.count; i++ {
+		if !b.isMoved(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// grow extends b to n records (new records unmoved).
+func (b *batchState) grow(n int) {
+	for len(b.moved)*8 < n {
+		b.moved = append(b.moved, 0)
+	}
+	b.count = n
+}
+
+// clone returns a deep copy of s.
+func (s cursorState) clone() cursorState {
+	out := s
+	out.batches = make([]batchState, len(s.batches))
+	for i, b := range s.batches {
+		b.moved = slices.Clone(b.moved)
+		out.batches[i] = b
+	}
+	out.chunks = slices.Clone(s.chunks)
+	return out
+}
+
+const cursorFormat = 2
+
+// encodeCursor returns flate(format byte, nonce, nextBatch, nextChunk,
+// batches (seq, count, bitmap), chunks (seq, count)), integers as uvarints.
+func encodeCursor(s cursorState) []byte {
+	out := []byte{cursorFormat}
+	out = binary.AppendUvarint(out, s.nonce)
+	out = binary.AppendUvarint(out, s.nextBatch)
+	out = binary.AppendUvarint(out, s.nextChunk)
+	out = binary.AppendUvarint(out, uint64(len(s.batches)))
+	for _, b := range s.batches {
+		out = binary.AppendUvarint(out, b.seq)
+		out = binary.AppendUvarint(out, uint64(b.count))
+		out = append(out, b.moved[:(b.count+7)/8]...)
+	}
+	out = binary.AppendUvarint(out, uint64(len(s.chunks)))
+	for _, c := range s.chunks {
+		out = binary.AppendUvarint(out, c.seq)
+		out = binary.AppendUvarint(out, uint64(c.count))
+	}
+	return deflate(out)
+}
+
+// decodeCursor parses encodeCursor's output; empty data is a new group.
+func decodeCursor(data []byte) (cursorState, error) {
+	var s cursorState
+	if len(data) == 0 {
+		return s, nil
+	}
+	raw, err := inflate(data)
+	if err != nil {
+		return s, err
+	}
+	if len(raw) == 0 || raw[0] != cursorFormat {
+		return s, fmt.Errorf("%w: cursor format %v, want %d", errBadEncoding, raw[:min(1, len(raw))], cursorFormat)
+	}
+	r := raw[1:]
+	next := func() uint64 {
+		if err != nil {
+			return 0
+		}
+		v, k := binary.Uvarint(r)
+		if k <= 0 {
+			err = fmt.Errorf("%w: truncated cursor", errBadEncoding)
+			return 0
+		}
+		r = r[k:]
+		return v
+	}
+	s.nonce, s.nextBatch, s.nextChunk = next(), next(), next()
+	nb := next()
+	for i := uint64(0); i < nb && err == nil; i++ {
+		b := batchState{seq: next(), count: int(next())}
+		n := (b.count + 7) / 8
+		if err != nil || b.count < 0 || n > len(r) {
+			return s, fmt.Errorf("%w: cursor batch %d bitmap", errBadEncoding, i)
+		}
+		b.moved, r = slices.Clone(r[:n]), r[n:]
+		s.batches = append(s.batches, b)
+	}
+	nc := next()
+	for i := uint64(0); i < nc && err == nil; i++ {
+		s.chunks = append(s.chunks, chunkState{seq: next(), count: int(next())})
+	}
+	if err == nil && len(r) != 0 {
+		err = fmt.Errorf("%w: %d trailing bytes in cursor", errBadEncoding, len(r))
+	}
+	return s, err
+}
+
+func deflate(raw []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := flate.NewWriter(&buf, flate.BestSpeed) // error only for a bad level
+	zw.Write(raw)
+	zw.Close()
+	return buf.Bytes()
+}
+
+func inflate(data []byte) ([]byte, error) {
+	zr := flate.NewReader(bytes.NewReader(data))
+	defer zr.Close()
+	raw, err := io.ReadAll(io.LimitReader(zr, maxDecodedBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadEncoding, err)
+	}
+	if len(raw) > maxDecodedBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes decompressed", errBadEncoding, maxDecodedBytes)
+	}
+	return raw, nil
+}

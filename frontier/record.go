@@ -1,0 +1,92 @@
+package frontier
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+)
+
+// Fingerprint returns the 64-bit seen-set key of a normalized URL: the
+// first 8 bytes of SHA-256(normURL), big-endian. With 10^9 URLs the chance
+// that any two share a fingerprint is about n^2/2^65 = 2.7% for the whole
+// crawl (0.03 URLs expected to be wrongly taken for seen), and keys are only
+// compared within one shard group (docs/design.md, "Frontier layout 2").
+func Fingerprint(normURL string) uint64 {
+	sum := sha256.Sum256([]byte(normURL))
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// Record returns the compact binary form of it kept in the frontier's
+// inbox posts and backlog batches (coord compresses batches with flate):
+// uvarint depth, uvarint attempts, then the URL and the via URL, each as a
+// uvarint length and its bytes. NotBefore is not kept: a backlog item has
+// never been attempted (retries stay in the ready window). Errors wrap
+// ErrBadItem, as Encode's.
+func (it Item) Record() ([]byte, error) {
+	if err := it.validate(); err != nil {
+		return nil, fmt.Errorf("encode record %q: %w", it.URL, err)
+	}
+	out := make([]byte, 0, 4+len(it.URL)+len(it.Via)+2*binary.MaxVarintLen16)
+	out = binary.AppendUvarint(out, uint64(it.Depth))
+	out = binary.AppendUvarint(out, uint64(it.Attempts))
+	out = binary.AppendUvarint(out, uint64(len(it.URL)))
+	out = append(out, it.URL...)
+	out = binary.AppendUvarint(out, uint64(len(it.Via)))
+	out = append(out, it.Via...)
+	return out, nil
+}
+
+// DecodeRecord parses Record's output strictly. Errors wrap ErrBadItem and
+// name the reason.
+func DecodeRecord(data []byte) (Item, error) {
+	var it Item
+	var err error
+	num := func(what string) int {
+		if err != nil {
+			return 0
+		}
+		v, k := binary.Uvarint(data)
+		if k <= 0 || v > 1<<31 {
+			err = fmt.Errorf("decode record: %w: bad %s", ErrBadItem, what)
+			return 0
+		}
+		data = data[k:]
+		return int(v)
+	}
+	str := func(what string) string {
+		n := num(what + " length")
+		if err != nil {
+			return ""
+		}
+		if n > len(data) || n > MaxRawURLLength {
+			err = fmt.Errorf("decode record: %w: %s of %d bytes", ErrBadItem, what, n)
+			return ""
+		}
+		s := string(data[:n])
+		data = data[n:]
+		return s
+	}
+	it.Depth, it.Attempts = num("depth"), num("attempts")
+	it.URL, it.Via = str("url"), str("via")
+	if err != nil {
+		return Item{}, err
+	}
+	if len(data) != 0 {
+		return Item{}, fmt.Errorf("decode record: %w: %d trailing bytes", ErrBadItem, len(data))
+	}
+	if err := it.validate(); err != nil {
+		return Item{}, fmt.Errorf("decode record %q: %w", it.URL, err)
+	}
+	return it, nil
+}
+
+// RecordKey returns the fingerprint of a record's URL (coord.KeyFunc); a
+// record that does not decode gets the fingerprint of its bytes, so it is
+// still deduplicated consistently.
+func RecordKey(record []byte) uint64 {
+	it, err := DecodeRecord(record)
+	if err != nil {
+		return Fingerprint(string(record))
+	}
+	return Fingerprint(it.URL)
+}

@@ -1,0 +1,47 @@
+package frontier
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestRecordRoundTripAndRejects(t *testing.T) {
+	it := Item{URL: "http://example.com/a?b=1", Depth: 3, Via: "http://example.com/", Attempts: 1}
+	rec, err := it.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeRecord(rec)
+	if err != nil || back != it {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	if RecordKey(rec) != Fingerprint(it.URL) {
+		t.Fatal("RecordKey differs from Fingerprint of the URL")
+	}
+	for _, bad := range [][]byte{nil, {0}, append(rec, 0), rec[:len(rec)-1], {0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}} {
+		if _, err := DecodeRecord(bad); !errors.Is(err, ErrBadItem) {
+			t.Errorf("DecodeRecord(%q) = %v, want ErrBadItem", bad, err)
+		}
+	}
+	if _, err := (Item{}).Record(); !errors.Is(err, ErrBadItem) {
+		t.Errorf("empty item encoded: %v", err)
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	rec, _ := Item{URL: "http://a/", Via: "http://b/", Depth: 1}.Record()
+	f.Add(rec)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		it, err := DecodeRecord(data)
+		if err != nil {
+			return
+		}
+		again, err := it.Record()
+		if err != nil {
+			t.Fatalf("decoded item does not encode: %v", err)
+		}
+		if back, err := DecodeRecord(again); err != nil || back != it {
+			t.Fatalf("re-encoding changed the item: %+v -> %+v (%v)", it, back, err)
+		}
+	})
+}

@@ -1,0 +1,339 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+)
+
+// Limits of one group step (one multi, docs/design.md "Frontier layout 2").
+const (
+	stepPostBytes   = 256 << 10 // inbox post data drained per step
+	stepMaxMoves    = 400       // ready items created per step
+	groupResync     = 2 * time.Second
+	dropLogCapacity = 10_000 // hosts remembered as already logged for a drop
+)
+
+// Drop reasons, as counted in status and zkcrawl_links_dropped_total.
+const (
+	dropDuplicate = "duplicate"
+	dropPerHost   = "per_host"
+	dropTotal     = "total"
+	dropBytes     = "bytes"
+	dropURLLength = "url_length"
+	dropBad       = "bad_record"
+)
+
+// groupWakes holds, per owned group, a 1-slot channel that wakes its
+// manager when a ready slot of the group frees up here.
+type groupWakes struct{ m sync.Map } // int -> chan struct{}
+
+func (gw *groupWakes) ch(g int) chan struct{} {
+	v, _ := gw.m.LoadOrStore(g, make(chan struct{}, 1))
+	return v.(chan struct{})
+}
+
+// wake signals group g's manager without blocking.
+func (gw *groupWakes) wake(g int) {
+	select {
+	case gw.ch(g) <- struct{}{}:
+	default:
+	}
+}
+
+// hostBacklog is one host's part of a group as its owner sees it.
+type hostBacklog struct {
+	pending []pendingRecord // backlog records, oldest first
+	ready   int             // ready items (claimed or not)
+}
+
+type pendingRecord struct {
+	ref   coord.Ref
+	item  frontier.Item
+	bytes int
+}
+
+// groupView is the owner's in-memory model of one group.
+type groupView struct {
+	hosts   map[string]*hostBacklog
+	names   map[string]string // ready item name -> host
+	queued  int64             // pending + ready
+	bytes   int64             // raw bytes of pending records
+	seenCap int64
+}
+
+func (v *groupView) host(h string) *hostBacklog {
+	hb := v.hosts[h]
+	if hb == nil {
+		hb = &hostBacklog{}
+		v.hosts[h] = hb
+	}
+	return hb
+}
+
+// manageGroup keeps one owned shard group's frontier moving while ctx
+// lives: it drains the group's inbox (dedup against the group's seen-set,
+// quotas), and fills each host's ready window up to per_host_max_in_flight
+// + 1 items from the backlog, one fenced multi per step (coord.Group.Apply).
+// When another owner wrote the group (a handoff overlap) or the outcome of
+// a step was lost, it loads the group again.
+func (w *Worker) manageGroup(ctx context.Context, sess *coord.Session, g int) {
+	for ctx.Err() == nil {
+		err := w.runGroup(ctx, sess, g)
+		switch {
+		case ctx.Err() != nil, errors.Is(err, coord.ErrSessionExpired):
+			return
+		case errors.Is(err, coord.ErrGroupMoved):
+			w.log.Debug("shard group changed under us; reloading", "group", coord.GroupName(g), "error", err)
+		default:
+			w.log.Warn("shard group manager failed; reloading", "group", coord.GroupName(g), "error", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// runGroup loads group g and runs its steps until an error or ctx's end.
+func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error {
+	grp, err := w.front.Backlog().Open(ctx, sess, g)
+	if err != nil {
+		return err
+	}
+	v := &groupView{hosts: map[string]*hostBacklog{}, names: map[string]string{}}
+	grp.Pending(func(ref coord.Ref, rec []byte) {
+		it, err := frontier.DecodeRecord(rec)
+		if err != nil {
+			// Undecodable backlog record: moved as is; the claim loop sends
+			// it to the dead letters with the reason.
+			it = frontier.Item{URL: string(rec)}
+		}
+		v.host(frontier.Host(it.URL)).pending = append(v.host(frontier.Host(it.URL)).pending, pendingRecord{ref: ref, item: it, bytes: len(rec)})
+		v.queued++
+		v.bytes += int64(len(rec))
+	})
+	wake := w.groups.ch(g)
+	resync := time.NewTicker(groupResync)
+	defer resync.Stop()
+	for {
+		if err := w.syncReady(ctx, g, v); err != nil {
+			return err
+		}
+		busy, err := w.groupStep(ctx, grp, v)
+		if err != nil {
+			return err
+		}
+		if busy {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-sess.Done():
+			return coord.ErrSessionExpired
+		case <-grp.InboxEvent():
+		case <-wake:
+		case <-resync.C:
+		}
+	}
+}
+
+// syncReady re-reads which ready items of group g exist (children of its
+// shards), learning the host of any item it did not create itself.
+func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
+	layout := w.front.Layout()
+	present := map[string]bool{}
+	for _, s := range layout.GroupShards(g) {
+		names, err := w.queue.ReadyNames(ctx, s)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			key := coord.ShardName(s) + "/" + n
+			present[key] = true
+			if _, ok := v.names[key]; ok {
+				continue
+			}
+			data, err := w.queue.Get(ctx, s, n)
+			if errors.Is(err, coord.ErrGone) {
+				delete(present, key)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			host := ""
+			if it, err := frontier.DecodeItem(data); err == nil {
+				host = frontier.Host(it.URL)
+			}
+			v.names[key] = host
+			v.host(host).ready++
+			v.queued++
+		}
+	}
+	for key, host := range v.names {
+		if !present[key] {
+			delete(v.names, key)
+			v.host(host).ready--
+			v.queued--
+		}
+	}
+	return nil
+}
+
+// groupStep drains what the inbox holds (up to stepPostBytes) and fills
+// ready windows, as one Apply. busy reports that there may be more to do
+// at once.
+func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) (busy bool, err error) {
+	cfg := w.current().cfg
+	layout := w.front.Layout()
+	groups := int64(layout.Groups())
+	posts, err := grp.Inbox(ctx, stepPostBytes)
+	if err != nil {
+		return false, err
+	}
+	var step coord.Step
+	var accepted []pendingRecord
+	inStep := map[uint64]bool{}
+	drops := map[string]int{}
+	stepBytes := int64(0)
+	for _, p := range posts {
+		step.Drained = append(step.Drained, p.Name)
+		if p.Err != nil {
+			w.log.Warn("undecodable inbox post drained", "group", coord.GroupName(grp.Index()), "post", p.Name, "error", p.Err)
+			drops[dropBad]++
+			continue
+		}
+		for _, rec := range p.Records {
+			it, err := frontier.DecodeRecord(rec)
+			if err != nil {
+				drops[dropBad]++
+				continue
+			}
+			key := frontier.Fingerprint(it.URL)
+			if grp.Seen(key) || inStep[key] {
+				drops[dropDuplicate]++
+				continue
+			}
+			host := frontier.Host(it.URL)
+			hb := v.host(host)
+			queuedHere := int64(len(hb.pending) + hb.ready)
+			reason := ""
+			switch {
+			case len(it.URL) > cfg.MaxURLLength:
+				reason = dropURLLength
+			case cfg.MaxQueuedPerHost > 0 && queuedHere >= cfg.MaxQueuedPerHost:
+				reason = dropPerHost
+			case cfg.MaxQueuedTotal > 0 && v.queued+int64(len(accepted)) >= (cfg.MaxQueuedTotal+groups-1)/groups:
+				reason = dropTotal
+			case v.bytes+stepBytes+8*int64(grp.SeenCount()+len(inStep)) >= cfg.MaxFrontierBytes/groups:
+				reason = dropBytes
+			}
+			if reason != "" {
+				drops[reason]++
+				w.logDrop(host, reason, it.URL)
+				continue
+			}
+			inStep[key] = true
+			step.Accept = append(step.Accept, rec)
+			accepted = append(accepted, pendingRecord{item: it, bytes: len(rec)})
+			stepBytes += int64(len(rec))
+		}
+	}
+	// Fill the ready windows, hosts with the fewest ready items first.
+	window := cfg.PerHostMaxInFlight + 1
+	type mv struct {
+		host string
+		n    int
+	}
+	var order []string
+	for h, hb := range v.hosts {
+		if len(hb.pending) > 0 && hb.ready < window {
+			order = append(order, h)
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return v.hosts[order[i]].ready < v.hosts[order[j]].ready })
+	var moved []mv
+	for _, h := range order {
+		hb := v.hosts[h]
+		n := min(window-hb.ready, len(hb.pending), stepMaxMoves-len(step.Move))
+		for _, pr := range hb.pending[:n] {
+			data, err := pr.item.Encode()
+			if err != nil {
+				data = []byte(pr.item.URL) // undecodable: the claim loop dead-letters it
+			}
+			step.Move = append(step.Move, coord.Move{Ref: pr.ref, Shard: layout.Shard(pr.item.URL), Data: data})
+		}
+		if n > 0 {
+			moved = append(moved, mv{h, n})
+		}
+		if len(step.Move) >= stepMaxMoves {
+			break
+		}
+	}
+	for reason, n := range drops {
+		w.counters.drop(reason, n)
+		w.metrics.dropped(reason, n)
+	}
+	if len(step.Drained) == 0 && len(step.Move) == 0 {
+		return false, nil
+	}
+	res, err := grp.Apply(ctx, step)
+	if err != nil {
+		return false, err
+	}
+	// Commit the view.
+	k := 0
+	for _, m := range moved {
+		hb := v.hosts[m.host]
+		for _, pr := range hb.pending[:m.n] {
+			v.bytes -= int64(pr.bytes)
+			if res.Ready != nil {
+				v.names[coord.ShardName(layout.Shard(pr.item.URL))+"/"+res.Ready[k]] = m.host
+			}
+			k++
+		}
+		hb.pending = hb.pending[m.n:]
+		if res.Ready != nil {
+			hb.ready += m.n
+		} else {
+			v.queued -= int64(m.n) // counted again by syncReady
+		}
+	}
+	for i, pr := range accepted {
+		pr.ref = res.Accepted[i]
+		hb := v.host(frontier.Host(pr.item.URL))
+		hb.pending = append(hb.pending, pr)
+		v.queued++
+		v.bytes += int64(pr.bytes)
+	}
+	for h, hb := range v.hosts {
+		if len(hb.pending) == 0 && hb.ready <= 0 {
+			delete(v.hosts, h)
+		}
+	}
+	return len(posts) > 0 || len(step.Move) >= stepMaxMoves, nil
+}
+
+// logDrop logs a dropped link once per host and reason.
+func (w *Worker) logDrop(host, reason, url string) {
+	key := reason + " " + host
+	w.dropLogMu.Lock()
+	defer w.dropLogMu.Unlock()
+	if w.dropLogged == nil || len(w.dropLogged) >= dropLogCapacity {
+		w.dropLogged = map[string]bool{}
+	}
+	if w.dropLogged[key] {
+		return
+	}
+	w.dropLogged[key] = true
+	w.log.Warn("frontier quota reached: links of this host are dropped (counted in status; logged once per host)",
+		"host", host, "reason", reason, "example", url)
+}
