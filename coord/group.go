@@ -210,6 +210,27 @@ func (gr *Group) Pending(fn func(ref Ref, record []byte)) {
 	}
 }
 
+// Record returns the record ref names, or nil when ref names no record of
+// a live batch.
+func (gr *Group) Record(ref Ref) []byte {
+	recs := gr.st.batches[ref.Batch]
+	if ref.Index < 0 || ref.Index >= len(recs) {
+		return nil
+	}
+	return recs[ref.Index]
+}
+
+// Retirable reports whether a live batch has all its records moved, so
+// that an Apply with an empty Step would retire it into the seen chunks.
+func (gr *Group) Retirable() bool {
+	for _, bt := range gr.st.cur.batches {
+		if bt.allMoved() {
+			return true
+		}
+	}
+	return false
+}
+
 // InboxEvent returns a channel that receives an event when the inbox's
 // children change after the last Inbox call (nil before the first). One
 // child watch is armed at a time, re-armed only after it fired.

@@ -52,10 +52,11 @@ type hostBacklog struct {
 	ready   int             // ready items (claimed or not)
 }
 
+// pendingRecord is a backlog record as the owner tracks it: the record
+// itself stays in the coord.Group (decoded again when it is moved).
 type pendingRecord struct {
 	ref   coord.Ref
-	item  frontier.Item
-	bytes int
+	bytes int32
 }
 
 // groupView is the owner's in-memory model of one group.
@@ -109,13 +110,14 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	}
 	v := &groupView{hosts: map[string]*hostBacklog{}, names: map[string]string{}}
 	grp.Pending(func(ref coord.Ref, rec []byte) {
-		it, err := frontier.DecodeRecord(rec)
-		if err != nil {
-			// Undecodable backlog record: moved as is; the claim loop sends
-			// it to the dead letters with the reason.
-			it = frontier.Item{URL: string(rec)}
+		host := ""
+		if it, err := frontier.DecodeRecord(rec); err == nil {
+			host = frontier.Host(it.URL)
 		}
-		v.host(frontier.Host(it.URL)).pending = append(v.host(frontier.Host(it.URL)).pending, pendingRecord{ref: ref, item: it, bytes: len(rec)})
+		// An undecodable record (host "") is moved as is; the claim loop
+		// sends it to the dead letters with the reason.
+		hb := v.host(host)
+		hb.pending = append(hb.pending, pendingRecord{ref: ref, bytes: int32(len(rec))})
 		v.queued++
 		v.bytes += int64(len(rec))
 	})
@@ -200,7 +202,11 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 		return false, err
 	}
 	var step coord.Step
-	var accepted []pendingRecord
+	type acceptedRecord struct {
+		host  string
+		bytes int32
+	}
+	var accepted []acceptedRecord
 	inStep := map[uint64]bool{}
 	drops := map[string]int{}
 	stepBytes := int64(0)
@@ -243,7 +249,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 			}
 			inStep[key] = true
 			step.Accept = append(step.Accept, rec)
-			accepted = append(accepted, pendingRecord{item: it, bytes: len(rec)})
+			accepted = append(accepted, acceptedRecord{host: host, bytes: int32(len(rec))})
 			stepBytes += int64(len(rec))
 		}
 	}
@@ -261,15 +267,22 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 	}
 	sort.Slice(order, func(i, j int) bool { return v.hosts[order[i]].ready < v.hosts[order[j]].ready })
 	var moved []mv
+	var shards []int // shard of each move
 	for _, h := range order {
 		hb := v.hosts[h]
 		n := min(window-hb.ready, len(hb.pending), stepMaxMoves-len(step.Move))
 		for _, pr := range hb.pending[:n] {
-			data, err := pr.item.Encode()
-			if err != nil {
-				data = []byte(pr.item.URL) // undecodable: the claim loop dead-letters it
+			rec := grp.Record(pr.ref)
+			it, err := frontier.DecodeRecord(rec)
+			var data []byte
+			if err == nil {
+				data, err = it.Encode()
 			}
-			step.Move = append(step.Move, coord.Move{Ref: pr.ref, Shard: layout.Shard(pr.item.URL), Data: data})
+			if err != nil {
+				data = rec // undecodable: the claim loop dead-letters it
+			}
+			step.Move = append(step.Move, coord.Move{Ref: pr.ref, Shard: layout.Shard(it.URL), Data: data})
+			shards = append(shards, layout.Shard(it.URL))
 		}
 		if n > 0 {
 			moved = append(moved, mv{h, n})
@@ -282,7 +295,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 		w.counters.drop(reason, n)
 		w.metrics.dropped(reason, n)
 	}
-	if len(step.Drained) == 0 && len(step.Move) == 0 {
+	if len(step.Drained) == 0 && len(step.Move) == 0 && !grp.Retirable() {
 		return false, nil
 	}
 	res, err := grp.Apply(ctx, step)
@@ -296,7 +309,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 		for _, pr := range hb.pending[:m.n] {
 			v.bytes -= int64(pr.bytes)
 			if res.Ready != nil {
-				v.names[coord.ShardName(layout.Shard(pr.item.URL))+"/"+res.Ready[k]] = m.host
+				v.names[coord.ShardName(shards[k])+"/"+res.Ready[k]] = m.host
 			}
 			k++
 		}
@@ -307,12 +320,11 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 			v.queued -= int64(m.n) // counted again by syncReady
 		}
 	}
-	for i, pr := range accepted {
-		pr.ref = res.Accepted[i]
-		hb := v.host(frontier.Host(pr.item.URL))
-		hb.pending = append(hb.pending, pr)
+	for i, a := range accepted {
+		hb := v.host(a.host)
+		hb.pending = append(hb.pending, pendingRecord{ref: res.Accepted[i], bytes: a.bytes})
 		v.queued++
-		v.bytes += int64(pr.bytes)
+		v.bytes += int64(a.bytes)
 	}
 	for h, hb := range v.hosts {
 		if len(hb.pending) == 0 && hb.ready <= 0 {

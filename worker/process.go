@@ -130,6 +130,12 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 		if err != nil {
 			return
 		}
+		if len(u) > live.cfg.MaxURLLength {
+			// Not even posted: a hostile page cannot spend ZooKeeper bytes on it.
+			w.counters.drop(dropURLLength, 1)
+			w.metrics.dropped(dropURLLength, 1)
+			return
+		}
 		if ok, _ := live.scope.Allows(u, depth, it.URL); ok {
 			out = append(out, frontier.Item{URL: u, Depth: depth, Via: it.URL})
 		}
