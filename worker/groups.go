@@ -208,6 +208,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 	}
 	var accepted []acceptedRecord
 	inStep := map[uint64]bool{}
+	acceptedFor := map[string]int64{} // host -> records accepted in this step
 	drops := map[string]int{}
 	stepBytes := int64(0)
 	for _, p := range posts {
@@ -230,7 +231,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 			}
 			host := frontier.Host(it.URL)
 			hb := v.host(host)
-			queuedHere := int64(len(hb.pending) + hb.ready)
+			queuedHere := int64(len(hb.pending)+hb.ready) + acceptedFor[host]
 			reason := ""
 			switch {
 			case len(it.URL) > cfg.MaxURLLength:
@@ -248,6 +249,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 				continue
 			}
 			inStep[key] = true
+			acceptedFor[host]++
 			step.Accept = append(step.Accept, rec)
 			accepted = append(accepted, acceptedRecord{host: host, bytes: int32(len(rec))})
 			stepBytes += int64(len(rec))

@@ -1,0 +1,145 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// trapServer serves an endless crawler trap: every page links to 200 new
+// unique URLs made by link(page, i).
+func trapServer(t *testing.T, link func(page string, i int) string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		var b strings.Builder
+		b.WriteString("<html><body>")
+		for i := range 200 {
+			fmt.Fprintf(&b, `<a href="%s">x</a>`, link(r.URL.Path, i))
+		}
+		b.WriteString("</body></html>")
+		w.Write([]byte(b.String()))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Crawler traps are bounded by the quotas of docs/design.md "Quotas": what
+// the crawl holds in ZooKeeper never passes them, the links over them are
+// counted by reason in the worker's status node, and the crawl goes on
+// fetching what it holds.
+func TestQuotasBoundCrawlerTraps(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	randomPath := func(n int) string {
+		const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rand.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	cases := []struct {
+		name     string
+		link     func(page string, i int) string
+		tune     func(*config.Config)
+		reason   string
+		bound    func(p frontier.Pending) bool // what ZooKeeper may hold at any time
+		minPages int
+	}{
+		{
+			name:     "per host",
+			link:     func(page string, i int) string { return fmt.Sprintf("%s/%d", strings.TrimSuffix(page, "/"), i) },
+			tune:     func(c *config.Config) { c.MaxQueuedPerHost = 50 },
+			reason:   dropPerHost,
+			bound:    func(p frontier.Pending) bool { return p.Ready+p.Backlog <= 50 },
+			minPages: 20,
+		},
+		{
+			name:     "long URLs",
+			link:     func(page string, i int) string { return "/l/" + strings.Repeat("a", 300) + fmt.Sprint(rand.Int()) },
+			tune:     func(c *config.Config) { c.MaxURLLength = 200 },
+			reason:   dropURLLength,
+			bound:    func(p frontier.Pending) bool { return p.Ready+p.Backlog <= 1 },
+			minPages: 1, // every link is dropped: only the seed is fetched
+		},
+		{
+			name: "a new host per link",
+			link: func(page string, i int) string { return fmt.Sprintf("http://x%d.trap.invalid/", rand.Int()) },
+			tune: func(c *config.Config) {
+				c.Scope = config.ScopeAny
+				c.MaxQueuedTotal = 100
+				c.MaxAttempts = 1
+			},
+			reason:   dropTotal,
+			bound:    func(p frontier.Pending) bool { return p.Ready+p.Backlog <= 100 },
+			minPages: 20,
+		},
+		{
+			name: "random incompressible URLs",
+			link: func(page string, i int) string { return "/r/" + randomPath(1500) },
+			tune: func(c *config.Config) {
+				c.MaxFrontierBytes = 1 << 20 // 256 KiB per group of 4
+			},
+			reason:   dropBytes,
+			bound:    func(p frontier.Pending) bool { return p.Ready+p.Backlog <= (1<<20)/1500 },
+			minPages: 5,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := trapServer(t, tc.link)
+			cfg := testConfig()
+			cfg.MaxDepth = -1
+			tc.tune(&cfg)
+			name := strings.ReplaceAll("trap "+tc.name, " ", "-")
+			c := newCrawl(t, zk.Addr(), name, cfg, frontier.Layout{Shards: 4, Spread: 1}, []string{srv.URL + "/"})
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			done := c.startWorker(ctx, "w1", func(o *Options) { o.ExitWhenDone = false })
+			worst := frontier.Pending{}
+			var st Status
+			for ctx.Err() == nil {
+				p, err := c.front.Pending(context.Background())
+				if err == nil {
+					if !tc.bound(p) {
+						t.Errorf("ZooKeeper holds %+v, over the quota", p)
+						break
+					}
+					if p.Ready+p.Backlog > worst.Ready+worst.Backlog {
+						worst = p
+					}
+				}
+				if _, data, err := coord.Members(context.Background(), c.client, c.root); err == nil && data["w1"] != nil {
+					_ = json.Unmarshal(data["w1"], &st)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("worker: %v", err)
+			}
+			pages := len(c.logs())
+			t.Logf("%s: at most %d ready + %d backlog; %d pages fetched; dropped %v", tc.name, worst.Ready, worst.Backlog, pages, st.Dropped)
+			if st.Dropped[tc.reason] == 0 {
+				t.Errorf("no link dropped for %s; status dropped %v", tc.reason, st.Dropped)
+			}
+			if pages < tc.minPages {
+				t.Errorf("only %d pages fetched: the crawl must go on with what it holds", pages)
+			}
+		})
+	}
+}
