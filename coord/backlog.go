@@ -111,7 +111,8 @@ func (b *Backlog) Init(ctx context.Context) error {
 }
 
 // Post hands records to group g's owner: one create of a
-// persistent-sequential R/inbox/<g>/i- holding them (flate). Records whose
+// persistent-sequential R/inbox/<g>/i- holding them (flate), in a multi
+// that goes through the group commit. Records whose
 // key the group has seen, or that repeat within the inbox, are dropped by
 // the owner when it drains the post, so posting a record twice is harmless:
 // after connection loss Post is simply retried. Records beyond
@@ -147,8 +148,12 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 				continue
 			}
 		}
+		// A multi of check(inbox) and the create, so that the post rides in
+		// the group commit with the process's other writes (coord/commit.go).
 		err := Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
-			_, err := b.q.c.create(ctx, b.inboxPath(g)+"/"+postPrefix, data, zk.FlagSequence, nil)
+			_, _, err := b.q.c.multi(ctx, nil,
+				&zk.CheckVersionRequest{Path: b.inboxPath(g), Version: -1},
+				&zk.CreateRequest{Path: b.inboxPath(g) + "/" + postPrefix, Data: data, Acl: openACL, Flags: zk.FlagSequence})
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {

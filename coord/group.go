@@ -33,6 +33,7 @@ type Group struct {
 	watch   <-chan zk.Event // armed child watch on the inbox, nil when none
 	watchAt <-chan struct{} // reconnect epoch when the watch was armed
 	peek    bool            // a reader, not the owner: Inbox arms no watch
+	more    bool            // the last Inbox stopped at maxBytes with posts left
 }
 
 // groupState is a group as loaded from ZooKeeper.
@@ -231,6 +232,26 @@ func (gr *Group) Retirable() bool {
 	return false
 }
 
+// InboxDue reports whether Inbox may find posts it has not returned yet:
+// no watch is armed, the armed watch fired, a reconnect happened since it
+// was armed, or the last Inbox call left posts unread. When it is false the
+// owner can skip listing the inbox.
+func (gr *Group) InboxDue() bool {
+	if gr.watch == nil || gr.more {
+		return true
+	}
+	select {
+	case <-gr.watch:
+		gr.watch = nil // fired: re-armed by the next Inbox
+		return true
+	case <-gr.watchAt:
+		gr.watch = nil
+		return true
+	default:
+		return false
+	}
+}
+
 // InboxEvent returns a channel that receives an event when the inbox's
 // children change after the last Inbox call (nil before the first). One
 // child watch is armed at a time, re-armed only after it fired.
@@ -274,6 +295,7 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 	sort.Slice(names, func(i, j int) bool { return itemSeq(names[i]) < itemSeq(names[j]) })
 	var out []Post
 	read := 0
+	gr.more = false
 	for len(names) > 0 && read < maxBytes {
 		n := min(len(names), 8)
 		batch := make([]Post, n)
@@ -308,6 +330,7 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 		}
 		names = names[n:]
 	}
+	gr.more = len(names) > 0
 	return out, nil
 }
 

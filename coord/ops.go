@@ -181,18 +181,7 @@ func (c *Client) del(ctx context.Context, p string, version int32) error {
 // the transaction never reached the server or its outcome is unknown
 // (connection loss).
 func (c *Client) multi(ctx context.Context, orphan func([]zk.MultiResponse, error), ops ...any) ([]zk.MultiResponse, int, error) {
-	res, err := call(ctx, c, "multi", func() ([]zk.MultiResponse, error) {
-		return c.conn.Multi(ops...)
-	}, orphan)
-	if err == nil {
-		return res, -1, nil
-	}
-	for i, r := range res {
-		if r.Error != nil {
-			return nil, i, r.Error
-		}
-	}
-	return nil, -1, err
+	return c.groupCommit(ctx, orphan, ops)
 }
 
 // ensurePath creates p and its missing ancestors as persistent znodes with

@@ -29,21 +29,46 @@ const (
 	dropBad       = "bad_record"
 )
 
-// groupWakes holds, per owned group, a 1-slot channel that wakes its
-// manager when a ready slot of the group frees up here.
-type groupWakes struct{ m sync.Map } // int -> chan struct{}
-
-func (gw *groupWakes) ch(g int) chan struct{} {
-	v, _ := gw.m.LoadOrStore(g, make(chan struct{}, 1))
-	return v.(chan struct{})
+// groupWakes tells the manager of an owned group, through a 1-slot wake
+// channel, that ready items of the group were finished here (completed or
+// dead-lettered), so their hosts' ready windows have room.
+type groupWakes struct {
+	m  sync.Map // int -> *groupSignal
 }
 
-// wake signals group g's manager without blocking.
-func (gw *groupWakes) wake(g int) {
+type groupSignal struct {
+	wake  chan struct{}
+	mu    sync.Mutex
+	freed []string // "<shard>/<item>" of ready items finished here
+}
+
+func (gw *groupWakes) get(g int) *groupSignal {
+	v, _ := gw.m.LoadOrStore(g, &groupSignal{wake: make(chan struct{}, 1)})
+	return v.(*groupSignal)
+}
+
+// freed records that ready item name of shard (group g) was finished here
+// and wakes the group's manager without blocking; name "" only wakes it.
+func (gw *groupWakes) freed(g, shard int, name string) {
+	sig := gw.get(g)
+	if name != "" {
+		sig.mu.Lock()
+		sig.freed = append(sig.freed, coord.ShardName(shard)+"/"+name)
+		sig.mu.Unlock()
+	}
 	select {
-	case gw.ch(g) <- struct{}{}:
+	case sig.wake <- struct{}{}:
 	default:
 	}
+}
+
+// take returns and clears the freed items.
+func (sig *groupSignal) take() []string {
+	sig.mu.Lock()
+	defer sig.mu.Unlock()
+	out := sig.freed
+	sig.freed = nil
+	return out
 }
 
 // hostBacklog is one host's part of a group as its owner sees it.
@@ -121,17 +146,32 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		v.queued++
 		v.bytes += int64(len(rec))
 	})
-	wake := w.groups.ch(g)
+	sig := w.groups.get(g)
+	sig.take() // finished before this load: the listing below counts them
 	resync := time.NewTicker(groupResync)
 	defer resync.Stop()
+	sync := true
 	for {
-		if err := w.syncReady(ctx, g, v); err != nil {
-			return err
+		for _, key := range sig.take() {
+			if host, ok := v.names[key]; ok {
+				delete(v.names, key)
+				v.host(host).ready--
+				v.queued--
+			}
 		}
-		busy, err := w.groupStep(ctx, grp, v)
+		if sync {
+			// At load, every groupResync and after a step whose reply was
+			// lost: learn the ready items others created or finished.
+			if err := w.syncReady(ctx, g, v); err != nil {
+				return err
+			}
+			sync = false
+		}
+		busy, lost, err := w.groupStep(ctx, grp, v)
 		if err != nil {
 			return err
 		}
+		sync = lost
 		if busy {
 			continue
 		}
@@ -141,8 +181,9 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		case <-sess.Done():
 			return coord.ErrSessionExpired
 		case <-grp.InboxEvent():
-		case <-wake:
+		case <-sig.wake:
 		case <-resync.C:
+			sync = true
 		}
 	}
 }
@@ -192,14 +233,17 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 
 // groupStep drains what the inbox holds (up to stepPostBytes) and fills
 // ready windows, as one Apply. busy reports that there may be more to do
-// at once.
-func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) (busy bool, err error) {
+// at once; lost that the step committed but its reply was lost, so the
+// names of the ready items it created are unknown.
+func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) (busy, lost bool, err error) {
 	cfg := w.current().cfg
 	layout := w.front.Layout()
 	groups := int64(layout.Groups())
-	posts, err := grp.Inbox(ctx, stepPostBytes)
-	if err != nil {
-		return false, err
+	var posts []coord.Post
+	if grp.InboxDue() {
+		if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
+			return false, false, err
+		}
 	}
 	var step coord.Step
 	type acceptedRecord struct {
@@ -298,11 +342,11 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 		w.metrics.dropped(reason, n)
 	}
 	if len(step.Drained) == 0 && len(step.Move) == 0 && !grp.Retirable() {
-		return false, nil
+		return false, false, nil
 	}
 	res, err := grp.Apply(ctx, step)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	// Commit the view.
 	k := 0
@@ -333,7 +377,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 			delete(v.hosts, h)
 		}
 	}
-	return len(posts) > 0 || len(step.Move) >= stepMaxMoves, nil
+	return len(posts) > 0 || len(step.Move) >= stepMaxMoves, res.Ready == nil && len(step.Move) > 0, nil
 }
 
 // logDrop logs a dropped link once per host and reason.

@@ -198,8 +198,15 @@ func (w *Worker) finishDone(ctx context.Context, claim *coord.Claim, it frontier
 		w.lost(ctx, claim, it, "complete", err)
 		return
 	}
+	w.readyFreed(claim, it)
 	w.counters.pages.Add(1)
 	w.metrics.completed()
+}
+
+// readyFreed tells the manager of the item's group that its ready item is
+// gone (completed or dead-lettered), so the host's ready window has room.
+func (w *Worker) readyFreed(claim *coord.Claim, it frontier.Item) {
+	w.groups.freed(w.front.Layout().Group(it.URL), claim.Shard(), claim.Name())
 }
 
 // finishFailed logs a failed attempt and either schedules a retry
@@ -225,6 +232,7 @@ func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it fronti
 		w.lost(ctx, claim, it, "fail", err)
 		return
 	}
+	w.readyFreed(claim, it)
 	w.counters.pages.Add(1)
 	w.metrics.completed()
 }

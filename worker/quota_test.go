@@ -108,8 +108,11 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 			tc.tune(&cfg)
 			name := strings.ReplaceAll("trap "+tc.name, " ", "-")
 			c := newCrawl(t, zk.Addr(), name, cfg, frontier.Layout{Shards: 4, Spread: 1}, []string{srv.URL + "/"})
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			// Until the quota has bitten and the crawl went on past it (or a
+			// generous deadline on a loaded machine); at least 2 s.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
+			started := time.Now()
 			done := c.startWorker(ctx, "w1", func(o *Options) { o.ExitWhenDone = false })
 			worst := frontier.Pending{}
 			var st Status
@@ -126,6 +129,10 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 				}
 				if _, data, err := coord.Members(context.Background(), c.client, c.root); err == nil && data["w1"] != nil {
 					_ = json.Unmarshal(data["w1"], &st)
+				}
+				if time.Since(started) > 2*time.Second && st.Dropped[tc.reason] > 0 && st.Pages >= int64(tc.minPages) {
+					cancel()
+					break
 				}
 				time.Sleep(100 * time.Millisecond)
 			}

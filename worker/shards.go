@@ -199,7 +199,6 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 			defer inflight.Done()
 			defer w.releaseSlot()
 			defer w.dropHost(host)
-			defer w.groups.wake(w.front.Layout().Group(it.URL)) // a ready slot of the host is free
 			w.process(work, claim, it)
 		}()
 	}

@@ -160,6 +160,11 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		}
+		if w.counters.inFlight.Load() > 0 {
+			// Busy here: the crawl is not done, no need to ask ZooKeeper.
+			quietSince = time.Time{}
+			continue
+		}
 		st, err := w.queue.Pending(ctx)
 		idle := err == nil && st.Queued == 0 && st.Claimed == 0 && w.counters.inFlight.Load() == 0
 		if idle {
