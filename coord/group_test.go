@@ -112,9 +112,10 @@ func readyRecords(t testing.TB, c *coord.Client, root string, g int) []string {
 	return out
 }
 
-// Every record posted (each key by two posters, some posts repeated)
-// reaches the ready window exactly once, and after its batch retires the
-// seen-set still holds it: a reloaded group drops a re-post.
+// Every record posted (each key by two posters) reaches the ready window
+// exactly once, while ownership of the group moves between two clients
+// with posts waiting in the inbox; after its batch retires the seen-set
+// still holds it: a reloaded group drops a re-post.
 func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 	t.Parallel()
 	const keys = 3000
@@ -140,6 +141,18 @@ func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 				}
 			}
 		}()
+	}
+	// Ownership moves twice while the posters write (the inbox holds posts
+	// at each move): owner c, then c2, then c again.
+	c2 := connect(t, zkAddr(t))
+	b2 := coord.NewBacklog(coord.NewQueue(c2, root, 2), 2, recKey)
+	for i, oc := range []struct {
+		c *coord.Client
+		b *coord.Backlog
+	}{{c, b}, {c2, b2}} {
+		octx, stop := context.WithTimeout(ctx, time.Duration(150+100*i)*time.Millisecond)
+		owner(octx, t, oc.c, oc.b, 1)
+		stop()
 	}
 	octx, stop := context.WithCancel(ctx)
 	done := make(chan int)
