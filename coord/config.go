@@ -184,9 +184,18 @@ func (s *ConfigStore) Watch(ctx context.Context) <-chan ConfigValue {
 func (s *ConfigStore) watchLoop(ctx context.Context, out chan ConfigValue) {
 	defer close(out)
 	var last *ConfigValue
+	var ev <-chan zk.Event // the armed watch; one at a time (go-zookeeper keeps every channel until it fires)
 	for attempt := 1; ; {
 		epoch := s.c.reconnected()
-		v, ev, err := s.readWatch(ctx)
+		var v ConfigValue
+		var err error
+		if ev != nil && !fired(ev) {
+			// A reconnect: re-read, but the watch set before still stands
+			// (go-zookeeper re-registers it), so set no second one.
+			v, err = s.read(ctx)
+		} else {
+			v, ev, err = s.readWatch(ctx)
+		}
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) || s.c.isClosed() {
 				return
@@ -238,6 +247,29 @@ func (s *ConfigStore) readWatch(ctx context.Context) (ConfigValue, <-chan zk.Eve
 			return ConfigValue{Version: -1}, ev, nil
 		}
 		// Created between the two calls: read it.
+	}
+}
+
+// read reads the znode without a watch.
+func (s *ConfigStore) read(ctx context.Context) (ConfigValue, error) {
+	data, st, err := s.c.get(ctx, s.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return ConfigValue{Version: -1}, nil
+	}
+	if err != nil {
+		return ConfigValue{}, err
+	}
+	return ConfigValue{Data: data, Version: st.Version, Mzxid: st.Mzxid}, nil
+}
+
+// fired reports, without blocking, whether a watch channel has delivered
+// (go-zookeeper closes it after its one event).
+func fired(ev <-chan zk.Event) bool {
+	select {
+	case <-ev:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -792,8 +792,22 @@ func (q *Queue) list(ctx context.Context, shard int, cur *cursor) error {
 			return err
 		})
 	}()
+	// One armed child watch per shard: a watch that has not fired yet still
+	// stands (go-zookeeper keeps each channel until it fires), so re-list
+	// without setting another.
+	cur.mu.Lock()
+	armed := cur.watch
+	cur.mu.Unlock()
+	if armed != nil && fired(armed) {
+		armed = nil
+	}
 	err := Retry(ctx, q.c.retry, func(ctx context.Context) error {
 		var err error
+		if armed != nil {
+			names, _, err = q.c.children(ctx, q.shardPath(queueDir, shard))
+			ev = armed
+			return err
+		}
 		names, _, ev, err = q.c.childrenW(ctx, q.shardPath(queueDir, shard))
 		return err
 	})
