@@ -35,6 +35,8 @@ type Frontier struct {
 	seen   *lru.Cache[uint64, struct{}]
 	known  map[uint64]struct{} // loaded by LoadKnown; read-only after
 
+	local LocalOwner // set by SetLocalOwner; nil: every record is posted
+
 	mu       sync.Mutex
 	pending  map[int][][]byte
 	waiters  []chan error
@@ -101,7 +103,7 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, er
 	if len(keys) == 0 {
 		return res, errors.Join(errs...)
 	}
-	if err := f.post(ctx, posts); err != nil {
+	if err := f.handOver(ctx, posts); err != nil {
 		return res, errors.Join(append(errs, err)...)
 	}
 	for _, k := range keys {
@@ -109,6 +111,65 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, er
 	}
 	res.Posted = len(keys)
 	return res, errors.Join(errs...)
+}
+
+// LocalOwner takes records of group straight into the group's next step
+// when this process owns the group (docs/design.md, "local hand-off"): it
+// returns a channel that yields nil once a step holding them has committed
+// (or they were dropped as duplicates or over a quota), or an error; it
+// returns nil when this process does not own the group.
+type LocalOwner func(group int, records [][]byte) <-chan error
+
+// SetLocalOwner installs fn: Enqueue then hands the records of groups this
+// process owns to fn instead of posting them, and posts them after all if
+// fn fails or does not answer within localTimeout. Call it before the first
+// Enqueue.
+func (f *Frontier) SetLocalOwner(fn LocalOwner) { f.local = fn }
+
+// localTimeout bounds the wait for a local hand-off before the records are
+// posted instead.
+const localTimeout = 10 * time.Second
+
+// handOver delivers records per group: locally to an owning LocalOwner, the
+// rest (and whatever the owner could not take) posted.
+func (f *Frontier) handOver(ctx context.Context, posts map[int][][]byte) error {
+	type wait struct {
+		g    int
+		recs [][]byte
+		ch   <-chan error
+	}
+	var waits []wait
+	if f.local != nil {
+		for g, recs := range posts {
+			if ch := f.local(g, recs); ch != nil {
+				waits = append(waits, wait{g, recs, ch})
+				delete(posts, g)
+			}
+		}
+	}
+	var errs []error
+	if len(posts) > 0 {
+		errs = append(errs, f.post(ctx, posts))
+	}
+	fallback := map[int][][]byte{}
+	timer := time.NewTimer(localTimeout)
+	defer timer.Stop()
+	for _, wt := range waits {
+		select {
+		case err := <-wt.ch:
+			if err != nil {
+				fallback[wt.g] = wt.recs
+			}
+		case <-timer.C:
+			fallback[wt.g] = wt.recs
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if len(fallback) > 0 {
+		errs = append(errs, f.post(ctx, fallback))
+	}
+	return errors.Join(errs...)
 }
 
 // post adds records to the next group-commit flush and waits for it.

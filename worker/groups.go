@@ -37,9 +37,62 @@ type groupWakes struct {
 }
 
 type groupSignal struct {
-	wake  chan struct{}
-	mu    sync.Mutex
-	freed []string // "<shard>/<item>" of ready items finished here
+	wake   chan struct{}
+	mu     sync.Mutex
+	freed  []string // "<shard>/<item>" of ready items finished here
+	active bool     // a manager runs the group in this process
+	offers []offer  // records handed over locally, for the next step
+}
+
+// offer is a local hand-off of records to the group's next step.
+type offer struct {
+	records [][]byte
+	done    chan error
+}
+
+// errManagerStopped answers the offers a stopping manager did not take.
+var errManagerStopped = errors.New("worker: shard group manager stopped")
+
+// offer hands records of group g to its manager in this process
+// (frontier.LocalOwner); nil when no manager runs the group here.
+func (gw *groupWakes) offer(g int, records [][]byte) <-chan error {
+	sig := gw.get(g)
+	sig.mu.Lock()
+	if !sig.active {
+		sig.mu.Unlock()
+		return nil
+	}
+	ch := make(chan error, 1)
+	sig.offers = append(sig.offers, offer{records: records, done: ch})
+	sig.mu.Unlock()
+	select {
+	case sig.wake <- struct{}{}:
+	default:
+	}
+	return ch
+}
+
+// setActive marks the manager running or stopped; stopping answers the
+// pending offers with errManagerStopped (their records are posted instead).
+func (sig *groupSignal) setActive(on bool) {
+	sig.mu.Lock()
+	defer sig.mu.Unlock()
+	sig.active = on
+	if !on {
+		for _, o := range sig.offers {
+			o.done <- errManagerStopped
+		}
+		sig.offers = nil
+	}
+}
+
+// takeOffers returns and clears the pending offers.
+func (sig *groupSignal) takeOffers() []offer {
+	sig.mu.Lock()
+	defer sig.mu.Unlock()
+	out := sig.offers
+	sig.offers = nil
+	return out
 }
 
 func (gw *groupWakes) get(g int) *groupSignal {
@@ -148,6 +201,8 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	})
 	sig := w.groups.get(g)
 	sig.take() // finished before this load: the listing below counts them
+	sig.setActive(true)
+	defer sig.setActive(false)
 	resync := time.NewTicker(groupResync)
 	defer resync.Stop()
 	sync := true
@@ -167,7 +222,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 			}
 			sync = false
 		}
-		busy, lost, err := w.groupStep(ctx, grp, v)
+		busy, lost, err := w.groupStep(ctx, grp, v, sig.takeOffers())
 		if err != nil {
 			return err
 		}
@@ -235,7 +290,14 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 // ready windows, as one Apply. busy reports that there may be more to do
 // at once; lost that the step committed but its reply was lost, so the
 // names of the ready items it created are unknown.
-func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) (busy, lost bool, err error) {
+func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, offers []offer) (busy, lost bool, err error) {
+	answer := func(err error) {
+		for _, o := range offers {
+			o.done <- err
+		}
+		offers = nil
+	}
+	defer func() { answer(err) }()
 	cfg := w.current().cfg
 	layout := w.front.Layout()
 	groups := int64(layout.Groups())
@@ -244,6 +306,10 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 		if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
 			return false, false, err
 		}
+	}
+	nPosts := len(posts)
+	for _, o := range offers {
+		posts = append(posts, coord.Post{Records: o.records}) // no znode to drain
 	}
 	var step coord.Step
 	type acceptedRecord struct {
@@ -256,7 +322,9 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 	drops := map[string]int{}
 	stepBytes := int64(0)
 	for _, p := range posts {
-		step.Drained = append(step.Drained, p.Name)
+		if p.Name != "" {
+			step.Drained = append(step.Drained, p.Name)
+		}
 		if p.Err != nil {
 			w.log.Warn("undecodable inbox post drained", "group", coord.GroupName(grp.Index()), "post", p.Name, "error", p.Err)
 			drops[dropBad]++
@@ -341,8 +409,8 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 		w.counters.drop(reason, n)
 		w.metrics.dropped(reason, n)
 	}
-	if len(step.Drained) == 0 && len(step.Move) == 0 && !grp.Retirable() {
-		return false, false, nil
+	if len(step.Drained) == 0 && len(step.Accept) == 0 && len(step.Move) == 0 && !grp.Retirable() {
+		return false, false, nil // offers all dropped or duplicates: answered nil
 	}
 	res, err := grp.Apply(ctx, step)
 	if err != nil {
@@ -377,7 +445,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView) 
 			delete(v.hosts, h)
 		}
 	}
-	return len(posts) > 0 || len(step.Move) >= stepMaxMoves, res.Ready == nil && len(step.Move) > 0, nil
+	return nPosts > 0 || len(offers) > 0 || len(step.Move) >= stepMaxMoves, res.Ready == nil && len(step.Move) > 0, nil
 }
 
 // logDrop logs a dropped link once per host and reason.

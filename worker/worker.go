@@ -171,6 +171,7 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("worker: open the frontier of crawl %q: %w", opts.Crawl, err)
 	}
 	w.queue = w.front.Queue()
+	w.front.SetLocalOwner(w.groups.offer) // links of our own groups skip the inbox
 	return w, nil
 }
 
