@@ -551,6 +551,16 @@ func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
 	cur.items[name] = it
 }
 
+// Known tells Take the data of item name of shard, which this process has
+// just created (version 0), so that claiming it needs no read. A stale
+// entry costs nothing but a retry: the claim multi checks the version.
+func (q *Queue) Known(shard int, name string, data []byte) {
+	if shard < 0 || shard >= len(q.cursors) {
+		return
+	}
+	q.cache(shard, name, cachedItem{data: data, version: 0}, true)
+}
+
 // Take claims the first claimable item of shard, in FIFO order, that accept
 // (if not nil) accepts, blocking until there is one. It watches the shard's
 // children instead of polling: it wakes on a child event (or a reconnect),

@@ -424,6 +424,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 			v.bytes -= int64(pr.bytes)
 			if res.Ready != nil {
 				v.names[coord.ShardName(shards[k])+"/"+res.Ready[k]] = m.host
+				w.queue.Known(shards[k], res.Ready[k], step.Move[k].Data)
 			}
 			k++
 		}
