@@ -74,6 +74,11 @@ func Root(name string) (string, error) {
 // run the seeder first.
 var ErrCrawlNotFound = errors.New("crawl not found in ZooKeeper (run the seeder first)")
 
+// ErrUnreachable is returned by New when no ZooKeeper session could be
+// established before its context ended (wrapped with the last connection
+// error).
+var ErrUnreachable = errors.New("ZooKeeper unreachable")
+
 // Worker is one running crawler worker. Create it with New, then call Run.
 type Worker struct {
 	opts   Options
@@ -156,7 +161,7 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	w.client, err = coord.Connect(ctx, opts.Servers, coord.WithSessionTimeout(opts.SessionTimeout),
 		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK))
 	if err != nil {
-		return nil, fmt.Errorf("worker: connect to ZooKeeper %s: %w", opts.Servers, err)
+		return nil, fmt.Errorf("worker: %w: %w", ErrUnreachable, err)
 	}
 	w.front, err = frontier.Open(ctx, w.client, root, coord.WithOwner(opts.ID))
 	if err != nil {

@@ -83,7 +83,7 @@ func addGlobals(fs *pflag.FlagSet) *globals {
 	g := &globals{}
 	fs.StringVar(&g.zk, "zk", "127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port...][/chroot]")
 	fs.StringVar(&g.crawl, "crawl", "", "crawl name (required), as given to seeder; its znodes live under /zkcrawl/NAME")
-	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
+	fs.DurationVar(&g.timeout, "timeout", 5*time.Second, "give up when ZooKeeper does not answer within this time")
 	g.newLogger = cli.LogFlags(fs)
 	// An operator tool prints its results on stdout; ZooKeeper session
 	// chatter at info level would only clutter the terminal.
@@ -183,6 +183,9 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if g.timeout <= 0 {
 		return cli.Usage("--timeout %v: must be positive", g.timeout)
 	}
+	if err := cli.CheckZK(g.zk); err != nil {
+		return err
+	}
 	log, err := g.newLogger(a.stderr)
 	if err != nil {
 		return cli.Usage("%v", err)
@@ -237,7 +240,7 @@ func (c *ctl) connect(ctx context.Context) (*coord.Client, error) {
 	defer cancel()
 	client, err := coord.Connect(cctx, c.g.zk, coord.WithLogger(c.log))
 	if err != nil {
-		return nil, fmt.Errorf("connect to ZooKeeper %s: %w", c.g.zk, err)
+		return nil, cli.ZKConnectError(c.g.zk, c.g.timeout, err)
 	}
 	c.client = client
 	return client, nil

@@ -54,6 +54,7 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	fs.DurationVar(&opts.QuietPeriod, "quiet-period", 2*time.Second, "with --exit-when-done: how long the crawl must look finished")
 	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
 	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", 1<<30, "rotate WARC files past this size, in bytes")
+	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "give up starting when ZooKeeper cannot be reached within this time")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9100); off when empty")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
@@ -71,6 +72,12 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	log, err := newLogger(stderr)
 	if err != nil {
 		return cli.Usage("%v", err)
+	}
+	if err := cli.CheckZK(opts.Servers); err != nil {
+		return err
+	}
+	if *connectTimeout <= 0 {
+		return cli.Usage("--connect-timeout %v: must be positive", *connectTimeout)
 	}
 	opts.Logger = log
 
@@ -96,9 +103,12 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 		log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, *connectTimeout)
 	w, err := worker.New(cctx, opts)
 	cancel()
+	if errors.Is(err, worker.ErrUnreachable) {
+		return cli.ZKConnectError(opts.Servers, *connectTimeout, err)
+	}
 	if err != nil {
 		return err
 	}

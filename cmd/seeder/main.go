@@ -64,6 +64,12 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	if err != nil {
 		return cli.Usage("%v", err)
 	}
+	if err := cli.CheckZK(*zkServers); err != nil {
+		return err
+	}
+	if *timeout <= 0 {
+		return cli.Usage("--timeout %v: must be positive", *timeout)
+	}
 	root, err := worker.Root(*crawl)
 	if err != nil {
 		return cli.Usage("--crawl: %v", err)
@@ -99,7 +105,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	defer cancel()
 	client, err := coord.Connect(cctx, *zkServers, coord.WithLogger(log))
 	if err != nil {
-		return fmt.Errorf("connect to ZooKeeper %s: %w", *zkServers, err)
+		return cli.ZKConnectError(*zkServers, *timeout, err)
 	}
 	defer client.Close()
 	front, created, err := frontier.Create(cctx, client, root, frontier.Layout{Shards: *shards, Spread: *spread})
