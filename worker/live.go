@@ -23,7 +23,7 @@ func DrainPath(root string) string { return root + "/drain" }
 func (w *Worker) watchDrain(ctx context.Context, stop func()) {
 	for v := range coord.NewConfigStore(w.client, DrainPath(w.root)).Watch(ctx) {
 		if v.Exists() {
-			w.log.Info("drain requested: finishing in-flight items, claiming nothing new", "znode", DrainPath(w.root))
+			w.log.Info("drain requested: finishing in-flight items, claiming nothing new, then exiting; the drain stays until 'crawlctl drain --cancel'", "znode", DrainPath(w.root))
 			stop()
 			return
 		}

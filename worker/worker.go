@@ -112,8 +112,9 @@ type liveConfig struct {
 }
 
 // New validates opts and connects to ZooKeeper. Errors: a missing option,
-// a bad crawl name, an unreachable ensemble (after ctx ends), or a crawl that
-// was never seeded (ErrCrawlNotFound).
+// a bad crawl name, an unreachable ensemble (ErrUnreachable, after ctx
+// ends), a crawl that was never seeded (ErrCrawlNotFound), a pending drain
+// (ErrDrainPending) or an id held by a live worker (ErrIDInUse).
 func New(ctx context.Context, opts Options) (*Worker, error) {
 	if opts.Servers == "" {
 		return nil, errors.New("worker: no ZooKeeper servers given (--zk host:port,...)")
@@ -172,6 +173,10 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("worker: open the frontier of crawl %q: %w", opts.Crawl, err)
 	}
 	w.queue = w.front.Queue()
+	if err := w.preflight(ctx); err != nil {
+		w.client.Close()
+		return nil, err
+	}
 	return w, nil
 }
 

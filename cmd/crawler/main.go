@@ -29,13 +29,21 @@ znode and change live (crawlctl config set).
 
 If the worker dies, its ZooKeeper session ends and its claims vanish: other
 workers take its URLs over after --session-timeout. SIGINT or SIGTERM stops it
-gracefully: no new claims, in-flight fetches get --stop-timeout to finish.`
+gracefully: no new claims, in-flight fetches get --stop-timeout to finish.
+
+Exit status: 0 stopped (signal, 'crawlctl drain', or --exit-when-done), 1
+error (including another live worker with the same --id), 2 bad usage, 3
+a drain is pending on the crawl: lift it with 'crawlctl drain --cancel'.`
 
 const examples = `  crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1
   crawler --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --out /data/w7 --metrics-addr :9100
   crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1 --exit-when-done   # batch crawl`
 
 func main() { cli.Main("crawler", run) }
+
+// exitDrainPending is the exit status of a crawler started while the crawl
+// has a pending drain (systemd units list it in RestartPreventExitStatus).
+const exitDrainPending = 3
 
 func run(ctx context.Context, args []string) error {
 	return crawl(ctx, args, os.LookupEnv, os.Stderr)
@@ -108,6 +116,9 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	cancel()
 	if errors.Is(err, worker.ErrUnreachable) {
 		return cli.ZKConnectError(opts.Servers, *connectTimeout, err)
+	}
+	if errors.Is(err, worker.ErrDrainPending) {
+		return cli.WithExitStatus(exitDrainPending, err)
 	}
 	if err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
@@ -114,9 +116,14 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	}
 	if created {
 		log.Info("crawl created", "crawl", *crawl, "root", root, "shards", *shards, "host_spread", *spread)
+	} else {
+		warnFixedLayout(stderr, fs, *crawl, front.Layout())
 	}
 	if err := writeConfig(cctx, client, root, cfgDoc, log); err != nil {
 		return err
+	}
+	if note, _, err := coord.NewConfigStore(client, worker.DrainPath(root)).Read(cctx); err == nil {
+		fmt.Fprintf(stderr, "note: crawl %s has a pending drain (%s): crawlers exit at once until 'crawlctl --crawl %s drain --cancel'\n", *crawl, note, *crawl)
 	}
 
 	var sum summary
@@ -169,7 +176,29 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		return fmt.Errorf("enqueue seeds: %w", err)
 	}
 	fmt.Fprintf(stdout, "crawl %s: %d enqueued, %d duplicates, %d rejected\n", *crawl, sum.Enqueued, sum.Duplicates, sum.Rejected)
+	if sum.Enqueued+sum.Duplicates == 0 {
+		if sum.Rejected > 0 {
+			return fmt.Errorf("no valid seed: all %d rejected (see the lines above)", sum.Rejected)
+		}
+		return fmt.Errorf("no seeds: --seeds %s holds no URL (only blank or # lines)", *seedsFile)
+	}
 	return nil
+}
+
+// warnFixedLayout tells the operator that --shards / --host-spread, given
+// for a crawl that already exists, were ignored: the layout is fixed when
+// the crawl is created (docs/design.md "Znode layout").
+func warnFixedLayout(stderr io.Writer, fs *pflag.FlagSet, crawl string, have frontier.Layout) {
+	for _, f := range []struct {
+		name string
+		have int
+	}{{"shards", have.Shards}, {"host-spread", have.Spread}} {
+		flag := fs.Lookup(f.name)
+		if flag != nil && flag.Changed && flag.Value.String() != fmt.Sprint(f.have) {
+			fmt.Fprintf(stderr, "note: --%s %s ignored: crawl %s already exists with --%s %d, fixed when it was created\n",
+				f.name, flag.Value.String(), crawl, f.name, f.have)
+		}
+	}
 }
 
 // writeConfig writes R/config: the given document (validated, merged over

@@ -100,15 +100,19 @@ func LogFlags(fs *pflag.FlagSet) func(w io.Writer) (*slog.Logger, error) {
 }
 
 // Main runs a command's run function with a context cancelled by SIGINT or
-// SIGTERM and exits: 0 on success or --help, 2 on a usage error, 1 otherwise,
-// printing the error to stderr.
+// SIGTERM and exits: 0 on success or --help, 2 on a usage error, the status
+// given to WithExitStatus, 1 otherwise, printing the error to stderr.
 func Main(name string, run func(ctx context.Context, args []string) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()
+	var st exitStatus
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		os.Exit(0)
+	case errors.As(err, &st):
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(st.code)
 	case IsUsage(err):
 		fmt.Fprintf(os.Stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
 		os.Exit(2)
@@ -117,6 +121,19 @@ func Main(name string, run func(ctx context.Context, args []string) error) {
 		os.Exit(1)
 	}
 }
+
+// exitStatus carries an exit status other than 1 for an error.
+type exitStatus struct {
+	error
+	code int
+}
+
+func (e exitStatus) Unwrap() error { return e.error }
+
+// WithExitStatus makes Main exit with code (3..125; see each command's
+// --help) instead of 1 after printing err, for failures a supervisor must
+// tell apart, e.g. a crawler refusing to start during a drain.
+func WithExitStatus(code int, err error) error { return exitStatus{err, code} }
 
 type usageError struct{ error }
 
