@@ -112,6 +112,9 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	if prev == nil || prev.version != version {
 		w.log.Info("crawl config applied", "version", version,
 			"rate_per_s", cfg.PerHostRatePerS, "concurrency", cfg.WorkerConcurrency, "paused", cfg.Paused, "scope", cfg.Scope)
+		if cfg.NeedsContactUA() && (prev == nil || !prev.cfg.NeedsContactUA()) {
+			w.log.Warn(config.UserAgentHint, "user_agent", cfg.UserAgent)
+		}
 	}
 	w.wake.Fire()
 }

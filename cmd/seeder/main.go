@@ -122,6 +122,11 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	if err := writeConfig(cctx, client, root, cfgDoc, log); err != nil {
 		return err
 	}
+	if data, _, err := coord.NewConfigStore(client, worker.ConfigPath(root)).Read(cctx); err == nil {
+		if cfg, err := config.Parse(data); err == nil && cfg.NeedsContactUA() {
+			fmt.Fprintf(stderr, "note: %s\n", config.UserAgentHint)
+		}
+	}
 	if note, _, err := coord.NewConfigStore(client, worker.DrainPath(root)).Read(cctx); err == nil {
 		fmt.Fprintf(stderr, "note: crawl %s has a pending drain (%s): crawlers exit at once until 'crawlctl --crawl %s drain --cancel'\n", *crawl, note, *crawl)
 	}
