@@ -25,9 +25,14 @@ deps: ## install ZooKeeper (Debian package) when missing and download Go modules
 	fi
 	$(GO) mod download
 
+# The VCS revision for --version and warcinfo, for builds where the Go
+# toolchain stamps none (GOFLAGS=-buildvcs=false, git worktrees).
+REVISION  := $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo .dirty)
+LDFLAGS   := -X github.com/zkcrawl/zkcrawl/internal/cli.buildRevision=$(REVISION)
+
 build: ## build every command into ./bin
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
 vet: ## go vet every package
 	$(GO) vet $(PKGS)

@@ -56,6 +56,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics, if set, receives counters and gauges (see Metrics).
 	Metrics *Metrics
+	// Version is the zkcrawl version written to every WARC file's warcinfo
+	// ("software: zkcrawl/<Version>") and the status node; "" means "dev".
+	Version string
 }
 
 var crawlName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -271,6 +274,7 @@ func (w *Worker) openOutputs() error {
 	w.warc, err = storage.NewWriter(w.opts.OutDir, "zkcrawl-"+w.opts.ID, storage.WriterOptions{
 		MaxFileBytes: w.opts.WARCMaxBytes,
 		WorkerID:     w.opts.ID,
+		Version:      w.opts.Version,
 		Description:  "zkcrawl crawl " + w.opts.Crawl,
 		Logger:       w.log,
 	})

@@ -88,6 +88,7 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 		return cli.Usage("--connect-timeout %v: must be positive", *connectTimeout)
 	}
 	opts.Logger = log
+	opts.Version = cli.Version()
 
 	if *metricsAddr != "" {
 		reg := prometheus.NewRegistry()
@@ -123,7 +124,7 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	if err != nil {
 		return err
 	}
-	log.Info("worker starting", "id", w.ID(), "crawl", opts.Crawl, "out", opts.OutDir)
+	log.Info("worker starting", "id", w.ID(), "crawl", opts.Crawl, "out", opts.OutDir, "version", opts.Version)
 	if err := w.Run(ctx); err != nil {
 		return err
 	}

@@ -32,11 +32,12 @@ func EnvName(flag string) string {
 func NewFlagSet(name, usage, about, examples string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SortFlags = false
+	fs.Bool(versionFlag, false, "print the version (module version and VCS revision) and exit")
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: %s\n\n%s\n\nFlags (each also settable by the environment variable shown):\n", usage, strings.TrimSpace(about))
 		fs.VisitAll(func(f *pflag.Flag) {
-			if f.Usage != "" && !strings.Contains(f.Usage, "[env ") {
+			if f.Usage != "" && !strings.Contains(f.Usage, "[env ") && f.Name != versionFlag {
 				f.Usage += " [env " + EnvName(f.Name) + "]"
 			}
 		})
@@ -48,9 +49,13 @@ func NewFlagSet(name, usage, about, examples string) *pflag.FlagSet {
 	return fs
 }
 
+// versionFlag is the --version flag every NewFlagSet has.
+const versionFlag = "version"
+
 // Parse parses args, then sets every flag not given on the command line from
 // its environment variable (EnvName), if set: the command line wins. Errors
-// name the flag or variable and the reason; pflag.ErrHelp for --help.
+// name the flag or variable and the reason; pflag.ErrHelp for --help, and
+// for --version after printing VersionLine to the flag set's output.
 func Parse(fs *pflag.FlagSet, args []string, lookup func(string) (string, bool)) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -58,9 +63,13 @@ func Parse(fs *pflag.FlagSet, args []string, lookup func(string) (string, bool))
 		}
 		return usageError{err}
 	}
+	if v, err := fs.GetBool(versionFlag); err == nil && v {
+		fmt.Fprintln(os.Stdout, VersionLine(strings.Fields(fs.Name())[0]))
+		return pflag.ErrHelp
+	}
 	var errs []error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
+		if f.Changed || f.Name == versionFlag {
 			return
 		}
 		v, ok := lookup(EnvName(f.Name))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestCheckZK(t *testing.T) {
@@ -45,5 +47,21 @@ func TestZKConnectError(t *testing.T) {
 	other := ZKConnectError("h:1", time.Second, errors.New("chroot refused"))
 	if !strings.Contains(other.Error(), "h:1") || strings.Contains(other.Error(), "cannot reach") {
 		t.Errorf("non-deadline error = %v", other)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	old := buildRevision
+	defer func() { buildRevision = old }()
+	buildRevision = "0123456789abcdef0123.dirty"
+	if v := Version(); !strings.Contains(v, "+0123456789ab.dirty") {
+		t.Errorf("Version() = %q, want the revision's first 12 digits and .dirty", v)
+	}
+	if l := VersionLine("seeder"); !strings.HasPrefix(l, "seeder (zkcrawl) ") || !strings.Contains(l, "revision 0123456789abcdef0123") {
+		t.Errorf("VersionLine = %q", l)
+	}
+	fs := NewFlagSet("crawlctl status", "u", "a", "")
+	if err := Parse(fs, []string{"--version"}, func(string) (string, bool) { return "", false }); !errors.Is(err, pflag.ErrHelp) {
+		t.Errorf("--version: Parse = %v, want ErrHelp (exit 0)", err)
 	}
 }
