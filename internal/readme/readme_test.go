@@ -139,7 +139,7 @@ func diffLines(want, got string) string {
 // Gather).
 type captureReg struct{ cs []prometheus.Collector }
 
-func (r *captureReg) Register(c prometheus.Collector) error { r.cs = append(r.cs, c); return nil }
+func (r *captureReg) Register(c prometheus.Collector) error   { r.cs = append(r.cs, c); return nil }
 func (r *captureReg) MustRegister(cs ...prometheus.Collector) { r.cs = append(r.cs, cs...) }
 func (r *captureReg) Unregister(prometheus.Collector) bool    { return false }
 
