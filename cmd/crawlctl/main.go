@@ -37,6 +37,9 @@ Commands:
   requeue-failed   move dead letters (URLs that failed every attempt) back
                    to the queue with their attempts reset
   drain            ask every worker to finish its in-flight URLs and exit
+  list             the crawls under /zkcrawl (no --crawl needed)
+  delete NAME      delete a crawl's znodes (refused while workers are live)
+  serve            a live web dashboard with the same controls
   help [COMMAND]   show this help or a command's help
 
 Global flags go before or after the command. Run 'crawlctl COMMAND --help'
@@ -69,6 +72,16 @@ type app struct {
 	// beforeWrite, when set, runs between a config read and its
 	// compare-and-set write; tests use it to race a concurrent change.
 	beforeWrite func()
+	// isTTY, when set, replaces isTerminal (tests pose as a terminal).
+	isTTY func(io.Writer) bool
+}
+
+// terminal reports whether w is a terminal (status --watch redraws there).
+func (a *app) terminal(w io.Writer) bool {
+	if a.isTTY != nil {
+		return a.isTTY(w)
+	}
+	return isTerminal(w)
 }
 
 // globals are the flags every command takes.
@@ -106,9 +119,11 @@ type command struct {
 	examples string
 	// setup defines the command's flags on fs and returns its runner.
 	setup func(fs *pflag.FlagSet) runFunc
+	// noCrawl commands (list, delete) work without --crawl.
+	noCrawl bool
 }
 
-var commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand}
+var commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand}
 
 func findCommand(name string) *command {
 	for _, c := range commands {
@@ -165,7 +180,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	}
 	cmd := findCommand(name)
 	if cmd == nil {
-		return cli.Usage("unknown command %q (commands: status, config get, config set, pause, resume, requeue-failed, drain, help)", name)
+		return cli.Usage("unknown command %q (commands: status, config get, config set, pause, resume, requeue-failed, drain, list, delete, serve, help)", name)
 	}
 	at := len(args) - len(rest)
 	cmdArgs := append(append([]string{}, args[:at]...), args[at+n:]...)
@@ -173,12 +188,16 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if err := cli.Parse(fs, cmdArgs, a.env); err != nil {
 		return err
 	}
-	if g.crawl == "" {
+	var root string
+	switch {
+	case cmd.noCrawl:
+	case g.crawl == "":
 		return cli.Usage("--crawl NAME is required (or set %s)", cli.EnvName("crawl"))
-	}
-	root, err := worker.Root(g.crawl)
-	if err != nil {
-		return cli.Usage("--crawl: %v", err)
+	default:
+		var err error
+		if root, err = worker.Root(g.crawl); err != nil {
+			return cli.Usage("--crawl: %v", err)
+		}
 	}
 	if g.timeout <= 0 {
 		return cli.Usage("--timeout %v: must be positive", g.timeout)
@@ -226,6 +245,9 @@ type ctl struct {
 	root   string
 	log    *slog.Logger
 	client *coord.Client
+	// watching is set by status --watch (snapshots are separated when not
+	// redrawn on a terminal).
+	watching bool
 }
 
 func (c *ctl) stdout() io.Writer { return c.app.stdout }
