@@ -24,6 +24,7 @@ func (w *Worker) watchDrain(ctx context.Context, stop func()) {
 	for v := range coord.NewConfigStore(w.client, DrainPath(w.root)).Watch(ctx) {
 		if v.Exists() {
 			w.log.Info("drain requested: finishing in-flight items, claiming nothing new, then exiting; the drain stays until 'crawlctl drain --cancel'", "znode", DrainPath(w.root))
+			w.progress.stopping("drain")
 			stop()
 			return
 		}

@@ -56,6 +56,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics, if set, receives counters and gauges (see Metrics).
 	Metrics *Metrics
+	// ProgressInterval is how often Run logs a progress line (pages,
+	// pages/s, bytes, errors by class, claims, owned shards); 0 means
+	// DefaultProgressInterval, negative turns the lines off. Run always logs
+	// a summary when it returns.
+	ProgressInterval time.Duration
 	// Version is the zkcrawl version written to every WARC file's warcinfo
 	// ("software: zkcrawl/<Version>") and the status node; "" means "dev".
 	Version string
@@ -105,6 +110,7 @@ type Worker struct {
 
 	counters counters
 	metrics  *Metrics
+	progress *progress // progress lines and the stop summary (progress.go)
 }
 
 // liveConfig is one applied config version with what is derived from it.
@@ -148,6 +154,9 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 2 * time.Second
 	}
+	if opts.ProgressInterval == 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -159,8 +168,9 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		opts:    opts,
 		root:    root,
 		log:     log,
-		slots:   newHostSlots(),
-		metrics: opts.Metrics,
+		slots:    newHostSlots(),
+		metrics:  opts.Metrics,
+		progress: newProgress(),
 	}
 	w.client, err = coord.Connect(ctx, opts.Servers, coord.WithSessionTimeout(opts.SessionTimeout),
 		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK))
@@ -199,9 +209,17 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	if err := w.openOutputs(); err != nil {
 		return err
 	}
+	finalTotals := w.keepTotals(ctx)
 	defer func() {
+		finalTotals()
 		err = errors.Join(err, w.closeOutputs())
+		w.logSummary()
 	}()
+	if w.opts.ProgressInterval > 0 {
+		pctx, stopProgress := context.WithCancel(ctx)
+		defer stopProgress()
+		go w.logProgress(pctx, w.opts.ProgressInterval)
+	}
 
 	go w.reportConnection(ctx)
 	if w.metrics != nil {
@@ -232,6 +250,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		go func() {
 			if derr := w.waitDone(claimCtx); derr == nil {
 				w.log.Info("crawl is done: every shard empty and no claim held", "quiet", w.opts.QuietPeriod)
+				w.progress.stopping("crawl done")
 				stopClaiming()
 			} else if !errors.Is(derr, context.Canceled) {
 				doneErr.Store(&derr)

@@ -52,6 +52,7 @@ func renderStatus(w io.Writer, d *statusDoc) {
 		}
 	}
 	fmt.Fprintf(w, "pages/s:  %s\n", rate)
+	renderTotals(w, d)
 
 	fmt.Fprintf(w, "\nworkers:  %d live\n", len(d.Workers))
 	if len(d.Workers) > 0 {

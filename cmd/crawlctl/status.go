@@ -105,6 +105,10 @@ type statusDoc struct {
 	Queue     queueDoc    `json:"queue"`
 	Claims    claimsDoc   `json:"claims"`
 	Failed    int         `json:"failed"`
+	// Totals is crawl-wide: every worker run's pages, bytes, errors and
+	// dead letters (R/totals, rewritten by each worker every few seconds
+	// and when it stops); the text output shows it when the crawl is done.
+	Totals totalsDoc `json:"totals"`
 }
 
 type configDoc struct {
@@ -241,6 +245,9 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	sort.SliceStable(claims, func(i, j int) bool { return claims[i].ClaimedAt.Before(claims[j].ClaimedAt) })
 	doc.Claims = claimsDoc{Count: len(claims), Oldest: claims[:min(len(claims), maxClaimsShown)]}
 	doc.Failed = st.Failed
+	if doc.Totals, err = c.readTotals(cctx, client); err != nil {
+		return nil, err
+	}
 	doc.Done = st.Queued == 0 && st.Claimed == 0
 
 	switch {

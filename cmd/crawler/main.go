@@ -62,6 +62,7 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	fs.DurationVar(&opts.QuietPeriod, "quiet-period", 2*time.Second, "with --exit-when-done: how long the crawl must look finished")
 	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
 	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", 1<<30, "rotate WARC files past this size, in bytes")
+	fs.DurationVar(&opts.ProgressInterval, "progress-interval", worker.DefaultProgressInterval, "log a progress line (pages, pages/s, bytes, errors by class, claims, owned shards) this often; 0: never (a summary is logged at stop anyway)")
 	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "give up starting when ZooKeeper cannot be reached within this time")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9100); off when empty")
 	newLogger := cli.LogFlags(fs)
@@ -88,6 +89,12 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 		return cli.Usage("--connect-timeout %v: must be positive", *connectTimeout)
 	}
 	opts.Logger = log
+	switch {
+	case opts.ProgressInterval < 0:
+		return cli.Usage("--progress-interval %v: must not be negative", opts.ProgressInterval)
+	case opts.ProgressInterval == 0:
+		opts.ProgressInterval = -1 // the flag's 0 means off; Options' 0 means the default
+	}
 	opts.Version = cli.Version()
 
 	if *metricsAddr != "" {

@@ -57,6 +57,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	seedsFile := fs.String("seeds", "", "file with one seed URL per line, or - for stdin")
 	shards := fs.Int("shards", 256, "number of queue shards (znode parents), fixed when the crawl is created")
 	spread := fs.Int("host-spread", 8, "shards one host's URLs spread over (1..64; divides --shards), fixed at creation: a host can queue about 10,000 x this many URLs")
+	every := fs.Duration("progress-interval", 5*time.Second, "log seeding progress (lines read, enqueued, duplicates, rejected, lines/s) this often on large inputs; 0: never")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
@@ -132,6 +133,15 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	}
 
 	var sum summary
+	started, lastReport, lines := time.Now(), time.Now(), 0
+	report := func() {
+		if *every <= 0 || time.Since(lastReport) < *every {
+			return
+		}
+		lastReport = time.Now()
+		log.Info("seeding", "lines", lines, "enqueued", sum.Enqueued, "duplicates", sum.Duplicates, "rejected", sum.Rejected,
+			"lines_per_s", int(float64(lines)/time.Since(started).Seconds()))
+	}
 	batch := make([]frontier.Item, 0, batchSize)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -165,6 +175,8 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		sc := bufio.NewScanner(input)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for n := 1; sc.Scan(); n++ {
+			lines = n
+			report()
 			line := strings.TrimSpace(sc.Text())
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,5 +49,25 @@ func TestSeederOperatorMistakes(t *testing.T) {
 	_, errOut, err = runSeeder(t, env, "", "--crawl", "m2", "http://c.example/")
 	if err != nil || !strings.Contains(errOut, "pending drain") || !strings.Contains(errOut, "crawlctl --crawl m2 drain --cancel") {
 		t.Fatalf("pending drain: err=%v stderr:\n%s", err, errOut)
+	}
+}
+
+// TestSeederProgress: a large seed input gets progress lines.
+func TestSeederProgress(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, "http://h%d.example/p\n", i)
+	}
+	out, errOut, err := runSeeder(t, map[string]string{"ZKCRAWL_ZK": zk.Addr()}, in.String(),
+		"--crawl", "prog", "--shards", "8", "--seeds", "-", "--progress-interval", "1ms")
+	if err != nil || !strings.Contains(out, "3000 enqueued") {
+		t.Fatalf("seeder: %v %s\n%s", err, out, errOut)
+	}
+	if n := strings.Count(errOut, "msg=seeding"); n < 2 {
+		t.Fatalf("%d progress lines for 3000 seeds at 1ms, want several:\n%s", n, errOut)
+	}
+	if !strings.Contains(errOut, "lines_per_s=") {
+		t.Errorf("progress line lacks lines_per_s:\n%s", errOut)
 	}
 }
