@@ -110,7 +110,8 @@ type Worker struct {
 
 	counters counters
 	metrics  *Metrics
-	progress *progress // progress lines and the stop summary (progress.go)
+	progress *progress             // progress lines and the stop summary (progress.go)
+	owned    atomic.Pointer[[]int] // shards owned now, sorted (gauges.go)
 }
 
 // liveConfig is one applied config version with what is derived from it.
@@ -215,6 +216,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		err = errors.Join(err, w.closeOutputs())
 		w.logSummary()
 	}()
+	gctx, stopGauges := context.WithCancel(ctx)
+	defer stopGauges()
+	go w.feedGauges(gctx)
 	if w.opts.ProgressInterval > 0 {
 		pctx, stopProgress := context.WithCancel(ctx)
 		defer stopProgress()
