@@ -123,7 +123,13 @@ type command struct {
 	noCrawl bool
 }
 
-var commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand}
+// commands is every crawlctl command, set in init: serve runs the others,
+// which would make a package-level initializer refer to itself.
+var commands []*command
+
+func init() {
+	commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand, serveCommand}
+}
 
 func findCommand(name string) *command {
 	for _, c := range commands {
