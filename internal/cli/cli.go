@@ -32,8 +32,8 @@ func EnvName(flag string) string {
 func NewFlagSet(name, usage, about, examples string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SortFlags = false
-	fs.Bool(versionFlag, false, "print the version (module version and VCS revision) and exit")
 	fs.Usage = func() {
+		addVersionFlag(fs)
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: %s\n\n%s\n\nFlags (each also settable by the environment variable shown):\n", usage, strings.TrimSpace(about))
 		fs.VisitAll(func(f *pflag.Flag) {
@@ -49,14 +49,22 @@ func NewFlagSet(name, usage, about, examples string) *pflag.FlagSet {
 	return fs
 }
 
-// versionFlag is the --version flag every NewFlagSet has.
+// versionFlag is the --version flag every flag set gets, after its own
+// flags, when parsed or shown.
 const versionFlag = "version"
+
+func addVersionFlag(fs *pflag.FlagSet) {
+	if fs.Lookup(versionFlag) == nil {
+		fs.Bool(versionFlag, false, "print the version (module version and VCS revision) and exit")
+	}
+}
 
 // Parse parses args, then sets every flag not given on the command line from
 // its environment variable (EnvName), if set: the command line wins. Errors
 // name the flag or variable and the reason; pflag.ErrHelp for --help, and
 // for --version after printing VersionLine to the flag set's output.
 func Parse(fs *pflag.FlagSet, args []string, lookup func(string) (string, bool)) error {
+	addVersionFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err

@@ -2,6 +2,7 @@ package readme
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -205,6 +206,65 @@ func TestREADMEStatusStates(t *testing.T) {
 	for _, s := range states {
 		if !strings.Contains(row, s[1]) {
 			t.Errorf("README's status row lacks state %s:\n%s", s[1], row)
+		}
+	}
+}
+
+// TestDeployFiles: the Grafana dashboard is valid JSON whose queries use
+// only metrics the workers export, and the crawler unit does not restart a
+// worker that refused to start during a drain (exit status 3).
+func TestDeployFiles(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/grafana/zkcrawl-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("grafana dashboard: %v", err)
+	}
+	reg := &captureReg{}
+	if _, err := worker.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, c := range reg.cs {
+		ch := make(chan *prometheus.Desc, 16)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			if m := fqName.FindStringSubmatch(d.String()); m != nil {
+				known[m[1]] = true
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					known[m[1]+suffix] = true
+				}
+			}
+		}
+	}
+	used := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range regexp.MustCompile(`zkcrawl_[a-z_]+`).FindAllString(tg.Expr, -1) {
+				used++
+				if !known[name] {
+					t.Errorf("panel %q queries %s, which no worker exports", p.Title, name)
+				}
+			}
+		}
+	}
+	if used == 0 {
+		t.Error("the dashboard queries no zkcrawl metric")
+	}
+	unit, err := os.ReadFile("../../deploy/systemd/zkcrawl-crawler@.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"RestartPreventExitStatus=3", "ExecStart=/usr/local/bin/crawler ", "EnvironmentFile=/etc/zkcrawl/zkcrawl.env"} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("crawler unit lacks %q", want)
 		}
 	}
 }
