@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/zkcrawl/zkcrawl/coord"
 )
 
@@ -119,19 +121,29 @@ func ReadTotals(ctx context.Context, c *coord.Client, root string) (Totals, int,
 	if err != nil {
 		return Totals{}, 0, err
 	}
+	// The reads are pipelined on the one connection (one round trip).
+	parts := make([]Totals, len(names))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i, n := range names {
+		g.Go(func() error {
+			data, _, err := coord.NewConfigStore(c, TotalsDir(root)+"/"+n).Read(gctx)
+			if errors.Is(err, coord.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			_ = json.Unmarshal(data, &parts[i]) // unreadable: skipped (zero)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Totals{}, 0, err
+	}
 	var sum Totals
-	for _, n := range names {
-		data, _, err := coord.NewConfigStore(c, TotalsDir(root)+"/"+n).Read(ctx)
-		if errors.Is(err, coord.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return Totals{}, 0, err
-		}
-		var t Totals
-		if json.Unmarshal(data, &t) == nil {
-			sum = sum.Add(t)
-		}
+	for _, t := range parts {
+		sum = sum.Add(t)
 	}
 	return sum, len(names), nil
 }
