@@ -72,7 +72,7 @@ type realRun struct {
 	ClaimP50Ms     float64
 	ClaimP99Ms     float64
 	ZKOps          map[string]float64 // requests and queue steps by op, all workers
-	ZKOpErrors     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
+	ZKOpErrors     map[string]float64 // of which failed: zk_op_errors_total plus zk_op_expected_total (NodeExists of a duplicate...)
 	ZKWrites       int64              // zxid delta, seeding included
 	WorkerCPUS     float64
 	ZKCPUS         float64
@@ -339,7 +339,10 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 		}
 		claim, _ = claim.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_claim"))
 		run.ZKOps = addCounts(run.ZKOps, opCounts(fams))
+		// Failed requests: real errors plus the expected outcomes (NodeExists
+		// of a duplicate...), which the workers count apart.
 		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
+		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_expected_total", "op"))
 		cpu, _ := w.CPUTime()
 		run.WorkerCPUS += cpu.Seconds()
 	}

@@ -57,7 +57,7 @@ type synthRun struct {
 	CompleteP50Ms, PutP50Ms        float64
 	LinksQueued, LinksDuplicate    float64
 	ZKOps                          map[string]float64 // requests and queue steps by op, all workers
-	ZKOpErrors                     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
+	ZKOpErrors                     map[string]float64 // of which failed: zk_op_errors_total plus zk_op_expected_total (NodeExists of a duplicate...)
 	PeakRSSMB                      []float64          // per worker, VmHWM
 	PagesPerWorker                 []int
 	LoadBefore, LoadAfter          string
@@ -198,7 +198,10 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 		}
 		complete, _ = complete.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_complete"))
 		run.ZKOps = addCounts(run.ZKOps, opCounts(fams))
+		// Failed requests: real errors plus the expected outcomes (NodeExists
+		// of a duplicate...), which the workers count apart.
 		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
+		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_expected_total", "op"))
 		put, _ = put.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_put"))
 		run.LinksQueued += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "queued"})
 		run.LinksDuplicate += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "duplicate"})
