@@ -146,23 +146,31 @@ func (r *captureReg) Unregister(prometheus.Collector) bool    { return false }
 
 var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
-// TestREADMEMetricsTable: the README's metrics table lists exactly the
-// metrics worker.NewMetrics registers.
-func TestREADMEMetricsTable(t *testing.T) {
+// exportedMetrics returns the names of every metric worker.NewMetrics
+// registers.
+func exportedMetrics(t *testing.T) []string {
+	t.Helper()
 	reg := &captureReg{}
 	if _, err := worker.NewMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
-	var code []string
+	var names []string
 	for _, c := range reg.cs {
 		ch := make(chan *prometheus.Desc, 16)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {
 			if m := fqName.FindStringSubmatch(d.String()); m != nil {
-				code = append(code, m[1])
+				names = append(names, m[1])
 			}
 		}
 	}
+	return names
+}
+
+// TestREADMEMetricsTable: the README's metrics table lists exactly the
+// metrics worker.NewMetrics registers.
+func TestREADMEMetricsTable(t *testing.T) {
+	code := exportedMetrics(t)
 	raw, err := os.ReadFile(readmePath)
 	if err != nil {
 		t.Fatal(err)
@@ -227,21 +235,10 @@ func TestDeployFiles(t *testing.T) {
 	if err := json.Unmarshal(raw, &dash); err != nil {
 		t.Fatalf("grafana dashboard: %v", err)
 	}
-	reg := &captureReg{}
-	if _, err := worker.NewMetrics(reg); err != nil {
-		t.Fatal(err)
-	}
 	known := map[string]bool{}
-	for _, c := range reg.cs {
-		ch := make(chan *prometheus.Desc, 16)
-		go func() { c.Describe(ch); close(ch) }()
-		for d := range ch {
-			if m := fqName.FindStringSubmatch(d.String()); m != nil {
-				known[m[1]] = true
-				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-					known[m[1]+suffix] = true
-				}
-			}
+	for _, name := range exportedMetrics(t) {
+		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+			known[name+suffix] = true
 		}
 	}
 	used := 0
