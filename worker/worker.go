@@ -66,6 +66,10 @@ type Options struct {
 	Version string
 }
 
+// CrawlsRoot is the znode under which every crawl's root lives (under the
+// connect string's chroot, if any).
+const CrawlsRoot = "/zkcrawl"
+
 var crawlName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Root returns the crawl's root znode path, "/zkcrawl/<name>". Errors: the
@@ -75,7 +79,7 @@ func Root(name string) (string, error) {
 	if !crawlName.MatchString(name) {
 		return "", fmt.Errorf("crawl name %q: want 1..128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", name)
 	}
-	return "/zkcrawl/" + name, nil
+	return CrawlsRoot + "/" + name, nil
 }
 
 // ErrCrawlNotFound is returned by Run when the crawl's znodes do not exist:

@@ -17,7 +17,7 @@ import (
 )
 
 // crawlsRoot is the parent of every crawl's root znode (worker.Root).
-const crawlsRoot = "/zkcrawl"
+const crawlsRoot = worker.CrawlsRoot
 
 var listCommand = &command{
 	name:    "list",
