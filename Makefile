@@ -25,9 +25,14 @@ deps: ## install ZooKeeper (Debian package) when missing and download Go modules
 	fi
 	$(GO) mod download
 
+# The VCS revision for --version and warcinfo, for builds where the Go
+# toolchain stamps none (GOFLAGS=-buildvcs=false, git worktrees).
+REVISION  := $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo .dirty)
+LDFLAGS   := -X github.com/zkcrawl/zkcrawl/internal/cli.buildRevision=$(REVISION)
+
 build: ## build every command into ./bin
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
 vet: ## go vet every package
 	$(GO) vet $(PKGS)
@@ -53,8 +58,19 @@ zk-up: deps build ## start a local standalone ZooKeeper on 127.0.0.1:$(ZK_PORT) 
 	  echo "ZooKeeper already running (pid $$(cat $(ZK_DIR)/pid))"; \
 	else \
 	  nohup $(BIN)/zkserver --dir $(ZK_DIR)/data --port $(ZK_PORT) > $(ZK_DIR)/zkserver.log 2>&1 & echo $$! > $(ZK_DIR)/pid; \
-	  for i in $$(seq 1 60); do grep -q '127.0.0.1:$(ZK_PORT)' $(ZK_DIR)/zkserver.log 2>/dev/null && break; sleep 0.5; done; \
-	  echo "ZooKeeper on 127.0.0.1:$(ZK_PORT) (pid $$(cat $(ZK_DIR)/pid), log $(ZK_DIR)/zkserver.log)"; \
+	  pid=$$(cat $(ZK_DIR)/pid); \
+	  for i in $$(seq 1 120); do \
+	    grep -qx '127.0.0.1:$(ZK_PORT)' $(ZK_DIR)/zkserver.log 2>/dev/null && break; \
+	    if ! kill -0 $$pid 2>/dev/null; then \
+	      rm -f $(ZK_DIR)/pid; echo "zk-up: ZooKeeper failed to start on 127.0.0.1:$(ZK_PORT); log $(ZK_DIR)/zkserver.log:" >&2; \
+	      { grep -E '^zkserver:|Exception' $(ZK_DIR)/zkserver.log | head -n 3 | grep . || tail -n 5 $(ZK_DIR)/zkserver.log; } >&2; echo "zk-up: pick a free port with 'make zk-up ZK_PORT=NNNN'" >&2; exit 1; \
+	    fi; \
+	    sleep 0.5; \
+	  done; \
+	  if ! grep -qx '127.0.0.1:$(ZK_PORT)' $(ZK_DIR)/zkserver.log; then \
+	    kill $$pid 2>/dev/null; rm -f $(ZK_DIR)/pid; echo "zk-up: ZooKeeper did not serve on 127.0.0.1:$(ZK_PORT) within 60 s; log $(ZK_DIR)/zkserver.log" >&2; exit 1; \
+	  fi; \
+	  echo "ZooKeeper on 127.0.0.1:$(ZK_PORT) (pid $$pid, log $(ZK_DIR)/zkserver.log)"; \
 	fi
 
 zk-down: ## stop the ZooKeeper started by zk-up

@@ -94,10 +94,27 @@ type Config struct {
 	MaxURLLength int `json:"max_url_length"`
 }
 
+// DefaultUserAgent is the user_agent of a crawl that sets none. Its
+// product token "zkcrawl" is matched against robots.txt groups (RFC 9309
+// section 2.2.1); its comment asks the operator for a contact URL, which a
+// crawl of other people's sites should give (workers warn while it is left
+// as the default on a crawl that does not set allow_private_networks).
+const DefaultUserAgent = "zkcrawl/0.1 (+https://github.com/zkcrawl/zkcrawl; operator contact URL not set)"
+
+// UserAgentHint is the one-line advice given when a public crawl runs with
+// DefaultUserAgent.
+const UserAgentHint = "user_agent is the default: name your crawler and give your contact URL, e.g. crawlctl config set 'user_agent=\"examplebot/1.0 (+https://example.org/bot)\"'"
+
+// NeedsContactUA reports whether c crawls public sites (allow_private_networks
+// false) with DefaultUserAgent.
+func (c Config) NeedsContactUA() bool {
+	return c.UserAgent == DefaultUserAgent && !c.AllowPrivateNetworks
+}
+
 // Default returns the settings used for every key a document leaves out.
 func Default() Config {
 	return Config{
-		UserAgent:          "zkcrawl/0.1 (+https://github.com/zkcrawl/zkcrawl)",
+		UserAgent:          DefaultUserAgent,
 		PerHostRatePerS:    1,
 		PerHostBurst:       1,
 		PerHostMaxInFlight: 1,
@@ -234,7 +251,14 @@ func (c Config) RetryDelay(attempt int) time.Duration {
 }
 
 // Encode returns the document as indented JSON, the form written to R/config.
+// Empty include/exclude lists are written as [] (never null).
 func (c Config) Encode() []byte {
+	if c.Include == nil {
+		c.Include = []string{}
+	}
+	if c.Exclude == nil {
+		c.Exclude = []string{}
+	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		panic(err) // Config has only plain fields: cannot fail.

@@ -68,3 +68,34 @@ func TestRetryDelay(t *testing.T) {
 		t.Fatalf("attempt 3: %d ms", d)
 	}
 }
+
+// TestEncodeEmptyListsAndUserAgent: include/exclude are written as [], and
+// the default user agent is flagged on public crawls only.
+func TestEncodeEmptyListsAndUserAgent(t *testing.T) {
+	doc := string(Default().Encode())
+	for _, want := range []string{`"include": []`, `"exclude": []`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("Encode lacks %s:\n%s", want, doc)
+		}
+	}
+	c, err := Parse([]byte(`{"include": null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(c.Encode()), "null") {
+		t.Errorf("null list survives Encode:\n%s", c.Encode())
+	}
+	if !Default().NeedsContactUA() {
+		t.Error("default config on a public crawl: NeedsContactUA false")
+	}
+	c = Default()
+	c.AllowPrivateNetworks = true
+	if c.NeedsContactUA() {
+		t.Error("private crawl flagged for its user agent")
+	}
+	c = Default()
+	c.UserAgent = "examplebot/1.0 (+https://example.org/bot)"
+	if c.NeedsContactUA() {
+		t.Error("own user agent flagged")
+	}
+}

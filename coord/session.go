@@ -97,6 +97,10 @@ type Client struct {
 	// (a NodeExists whose ephemeralOwner is our own session is otherwise
 	// indistinguishable from our own create that was lost to connection loss).
 	held sync.Map
+
+	// lastDial is the error of the latest failed server connection attempt,
+	// named in Connect's error when no session could be established.
+	lastDial atomic.Pointer[error]
 }
 
 // Session is one ZooKeeper session of a Client, in the style of etcd's
@@ -201,6 +205,14 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 		subs:        make(map[chan StateChange]struct{}),
 		closedCh:    make(chan struct{}),
 	}
+	dial := o.dialer
+	recordingDial := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		conn, err := dial(network, address, timeout)
+		if err != nil {
+			c.lastDial.Store(&err)
+		}
+		return conn, err
+	}
 	if len(hosts) == 1 {
 		// go-zookeeper sleeps 1s before redialing once it has tried every
 		// listed server since its last success; with one server that is every
@@ -209,9 +221,9 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 		hosts = append(hosts, hosts[0])
 	}
 	conn, _, err := zk.Connect(hosts, o.timeout,
-		zk.WithLogger(zkLogger{l: o.logger.With("component", "go-zookeeper")}),
+		zk.WithLogger(&zkLogger{l: o.logger.With("component", "go-zookeeper")}),
 		zk.WithLogInfo(true),
-		zk.WithDialer(o.dialer),
+		zk.WithDialer(recordingDial),
 		zk.WithEventCallback(c.onEvent),
 	)
 	if err != nil {
@@ -222,6 +234,9 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 
 	if _, err := c.Session(ctx); err != nil {
 		c.Close()
+		if last := c.lastDial.Load(); last != nil {
+			return nil, fmt.Errorf("coord: Connect %q: no session established (last attempt: %v): %w", servers, *last, err)
+		}
 		return nil, fmt.Errorf("coord: Connect %q: no session established: %w", servers, err)
 	}
 	if chroot != "" {
@@ -433,11 +448,24 @@ func (c *Client) isClosed() bool {
 	}
 }
 
-// zkLogger adapts slog to go-zookeeper's Printf-style Logger.
-type zkLogger struct{ l *slog.Logger }
+// zkLogger adapts slog to go-zookeeper's Printf-style Logger. A message
+// equal to the previous one within dupWindow is logged at Debug only: with
+// a single server Connect lists it twice (see there), so each reconnect
+// attempt would otherwise print its failure twice.
+type zkLogger struct {
+	l *slog.Logger
+
+	mu   sync.Mutex
+	last string
+	at   time.Time
+}
+
+// dupWindow is how close together two equal go-zookeeper messages must be
+// for the second to count as the same attempt.
+const dupWindow = 250 * time.Millisecond
 
 // Printf logs one go-zookeeper message: failures at Info, the rest at Debug.
-func (z zkLogger) Printf(format string, args ...any) {
+func (z *zkLogger) Printf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	lvl := slog.LevelDebug
 	lower := strings.ToLower(msg)
@@ -445,5 +473,12 @@ func (z zkLogger) Printf(format string, args ...any) {
 		!strings.Contains(lower, "terminated: <nil>") {
 		lvl = slog.LevelInfo
 	}
+	now := time.Now()
+	z.mu.Lock()
+	if msg == z.last && now.Sub(z.at) < dupWindow {
+		lvl = slog.LevelDebug
+	}
+	z.last, z.at = msg, now
+	z.mu.Unlock()
 	z.l.Log(context.Background(), lvl, msg)
 }

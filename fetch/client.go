@@ -23,7 +23,7 @@ import (
 const (
 	// DefaultUserAgent is sent when Options.UserAgent is empty. Its product
 	// token "zkcrawl" is what robots.txt groups match (RFC 9309 section 2.2.1).
-	DefaultUserAgent = "zkcrawl/0.1 (+https://github.com/zkcrawl/zkcrawl)"
+	DefaultUserAgent = "zkcrawl/0.1 (+https://github.com/zkcrawl/zkcrawl; operator contact URL not set)"
 	// DefaultTimeout bounds one whole fetch: dial, TLS, request, headers and
 	// body.
 	DefaultTimeout = 30 * time.Second

@@ -11,7 +11,7 @@ import (
 // address the host name resolved to is not a public unicast address and
 // Options.AllowPrivateNetworks is false. Fetch reports it as a *FetchError
 // with Code CodeBlockedByUser; test with errors.Is(err, ErrBlockedAddress).
-var ErrBlockedAddress = errors.New("address not allowed (not a public unicast address)")
+var ErrBlockedAddress = errors.New("address not allowed (not a public unicast address; set the crawl config key allow_private_networks=true to crawl such addresses)")
 
 // blockedPrefix is one address range the SSRF guard refuses, with the reason
 // given in errors.

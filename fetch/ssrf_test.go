@@ -68,6 +68,9 @@ func TestSSRFGuardLoopback(t *testing.T) {
 		if Retryable(Code(err)) {
 			t.Errorf("%s: blocked fetch is retryable", u)
 		}
+		if err != nil && !strings.Contains(err.Error(), "allow_private_networks") {
+			t.Errorf("%s: error %q does not name the setting allow_private_networks", u, err)
+		}
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("server received %d requests through the guard", n)

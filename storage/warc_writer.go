@@ -92,6 +92,7 @@ type Writer struct {
 
 	mu     sync.Mutex
 	serial int
+	files  int // files opened
 	cur    *warcFile
 	zw     *gzip.Writer
 	closed bool
@@ -238,6 +239,14 @@ func (w *Writer) writeRecord(r *record) error {
 	return w.cur.bw.Flush()
 }
 
+// Files returns how many WARC files this Writer has opened so far (the one
+// being written included).
+func (w *Writer) Files() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.files
+}
+
 // open creates the next file as <name>.open and writes its warcinfo record.
 func (w *Writer) open() error {
 	for attempt := 0; ; attempt++ {
@@ -269,6 +278,7 @@ func (w *Writer) open() error {
 			w.cur = nil
 			return fmt.Errorf("storage: write warcinfo record to %s: %w", openPath, err)
 		}
+		w.files++
 		w.log.Info("WARC file opened", "file", openPath)
 		return nil
 	}

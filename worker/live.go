@@ -23,7 +23,8 @@ func DrainPath(root string) string { return root + "/drain" }
 func (w *Worker) watchDrain(ctx context.Context, stop func()) {
 	for v := range coord.NewConfigStore(w.client, DrainPath(w.root)).Watch(ctx) {
 		if v.Exists() {
-			w.log.Info("drain requested: finishing in-flight items, claiming nothing new", "znode", DrainPath(w.root))
+			w.log.Info("drain requested: finishing in-flight items, claiming nothing new, then exiting; the drain stays until 'crawlctl drain --cancel'", "znode", DrainPath(w.root))
+			w.progress.stopping("drain")
 			stop()
 			return
 		}
@@ -112,6 +113,9 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	if prev == nil || prev.version != version {
 		w.log.Info("crawl config applied", "version", version,
 			"rate_per_s", cfg.PerHostRatePerS, "concurrency", cfg.WorkerConcurrency, "paused", cfg.Paused, "scope", cfg.Scope)
+		if cfg.NeedsContactUA() && (prev == nil || !prev.cfg.NeedsContactUA()) {
+			w.log.Warn(config.UserAgentHint, "user_agent", cfg.UserAgent)
+		}
 	}
 	w.wake.Fire()
 }

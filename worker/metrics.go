@@ -3,8 +3,10 @@ package worker
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zkcrawl/zkcrawl/coord"
@@ -24,8 +26,51 @@ type Metrics struct {
 	configVersionG prometheus.Gauge
 	zkOps          *prometheus.HistogramVec // by op, ZooKeeper requests and queue steps
 	zkErrors       *prometheus.CounterVec   // by op
+	zkExpected     *prometheus.CounterVec   // by op and outcome
 	sessionState   prometheus.Gauge
 	linksDropped   *prometheus.CounterVec // by reason
+
+	gaugeMu sync.Mutex
+	gauges  GaugeSource // set by SetGaugeSource; nil: the gauges read 0
+}
+
+// GaugeValues are the crawl as one worker sees it, for the gauges
+// zkcrawl_queue_depth, zkcrawl_claims_held and zkcrawl_dead_letters.
+type GaugeValues struct {
+	// QueueDepth is the items queued in the shards this worker owns.
+	QueueDepth int
+	// ClaimsHeld is the claims held in the shards this worker owns (its
+	// own, and a previous owner's not yet finished).
+	ClaimsHeld int
+	// DeadLetters is the crawl-wide number of dead letters (R/failed).
+	DeadLetters int
+}
+
+// GaugeSource returns the latest GaugeValues. It is called at every scrape,
+// so it must not block: return a cached value. The worker installs one
+// (gauges.go) that reads its owned shards every few seconds; a different
+// frontier layout re-points it with SetGaugeSource.
+type GaugeSource func() GaugeValues
+
+// SetGaugeSource makes the gauges read f (nil: zero). Safe on a nil
+// *Metrics and concurrently with scrapes.
+func (m *Metrics) SetGaugeSource(f GaugeSource) {
+	if m == nil {
+		return
+	}
+	m.gaugeMu.Lock()
+	m.gauges = f
+	m.gaugeMu.Unlock()
+}
+
+func (m *Metrics) gaugeValues() GaugeValues {
+	m.gaugeMu.Lock()
+	f := m.gauges
+	m.gaugeMu.Unlock()
+	if f == nil {
+		return GaugeValues{}
+	}
+	return f()
 }
 
 // NewMetrics creates the metrics and registers them with reg. Errors: a
@@ -65,8 +110,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"op"}),
 		zkErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "zkcrawl", Name: "zk_op_errors_total", Help: "ZooKeeper requests and queue steps that returned an error (NodeExists for a duplicate link included).",
+			Namespace: "zkcrawl", Name: "zk_op_errors_total",
+			Help: "ZooKeeper requests and queue steps that failed (connection loss, session expiry, timeouts...); expected outcomes are counted in zk_op_expected_total instead.",
 		}, []string{"op"}),
+		zkExpected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "zk_op_expected_total",
+			Help: "ZooKeeper requests and queue steps that ended in an expected outcome the recipes handle, by outcome: node_exists (a duplicate link), claimed (an item another worker claimed first), item_gone and no_node (an item finished meanwhile), bad_version (a lost compare-and-set), not_empty.",
+		}, []string{"op", "outcome"}),
 		sessionState: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "zkcrawl", Name: "zk_session_state",
 			Help: "ZooKeeper session state: 0 disconnected, 1 connected, 2 expired, 3 closed.",
@@ -76,7 +126,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: "zkcrawl", Name: "links_dropped_total",
 		Help: "Links the owner of their shard group did not queue, by reason: duplicate, per_host (max_queued_per_host), total (max_queued_total), bytes (max_frontier_bytes), url_length (max_url_length), bad_record.",
 	}, []string{"reason"})
-	for _, c := range []prometheus.Collector{m.linksDropped, m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.sessionState} {
+	gauge := func(name, help string, f func(GaugeValues) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "zkcrawl", Name: name, Help: help},
+			func() float64 { return float64(f(m.gaugeValues())) })
+	}
+	queueDepth := gauge("queue_depth", "Items queued in the shards this worker owns (refreshed every few seconds).",
+		func(v GaugeValues) int { return v.QueueDepth })
+	claimsHeld := gauge("claims_held", "Claims held in the shards this worker owns (refreshed every few seconds).",
+		func(v GaugeValues) int { return v.ClaimsHeld })
+	deadLetters := gauge("dead_letters", "Dead letters of the whole crawl, R/failed (refreshed every few seconds).",
+		func(v GaugeValues) int { return v.DeadLetters })
+	for _, c := range []prometheus.Collector{m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, queueDepth, claimsHeld, deadLetters} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("worker: register metrics"), err)
 		}
@@ -134,15 +194,44 @@ func (m *Metrics) configVersion(v int32) {
 	}
 }
 
-// ObserveZK is a coord.Observer recording ZooKeeper request latencies.
+// ObserveZK is a coord.Observer recording ZooKeeper request latencies, and
+// their failures: expected outcomes (ExpectedOutcome) apart from errors.
 func (m *Metrics) ObserveZK(op string, d time.Duration, err error) {
 	if m == nil {
 		return
 	}
 	m.zkOps.WithLabelValues(op).Observe(d.Seconds())
-	if err != nil {
-		m.zkErrors.WithLabelValues(op).Inc()
+	if err == nil {
+		return
 	}
+	if outcome := ExpectedOutcome(err); outcome != "" {
+		m.zkExpected.WithLabelValues(op, outcome).Inc()
+		return
+	}
+	m.zkErrors.WithLabelValues(op).Inc()
+}
+
+// ExpectedOutcome names an error the recipes of docs/design.md expect and
+// handle: ZooKeeper's NODEEXISTS, NONODE, BADVERSION and NOTEMPTY
+// ("node_exists", "no_node", "bad_version", "not_empty") and coord's
+// ErrClaimed ("claimed": another worker was first) and ErrGone
+// ("item_gone": finished meanwhile); "" for a real error.
+func ExpectedOutcome(err error) string {
+	switch {
+	case errors.Is(err, coord.ErrClaimed):
+		return "claimed"
+	case errors.Is(err, coord.ErrGone):
+		return "item_gone"
+	case errors.Is(err, zk.ErrNodeExists):
+		return "node_exists"
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, coord.ErrNotFound):
+		return "no_node"
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, coord.ErrVersionConflict):
+		return "bad_version"
+	case errors.Is(err, zk.ErrNotEmpty):
+		return "not_empty"
+	}
+	return ""
 }
 
 func (m *Metrics) session(s coord.State) {

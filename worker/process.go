@@ -233,6 +233,7 @@ func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it fronti
 		return
 	}
 	w.readyFreed(claim, it)
+	w.progress.deadLettered()
 	w.counters.pages.Add(1)
 	w.metrics.completed()
 }
@@ -330,6 +331,7 @@ func (w *Worker) lost(ctx context.Context, claim *coord.Claim, it frontier.Item,
 
 func (w *Worker) writeLog(e storage.LogEntry) {
 	e.TS = time.Now()
+	w.progress.logged(e.Status)
 	if err := w.clog.Write(e); err != nil {
 		w.log.Error("crawl log write failed", "url", e.URL, "error", err)
 	}

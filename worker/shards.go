@@ -105,6 +105,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				}
 			}
 			w.counters.shardsOwned.Store(int64(len(keep)))
+			w.setOwnedShards(keep)
 			// Give up lost shards first and wait until their loops have
 			// stopped claiming; only then acknowledge the new member list,
 			// which is what a gaining worker waits for (awaitHandoff).

@@ -74,6 +74,8 @@ type Status struct {
 	// a worker gaining a shard waits until every live worker shows its
 	// view (docs/design.md "Shard handoff").
 	View string `json:"view,omitempty"`
+	// Version is the worker binary's zkcrawl version (Options.Version).
+	Version string `json:"version,omitempty"`
 }
 
 var startedAt = time.Now().UTC()
@@ -88,6 +90,7 @@ func (w *Worker) status(sess *coord.Session) []byte {
 		Pages: w.counters.pages.Load(), Errors: w.counters.errors.Load(), Bytes: w.counters.bytes.Load(),
 		InFlight: w.counters.inFlight.Load(), ShardsOwned: w.counters.shardsOwned.Load(),
 		Dropped: w.counters.dropCounts(),
+		Version: w.opts.Version,
 	}
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e

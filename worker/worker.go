@@ -56,7 +56,19 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics, if set, receives counters and gauges (see Metrics).
 	Metrics *Metrics
+	// ProgressInterval is how often Run logs a progress line (pages,
+	// pages/s, bytes, errors by class, claims, owned shards); 0 means
+	// DefaultProgressInterval, negative turns the lines off. Run always logs
+	// a summary when it returns.
+	ProgressInterval time.Duration
+	// Version is the zkcrawl version written to every WARC file's warcinfo
+	// ("software: zkcrawl/<Version>") and the status node; "" means "dev".
+	Version string
 }
+
+// CrawlsRoot is the znode under which every crawl's root lives (under the
+// connect string's chroot, if any).
+const CrawlsRoot = "/zkcrawl"
 
 var crawlName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
@@ -67,12 +79,17 @@ func Root(name string) (string, error) {
 	if !crawlName.MatchString(name) {
 		return "", fmt.Errorf("crawl name %q: want 1..128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", name)
 	}
-	return "/zkcrawl/" + name, nil
+	return CrawlsRoot + "/" + name, nil
 }
 
 // ErrCrawlNotFound is returned by Run when the crawl's znodes do not exist:
 // run the seeder first.
 var ErrCrawlNotFound = errors.New("crawl not found in ZooKeeper (run the seeder first)")
+
+// ErrUnreachable is returned by New when no ZooKeeper session could be
+// established before its context ended (wrapped with the last connection
+// error).
+var ErrUnreachable = errors.New("ZooKeeper unreachable")
 
 // Worker is one running crawler worker. Create it with New, then call Run.
 type Worker struct {
@@ -101,6 +118,8 @@ type Worker struct {
 
 	counters counters
 	metrics  *Metrics
+	progress *progress             // progress lines and the stop summary (progress.go)
+	owned    atomic.Pointer[[]int] // shards owned now, sorted (gauges.go)
 }
 
 // liveConfig is one applied config version with what is derived from it.
@@ -111,8 +130,9 @@ type liveConfig struct {
 }
 
 // New validates opts and connects to ZooKeeper. Errors: a missing option,
-// a bad crawl name, an unreachable ensemble (after ctx ends), or a crawl that
-// was never seeded (ErrCrawlNotFound).
+// a bad crawl name, an unreachable ensemble (ErrUnreachable, after ctx
+// ends), a crawl that was never seeded (ErrCrawlNotFound), a pending drain
+// (ErrDrainPending) or an id held by a live worker (ErrIDInUse).
 func New(ctx context.Context, opts Options) (*Worker, error) {
 	if opts.Servers == "" {
 		return nil, errors.New("worker: no ZooKeeper servers given (--zk host:port,...)")
@@ -143,6 +163,9 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 2 * time.Second
 	}
+	if opts.ProgressInterval == 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -151,16 +174,17 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("worker: output directory %s: %w", opts.OutDir, err)
 	}
 	w := &Worker{
-		opts:    opts,
-		root:    root,
-		log:     log,
-		slots:   newHostSlots(),
-		metrics: opts.Metrics,
+		opts:     opts,
+		root:     root,
+		log:      log,
+		slots:    newHostSlots(),
+		metrics:  opts.Metrics,
+		progress: newProgress(),
 	}
 	w.client, err = coord.Connect(ctx, opts.Servers, coord.WithSessionTimeout(opts.SessionTimeout),
 		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK))
 	if err != nil {
-		return nil, fmt.Errorf("worker: connect to ZooKeeper %s: %w", opts.Servers, err)
+		return nil, fmt.Errorf("worker: %w: %w", ErrUnreachable, err)
 	}
 	w.front, err = frontier.Open(ctx, w.client, root, coord.WithOwner(opts.ID))
 	if err != nil {
@@ -172,6 +196,10 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	}
 	w.queue = w.front.Queue()
 	w.front.SetLocalOwner(w.groups.offer) // links of our own groups skip the inbox
+	if err := w.preflight(ctx); err != nil {
+		w.client.Close()
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -191,9 +219,20 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	if err := w.openOutputs(); err != nil {
 		return err
 	}
+	finalTotals := w.keepTotals(ctx)
 	defer func() {
+		finalTotals()
 		err = errors.Join(err, w.closeOutputs())
+		w.logSummary()
 	}()
+	gctx, stopGauges := context.WithCancel(ctx)
+	defer stopGauges()
+	go w.feedGauges(gctx)
+	if w.opts.ProgressInterval > 0 {
+		pctx, stopProgress := context.WithCancel(ctx)
+		defer stopProgress()
+		go w.logProgress(pctx, w.opts.ProgressInterval)
+	}
 
 	go w.reportConnection(ctx)
 	if w.metrics != nil {
@@ -224,6 +263,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		go func() {
 			if derr := w.waitDone(claimCtx); derr == nil {
 				w.log.Info("crawl is done: every shard empty and no claim held", "quiet", w.opts.QuietPeriod)
+				w.progress.stopping("crawl done")
 				stopClaiming()
 			} else if !errors.Is(derr, context.Canceled) {
 				doneErr.Store(&derr)
@@ -266,6 +306,7 @@ func (w *Worker) openOutputs() error {
 	w.warc, err = storage.NewWriter(w.opts.OutDir, "zkcrawl-"+w.opts.ID, storage.WriterOptions{
 		MaxFileBytes: w.opts.WARCMaxBytes,
 		WorkerID:     w.opts.ID,
+		Version:      w.opts.Version,
 		Description:  "zkcrawl crawl " + w.opts.Crawl,
 		Logger:       w.log,
 	})

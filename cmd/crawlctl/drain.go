@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -106,22 +108,32 @@ func (c *ctl) cancelDrain(ctx context.Context) error {
 	return nil
 }
 
-// waitWorkersGone polls R/workers until it is empty or ctx ends.
+// waitWorkersGone polls R/workers until it is empty or ctx ends, then waits
+// (bounded by --timeout) until the processes of the workers that ran on this
+// host (same hostname in their status node) have exited too: a worker's
+// status node goes with its ZooKeeper session, a moment before its process
+// ends. Workers on other hosts are reported as having left the crawl.
 func (c *ctl) waitWorkersGone(ctx context.Context) error {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	last := -1
+	seen := map[string]worker.Status{}
 	for {
 		cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
-		ids, _, err := coord.Members(cctx, c.client, c.root)
+		ids, statuses, err := coord.Members(cctx, c.client, c.root)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("list workers: %w", err)
 		}
 		if err == nil {
+			for _, id := range ids {
+				var st worker.Status
+				if json.Unmarshal(statuses[id], &st) == nil {
+					seen[id] = st
+				}
+			}
 			if len(ids) == 0 {
-				fmt.Fprintln(c.stdout(), "every worker has exited")
-				return nil
+				return c.reportExited(ctx, seen)
 			}
 			if len(ids) != last {
 				fmt.Fprintf(c.stdout(), "waiting for %d worker(s) to exit: %v\n", len(ids), ids)
@@ -133,5 +145,54 @@ func (c *ctl) waitWorkersGone(ctx context.Context) error {
 			return fmt.Errorf("stopped waiting: %d worker(s) still running: %w", last, ctx.Err())
 		case <-t.C:
 		}
+	}
+}
+
+// reportExited waits for the local processes among the workers seen and
+// says what is known: local workers exited, remote ones left the crawl.
+func (c *ctl) reportExited(ctx context.Context, seen map[string]worker.Status) error {
+	host, _ := os.Hostname()
+	var local []int
+	remote := 0
+	for _, st := range seen {
+		switch {
+		case st.Host == host && st.PID > 0 && st.PID != os.Getpid():
+			local = append(local, st.PID)
+		case st.Host != host:
+			remote++
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	if left := waitPIDsGone(wctx, local); len(left) > 0 {
+		return fmt.Errorf("every worker left the crawl, but process(es) %v on this host still run after --timeout %v", left, c.g.timeout)
+	}
+	if remote > 0 {
+		fmt.Fprintf(c.stdout(), "every worker has left the crawl (%d on this host exited; %d on other hosts left ZooKeeper and exit right after)\n", len(local), remote)
+		return nil
+	}
+	fmt.Fprintln(c.stdout(), "every worker has exited")
+	return nil
+}
+
+// waitPIDsGone polls kill(pid, 0) (POSIX: existence check, no signal sent)
+// until none of pids exists or ctx ends, and returns those still running.
+func waitPIDsGone(ctx context.Context, pids []int) []int {
+	for {
+		var left []int
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return left
+		case <-time.After(50 * time.Millisecond):
+		}
+		pids = left
 	}
 }

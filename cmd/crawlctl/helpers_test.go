@@ -171,6 +171,18 @@ func runCtl(ctx context.Context, env map[string]string, hook func(), args ...str
 	return result{stdout: out.String(), stderr: errOut.String(), err: err}
 }
 
+// runCtlTTY runs crawlctl in-process with a stdout that poses as a terminal.
+func runCtlTTY(ctx context.Context, args ...string) result {
+	var out, errOut bytes.Buffer
+	a := &app{
+		stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+		env:   func(string) (string, bool) { return "", false },
+		isTTY: func(io.Writer) bool { return true },
+	}
+	err := a.run(ctx, args)
+	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+}
+
 // status runs status --json and decodes it.
 func (c *crawl) status(extra ...string) *statusDoc {
 	c.t.Helper()

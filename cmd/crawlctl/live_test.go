@@ -213,9 +213,17 @@ func TestLiveCrawl(t *testing.T) {
 
 		wctx2, wcancel2 := context.WithTimeout(context.Background(), 700*time.Millisecond)
 		defer wcancel2()
-		r = c.ctlWith(wctx2, nil, "status", "--watch", "--interval", "300ms")
+		r = runCtlTTY(wctx2, "--zk", c.zk, "--crawl", c.name, "status", "--watch", "--interval", "300ms")
 		if r.err != nil || strings.Count(r.stdout, clearScreen) < 2 || !strings.Contains(r.stdout, "workers:  2 live") {
-			t.Errorf("status --watch: want redraws with clear-screen: %v", r)
+			t.Errorf("status --watch on a terminal: want redraws with clear-screen: %v", r)
+		}
+		// Not a terminal (a buffer, as a file or pipe): plain snapshots
+		// appended, no screen-control codes.
+		wctx3, wcancel3 := context.WithTimeout(context.Background(), 700*time.Millisecond)
+		defer wcancel3()
+		r = c.ctlWith(wctx3, nil, "status", "--watch", "--interval", "300ms")
+		if r.err != nil || strings.Contains(r.stdout, "\x1b") || strings.Count(r.stdout, "crawl "+c.name+" (") < 2 {
+			t.Errorf("status --watch to a pipe: want plain appended snapshots: %v", r)
 		}
 	})
 

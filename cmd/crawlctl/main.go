@@ -38,6 +38,9 @@ Commands:
   requeue-failed   move dead letters (URLs that failed every attempt) back
                    to the queue with their attempts reset
   drain            ask every worker to finish its in-flight URLs and exit
+  list             the crawls under /zkcrawl (no --crawl needed)
+  delete NAME      delete a crawl's znodes (refused while workers are live)
+  serve            a live web dashboard with the same controls
   help [COMMAND]   show this help or a command's help
 
 Global flags go before or after the command. Run 'crawlctl COMMAND --help'
@@ -70,6 +73,16 @@ type app struct {
 	// beforeWrite, when set, runs between a config read and its
 	// compare-and-set write; tests use it to race a concurrent change.
 	beforeWrite func()
+	// isTTY, when set, replaces isTerminal (tests pose as a terminal).
+	isTTY func(io.Writer) bool
+}
+
+// terminal reports whether w is a terminal (status --watch redraws there).
+func (a *app) terminal(w io.Writer) bool {
+	if a.isTTY != nil {
+		return a.isTTY(w)
+	}
+	return isTerminal(w)
 }
 
 // globals are the flags every command takes.
@@ -84,7 +97,7 @@ func addGlobals(fs *pflag.FlagSet) *globals {
 	g := &globals{}
 	fs.StringVar(&g.zk, "zk", "127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port...][/chroot]")
 	fs.StringVar(&g.crawl, "crawl", "", "crawl name (required), as given to seeder; its znodes live under /zkcrawl/NAME")
-	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
+	fs.DurationVar(&g.timeout, "timeout", 5*time.Second, "give up when ZooKeeper does not answer within this time")
 	g.newLogger = cli.LogFlags(fs)
 	// An operator tool prints its results on stdout; ZooKeeper session
 	// chatter at info level would only clutter the terminal.
@@ -107,9 +120,17 @@ type command struct {
 	examples string
 	// setup defines the command's flags on fs and returns its runner.
 	setup func(fs *pflag.FlagSet) runFunc
+	// noCrawl commands (list, delete) work without --crawl.
+	noCrawl bool
 }
 
-var commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand}
+// commands is every crawlctl command, set in init: serve runs the others,
+// which would make a package-level initializer refer to itself.
+var commands []*command
+
+func init() {
+	commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand, serveCommand}
+}
 
 func findCommand(name string) *command {
 	for _, c := range commands {
@@ -166,7 +187,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	}
 	cmd := findCommand(name)
 	if cmd == nil {
-		return cli.Usage("unknown command %q (commands: status, config get, config set, pause, resume, requeue-failed, drain, help)", name)
+		return cli.Usage("unknown command %q (commands: status, config get, config set, pause, resume, requeue-failed, drain, list, delete, serve, help)", name)
 	}
 	at := len(args) - len(rest)
 	cmdArgs := append(append([]string{}, args[:at]...), args[at+n:]...)
@@ -174,15 +195,22 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if err := cli.Parse(fs, cmdArgs, a.env); err != nil {
 		return err
 	}
-	if g.crawl == "" {
+	var root string
+	switch {
+	case cmd.noCrawl:
+	case g.crawl == "":
 		return cli.Usage("--crawl NAME is required (or set %s)", cli.EnvName("crawl"))
-	}
-	root, err := worker.Root(g.crawl)
-	if err != nil {
-		return cli.Usage("--crawl: %v", err)
+	default:
+		var err error
+		if root, err = worker.Root(g.crawl); err != nil {
+			return cli.Usage("--crawl: %v", err)
+		}
 	}
 	if g.timeout <= 0 {
 		return cli.Usage("--timeout %v: must be positive", g.timeout)
+	}
+	if err := cli.CheckZK(g.zk); err != nil {
+		return err
 	}
 	log, err := g.newLogger(a.stderr)
 	if err != nil {
@@ -225,6 +253,9 @@ type ctl struct {
 	log    *slog.Logger
 	client *coord.Client
 	front  *frontier.Frontier // set by openQueue
+	// watching is set by status --watch (snapshots are separated when not
+	// redrawn on a terminal).
+	watching bool
 }
 
 func (c *ctl) stdout() io.Writer { return c.app.stdout }
@@ -239,7 +270,7 @@ func (c *ctl) connect(ctx context.Context) (*coord.Client, error) {
 	defer cancel()
 	client, err := coord.Connect(cctx, c.g.zk, coord.WithLogger(c.log))
 	if err != nil {
-		return nil, fmt.Errorf("connect to ZooKeeper %s: %w", c.g.zk, err)
+		return nil, cli.ZKConnectError(c.g.zk, c.g.timeout, err)
 	}
 	c.client = client
 	return client, nil

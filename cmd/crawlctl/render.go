@@ -19,6 +19,8 @@ func renderStatus(w io.Writer, d *statusDoc) {
 	switch {
 	case d.Done:
 		state += " (queue empty and no claims held)"
+	case d.Draining && len(d.Workers) == 0:
+		state += " (drained: every worker has left; new workers refuse to start until 'crawlctl drain --cancel')"
 	case d.Draining:
 		state += " (workers finish their in-flight URLs and exit; 'crawlctl drain --cancel' to undo)"
 	case d.Paused:
@@ -27,7 +29,7 @@ func renderStatus(w io.Writer, d *statusDoc) {
 		state += " (URLs are queued but no worker is running)"
 	}
 	if d.Done && d.Draining {
-		state += ", drain requested"
+		state += ", drain pending ('crawlctl drain --cancel' to lift it)"
 	}
 	fmt.Fprintf(w, "crawl %s (%s) at %s\n", d.Crawl, d.Root, d.Time.Local().Format(time.DateTime))
 	fmt.Fprintf(w, "state:    %s\n", state)
@@ -51,6 +53,7 @@ func renderStatus(w io.Writer, d *statusDoc) {
 		}
 	}
 	fmt.Fprintf(w, "pages/s:  %s\n", rate)
+	renderTotals(w, d)
 
 	fmt.Fprintf(w, "\nworkers:  %d live\n", len(d.Workers))
 	if len(d.Workers) > 0 {

@@ -44,7 +44,8 @@ var statusCommand = &command{
     requeue-failed)
 
 --watch redraws the screen about once every --interval like top, until
-Ctrl-C. --json prints one JSON document instead (with --watch, one per line
+Ctrl-C; when stdout is not a terminal it appends one plain snapshot per
+refresh instead (no screen-control codes). --json prints one JSON document instead (with --watch, one per line
 per refresh).`,
 	examples: `  crawlctl --crawl docs status
   crawlctl --crawl docs status --watch
@@ -70,6 +71,7 @@ per refresh).`,
 				return err
 			}
 			if *watch {
+				c.watching = true
 				return c.watchStatus(ctx, q, *interval, *asJSON)
 			}
 			rates := newRateTracker()
@@ -103,6 +105,10 @@ type statusDoc struct {
 	Queue     queueDoc    `json:"queue"`
 	Claims    claimsDoc   `json:"claims"`
 	Failed    int         `json:"failed"`
+	// Totals is crawl-wide: every worker run's pages, bytes, errors and
+	// dead letters (R/totals, rewritten by each worker every few seconds
+	// and when it stops); the text output shows it when the crawl is done.
+	Totals totalsDoc `json:"totals"`
 }
 
 type configDoc struct {
@@ -265,6 +271,9 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 			doc.Queue.Dropped[reason] += n
 		}
 	}
+	if doc.Totals, err = c.readTotals(cctx, client); err != nil {
+		return nil, err
+	}
 	doc.Done = st.Queued == 0 && st.Claimed == 0 && doc.Queue.Backlog == 0 && doc.Queue.Posts == 0
 
 	switch {
@@ -309,6 +318,10 @@ func (c *ctl) sampleRates(ctx context.Context, rates *rateTracker, window time.D
 // which is a normal exit. A failed refresh is shown and retried.
 func (c *ctl) watchStatus(ctx context.Context, q *coord.Queue, interval time.Duration, asJSON bool) error {
 	rates := newRateTracker()
+	redraw, clear := c.app.terminal(c.stdout()), ""
+	if redraw {
+		clear = clearScreen
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -321,9 +334,9 @@ func (c *ctl) watchStatus(ctx context.Context, q *coord.Queue, interval time.Dur
 			b, _ := json.Marshal(map[string]string{"time": time.Now().UTC().Format(time.RFC3339Nano), "error": err.Error()})
 			fmt.Fprintf(c.stdout(), "%s\n", b)
 		case err != nil:
-			fmt.Fprintf(c.stdout(), "%s%s: refresh failed (retrying every %v): %v\n", clearScreen, time.Now().Format(time.TimeOnly), interval, err)
+			fmt.Fprintf(c.stdout(), "%s%s: refresh failed (retrying every %v): %v\n", clear, time.Now().Format(time.TimeOnly), interval, err)
 		default:
-			if err := c.printStatus(snap, asJSON, true); err != nil {
+			if err := c.printStatus(snap, asJSON, redraw); err != nil {
 				return err
 			}
 		}
@@ -353,6 +366,9 @@ func (c *ctl) printStatus(doc *statusDoc, asJSON, redraw bool) error {
 			buf.WriteString(clearScreen)
 		}
 		renderStatus(&buf, doc)
+		if !redraw && c.watching {
+			buf.WriteString("\n") // snapshots appended to a file or pipe
+		}
 	}
 	_, err := c.stdout().Write(buf.Bytes())
 	return err

@@ -29,13 +29,21 @@ znode and change live (crawlctl config set).
 
 If the worker dies, its ZooKeeper session ends and its claims vanish: other
 workers take its URLs over after --session-timeout. SIGINT or SIGTERM stops it
-gracefully: no new claims, in-flight fetches get --stop-timeout to finish.`
+gracefully: no new claims, in-flight fetches get --stop-timeout to finish.
+
+Exit status: 0 stopped (signal, 'crawlctl drain', or --exit-when-done), 1
+error (including another live worker with the same --id), 2 bad usage, 3
+a drain is pending on the crawl: lift it with 'crawlctl drain --cancel'.`
 
 const examples = `  crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1
   crawler --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --out /data/w7 --metrics-addr :9100
   crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1 --exit-when-done   # batch crawl`
 
 func main() { cli.Main("crawler", run) }
+
+// exitDrainPending is the exit status of a crawler started while the crawl
+// has a pending drain (systemd units list it in RestartPreventExitStatus).
+const exitDrainPending = 3
 
 func run(ctx context.Context, args []string) error {
 	return crawl(ctx, args, os.LookupEnv, os.Stderr)
@@ -54,6 +62,8 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	fs.DurationVar(&opts.QuietPeriod, "quiet-period", 2*time.Second, "with --exit-when-done: how long the crawl must look finished")
 	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
 	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", 1<<30, "rotate WARC files past this size, in bytes")
+	fs.DurationVar(&opts.ProgressInterval, "progress-interval", worker.DefaultProgressInterval, "log a progress line (pages, pages/s, bytes, errors by class, claims, owned shards) this often; 0: never (a summary is logged at stop anyway)")
+	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "give up starting when ZooKeeper cannot be reached within this time")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9100); off when empty")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
@@ -72,7 +82,20 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	if err != nil {
 		return cli.Usage("%v", err)
 	}
+	if err := cli.CheckZK(opts.Servers); err != nil {
+		return err
+	}
+	if *connectTimeout <= 0 {
+		return cli.Usage("--connect-timeout %v: must be positive", *connectTimeout)
+	}
 	opts.Logger = log
+	switch {
+	case opts.ProgressInterval < 0:
+		return cli.Usage("--progress-interval %v: must not be negative", opts.ProgressInterval)
+	case opts.ProgressInterval == 0:
+		opts.ProgressInterval = -1 // the flag's 0 means off; Options' 0 means the default
+	}
+	opts.Version = cli.Version()
 
 	if *metricsAddr != "" {
 		reg := prometheus.NewRegistry()
@@ -96,13 +119,19 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 		log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, *connectTimeout)
 	w, err := worker.New(cctx, opts)
 	cancel()
+	if errors.Is(err, worker.ErrUnreachable) {
+		return cli.ZKConnectError(opts.Servers, *connectTimeout, err)
+	}
+	if errors.Is(err, worker.ErrDrainPending) {
+		return cli.WithExitStatus(exitDrainPending, err)
+	}
 	if err != nil {
 		return err
 	}
-	log.Info("worker starting", "id", w.ID(), "crawl", opts.Crawl, "out", opts.OutDir)
+	log.Info("worker starting", "id", w.ID(), "crawl", opts.Crawl, "out", opts.OutDir, "version", opts.Version)
 	if err := w.Run(ctx); err != nil {
 		return err
 	}

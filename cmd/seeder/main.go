@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
@@ -38,9 +40,6 @@ func main() { cli.Main("seeder", run) }
 // group, written concurrently).
 const batchSize = 20000
 
-// progressEvery is how often the seeder logs its progress on a long seed
-// list.
-const progressEvery = 2 * time.Second
 
 func run(ctx context.Context, args []string) error {
 	return seed(ctx, args, os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
@@ -60,6 +59,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	seedsFile := fs.String("seeds", "", "file with one seed URL per line, or - for stdin")
 	shards := fs.Int("shards", frontier.DefaultLayout.Shards, "number of ready-queue shards (znode parents), fixed when the crawl is created")
 	spread := fs.Int("host-spread", frontier.DefaultLayout.Spread, "shards one host's ready items spread over (1..64; divides --shards); shard groups = shards / host-spread are the unit of ownership, fixed at creation")
+	every := fs.Duration("progress-interval", 5*time.Second, "log seeding progress (lines read, enqueued, duplicates, rejected, lines/s) this often on large inputs; 0: never")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
@@ -68,6 +68,12 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	log, err := newLogger(stderr)
 	if err != nil {
 		return cli.Usage("%v", err)
+	}
+	if err := cli.CheckZK(*zkServers); err != nil {
+		return err
+	}
+	if *timeout <= 0 {
+		return cli.Usage("--timeout %v: must be positive", *timeout)
 	}
 	root, err := worker.Root(*crawl)
 	if err != nil {
@@ -104,7 +110,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	defer cancel()
 	client, err := coord.Connect(cctx, *zkServers, coord.WithLogger(log))
 	if err != nil {
-		return fmt.Errorf("connect to ZooKeeper %s: %w", *zkServers, err)
+		return cli.ZKConnectError(*zkServers, *timeout, err)
 	}
 	defer client.Close()
 	front, created, err := frontier.Create(cctx, client, root, frontier.Layout{Shards: *shards, Spread: *spread})
@@ -113,6 +119,8 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	}
 	if created {
 		log.Info("crawl created", "crawl", *crawl, "root", root, "shards", *shards, "host_spread", *spread)
+	} else {
+		warnFixedLayout(stderr, fs, *crawl, front.Layout())
 	}
 	if err := writeConfig(cctx, client, root, cfgDoc, log); err != nil {
 		return err
@@ -124,9 +132,25 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		}
 		log.Info("crawl exists: seeds it already holds count as duplicates", "crawl", *crawl, "known_urls", n)
 	}
-	start, lastProgress := time.Now(), time.Now()
+	if data, _, err := coord.NewConfigStore(client, worker.ConfigPath(root)).Read(cctx); err == nil {
+		if cfg, err := config.Parse(data); err == nil && cfg.NeedsContactUA() {
+			fmt.Fprintf(stderr, "note: %s\n", config.UserAgentHint)
+		}
+	}
+	if note, _, err := coord.NewConfigStore(client, worker.DrainPath(root)).Read(cctx); err == nil {
+		fmt.Fprintf(stderr, "note: crawl %s has a pending drain (%s): crawlers exit at once until 'crawlctl --crawl %s drain --cancel'\n", *crawl, note, *crawl)
+	}
 
 	var sum summary
+	started, lastReport, lines := time.Now(), time.Now(), 0
+	report := func() {
+		if *every <= 0 || time.Since(lastReport) < *every {
+			return
+		}
+		lastReport = time.Now()
+		log.Info("seeding", "lines", lines, "enqueued", sum.Enqueued, "duplicates", sum.Duplicates, "rejected", sum.Rejected,
+			"lines_per_s", int(float64(lines)/time.Since(started).Seconds()))
+	}
 	batch := make([]frontier.Item, 0, batchSize)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -136,12 +160,6 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		sum.Enqueued += res.Posted
 		sum.Duplicates += res.Duplicates
 		batch = batch[:0]
-		if time.Since(lastProgress) >= progressEvery {
-			lastProgress = time.Now()
-			el := time.Since(start).Seconds()
-			log.Info("seeding", "enqueued", sum.Enqueued, "duplicates", sum.Duplicates, "rejected", sum.Rejected,
-				"urls_per_s", int(float64(sum.Enqueued+sum.Duplicates)/el))
-		}
 		return err
 	}
 	add := func(source string, raw string) error {
@@ -166,6 +184,8 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		sc := bufio.NewScanner(input)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for n := 1; sc.Scan(); n++ {
+			lines = n
+			report()
 			line := strings.TrimSpace(sc.Text())
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
@@ -182,7 +202,29 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		return fmt.Errorf("enqueue seeds: %w", err)
 	}
 	fmt.Fprintf(stdout, "crawl %s: %d enqueued, %d duplicates, %d rejected\n", *crawl, sum.Enqueued, sum.Duplicates, sum.Rejected)
+	if sum.Enqueued+sum.Duplicates == 0 {
+		if sum.Rejected > 0 {
+			return fmt.Errorf("no valid seed: all %d rejected (see the lines above)", sum.Rejected)
+		}
+		return fmt.Errorf("no seeds: --seeds %s holds no URL (only blank or # lines)", *seedsFile)
+	}
 	return nil
+}
+
+// warnFixedLayout tells the operator that --shards / --host-spread, given
+// for a crawl that already exists, were ignored: the layout is fixed when
+// the crawl is created (docs/design.md "Znode layout").
+func warnFixedLayout(stderr io.Writer, fs *pflag.FlagSet, crawl string, have frontier.Layout) {
+	for _, f := range []struct {
+		name string
+		have int
+	}{{"shards", have.Shards}, {"host-spread", have.Spread}} {
+		flag := fs.Lookup(f.name)
+		if flag != nil && flag.Changed && flag.Value.String() != fmt.Sprint(f.have) {
+			fmt.Fprintf(stderr, "note: --%s %s ignored: crawl %s already exists with --%s %d, fixed when it was created\n",
+				f.name, flag.Value.String(), crawl, f.name, f.have)
+		}
+	}
 }
 
 // writeConfig writes R/config: the given document (validated, merged over

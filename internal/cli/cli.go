@@ -33,10 +33,11 @@ func NewFlagSet(name, usage, about, examples string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SortFlags = false
 	fs.Usage = func() {
+		addVersionFlag(fs)
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: %s\n\n%s\n\nFlags (each also settable by the environment variable shown):\n", usage, strings.TrimSpace(about))
 		fs.VisitAll(func(f *pflag.Flag) {
-			if f.Usage != "" && !strings.Contains(f.Usage, "[env ") {
+			if f.Usage != "" && !strings.Contains(f.Usage, "[env ") && f.Name != versionFlag {
 				f.Usage += " [env " + EnvName(f.Name) + "]"
 			}
 		})
@@ -48,19 +49,35 @@ func NewFlagSet(name, usage, about, examples string) *pflag.FlagSet {
 	return fs
 }
 
+// versionFlag is the --version flag every flag set gets, after its own
+// flags, when parsed or shown.
+const versionFlag = "version"
+
+func addVersionFlag(fs *pflag.FlagSet) {
+	if fs.Lookup(versionFlag) == nil {
+		fs.Bool(versionFlag, false, "print the version (module version and VCS revision) and exit")
+	}
+}
+
 // Parse parses args, then sets every flag not given on the command line from
 // its environment variable (EnvName), if set: the command line wins. Errors
-// name the flag or variable and the reason; pflag.ErrHelp for --help.
+// name the flag or variable and the reason; pflag.ErrHelp for --help, and
+// for --version after printing VersionLine to the flag set's output.
 func Parse(fs *pflag.FlagSet, args []string, lookup func(string) (string, bool)) error {
+	addVersionFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
 	}
+	if v, err := fs.GetBool(versionFlag); err == nil && v {
+		fmt.Fprintln(os.Stdout, VersionLine(strings.Fields(fs.Name())[0]))
+		return pflag.ErrHelp
+	}
 	var errs []error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
+		if f.Changed || f.Name == versionFlag {
 			return
 		}
 		v, ok := lookup(EnvName(f.Name))
@@ -100,15 +117,19 @@ func LogFlags(fs *pflag.FlagSet) func(w io.Writer) (*slog.Logger, error) {
 }
 
 // Main runs a command's run function with a context cancelled by SIGINT or
-// SIGTERM and exits: 0 on success or --help, 2 on a usage error, 1 otherwise,
-// printing the error to stderr.
+// SIGTERM and exits: 0 on success or --help, 2 on a usage error, the status
+// given to WithExitStatus, 1 otherwise, printing the error to stderr.
 func Main(name string, run func(ctx context.Context, args []string) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()
+	var st exitStatus
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		os.Exit(0)
+	case errors.As(err, &st):
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(st.code)
 	case IsUsage(err):
 		fmt.Fprintf(os.Stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
 		os.Exit(2)
@@ -117,6 +138,19 @@ func Main(name string, run func(ctx context.Context, args []string) error) {
 		os.Exit(1)
 	}
 }
+
+// exitStatus carries an exit status other than 1 for an error.
+type exitStatus struct {
+	error
+	code int
+}
+
+func (e exitStatus) Unwrap() error { return e.error }
+
+// WithExitStatus makes Main exit with code (3..125; see each command's
+// --help) instead of 1 after printing err, for failures a supervisor must
+// tell apart, e.g. a crawler refusing to start during a drain.
+func WithExitStatus(code int, err error) error { return exitStatus{err, code} }
 
 type usageError struct{ error }
 

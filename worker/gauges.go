@@ -1,0 +1,56 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// gaugeInterval is how often a worker with metrics re-reads the counts of
+// its owned shards for the gauges.
+var gaugeInterval = 5 * time.Second
+
+// setOwnedShards records the shards this worker owns now (runSession), for
+// the gauges.
+func (w *Worker) setOwnedShards(keep map[int]bool) {
+	s := make([]int, 0, len(keep))
+	for k := range keep {
+		s = append(s, k)
+	}
+	slices.Sort(s)
+	w.owned.Store(&s)
+}
+
+// feedGauges installs the worker's GaugeSource (a cached GaugeValues) and
+// refreshes it every gaugeInterval from the owned shards' parents
+// (coord.Queue.CountShards: numChildren only) until ctx ends.
+func (w *Worker) feedGauges(ctx context.Context) {
+	if w.metrics == nil {
+		return
+	}
+	var cur atomic.Pointer[GaugeValues]
+	cur.Store(&GaugeValues{})
+	w.metrics.SetGaugeSource(func() GaugeValues { return *cur.Load() })
+	t := time.NewTicker(gaugeInterval)
+	defer t.Stop()
+	for {
+		var shards []int
+		if p := w.owned.Load(); p != nil {
+			shards = *p
+		}
+		rctx, cancel := context.WithTimeout(ctx, gaugeInterval)
+		c, err := w.queue.CountShards(rctx, shards)
+		cancel()
+		if err == nil {
+			cur.Store(&GaugeValues{QueueDepth: c.Queued, ClaimsHeld: c.Claimed, DeadLetters: c.Failed})
+		} else if ctx.Err() == nil {
+			w.log.Debug("gauge refresh failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// metricValue sums a gathered metric's samples whose labels include want.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			found = true
+			sum += value(m)
+		}
+	}
+	return sum, found
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	return 0
+}
+
+// TestMetricsExpectedOutcomesAndGauges: a crawl full of duplicate links
+// counts their NodeExists as expected outcomes, not errors; while paused
+// with URLs queued, the queue_depth gauge shows the owned shards' items.
+func TestMetricsExpectedOutcomesAndGauges(t *testing.T) {
+	old := gaugeInterval
+	gaugeInterval = 200 * time.Millisecond
+	defer func() { gaugeInterval = old }()
+
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 4, Hosts: 3, PagesPerHost: 40, LinksPerPage: 6})
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	c := newCrawl(t, zk.Addr(), "metrics", cfg, frontier.Layout{Shards: 8, Spread: 1}, web.Seeds())
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := <-c.startWorker(ctx, "w1", func(o *Options) { o.Metrics = m }); err != nil {
+		t.Fatal(err)
+	}
+	if errs, _ := metricValue(t, reg, "zkcrawl_zk_op_errors_total", nil); errs != 0 {
+		t.Errorf("zk_op_errors_total = %v after a clean crawl, want 0", errs)
+	}
+	exists, _ := metricValue(t, reg, "zkcrawl_zk_op_expected_total", map[string]string{"outcome": "node_exists"})
+	dups, _ := metricValue(t, reg, "zkcrawl_links_total", map[string]string{"result": "duplicate"})
+	fetches, _ := metricValue(t, reg, "zkcrawl_fetches_total", nil)
+	all, _ := metricValue(t, reg, "zkcrawl_zk_op_expected_total", nil)
+	t.Logf("%v fetches: zk_op_errors_total 0, zk_op_expected_total %v (node_exists %v; all of them were counted as errors before), duplicate links %v", fetches, all, exists, dups)
+	if exists == 0 || dups == 0 {
+		t.Errorf("expected node_exists = %v, duplicate links = %v; want both > 0", exists, dups)
+	}
+
+	// Paused with queued URLs: the gauge shows them.
+	paused := cfg
+	paused.Paused = true
+	c2 := newCrawl(t, zk.Addr(), "gauges", paused, frontier.Layout{Shards: 8, Spread: 1},
+		[]string{"http://a.example/1", "http://a.example/2", "http://b.example/1"})
+	reg2 := prometheus.NewRegistry()
+	m2, err := NewMetrics(reg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := c2.startWorker(rctx, "w1", func(o *Options) { o.Metrics = m2; o.ExitWhenDone = false })
+	eventually(t, 10*time.Second, "queue_depth gauge 3", func() bool {
+		v, ok := metricValue(t, reg2, "zkcrawl_queue_depth", nil)
+		return ok && v == 3
+	})
+	for _, name := range []string{"zkcrawl_claims_held", "zkcrawl_dead_letters"} {
+		if v, ok := metricValue(t, reg2, name, nil); !ok || v != 0 {
+			t.Errorf("%s = %v (present %v), want 0", name, v, ok)
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
