@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 	"github.com/zkcrawl/zkcrawl/worker"
 )
@@ -23,8 +24,9 @@ var listCommand = &command{
 	name:    "list",
 	noCrawl: true,
 	about: `Lists the crawls under /zkcrawl in ZooKeeper (under the --zk chroot, if
-any): name, live workers, queued URLs, claims in flight and whether a drain
-is pending. --crawl is not needed.`,
+any): name, live workers, queued URLs (ready plus backlog), inbox posts
+not yet drained by a worker, claims in flight and whether a drain is
+pending. --crawl is not needed.`,
 	examples: `  crawlctl --zk 127.0.0.1:2181 list
   crawlctl --zk zk1:2181,zk2:2181,zk3:2181/team-a list`,
 	setup: func(fs *pflag.FlagSet) runFunc {
@@ -65,6 +67,7 @@ type crawlRow struct {
 	name            string
 	workers         int
 	queued, claimed int
+	posts           int
 	draining        bool
 	err             string
 }
@@ -88,18 +91,18 @@ func (c *ctl) listCrawls(ctx context.Context) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout(), 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tWORKERS\tQUEUED\tCLAIMED\tDRAIN")
+	fmt.Fprintln(tw, "NAME\tWORKERS\tQUEUED\tPOSTS\tCLAIMED\tDRAIN")
 	for _, n := range names {
 		r := c.crawlRow(cctx, client, n)
 		if r.err != "" {
-			fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t(%s)\n", n, r.err)
+			fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t?\t(%s)\n", n, r.err)
 			continue
 		}
 		drain := "-"
 		if r.draining {
 			drain = "pending"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", n, r.workers, r.queued, r.claimed, drain)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", n, r.workers, r.queued, r.posts, r.claimed, drain)
 	}
 	return tw.Flush()
 }
@@ -115,17 +118,17 @@ func (c *ctl) crawlRow(ctx context.Context, client *coord.Client, name string) c
 		return r
 	}
 	r.workers = len(ids)
-	q, err := coord.OpenQueue(ctx, client, root)
+	f, err := frontier.Open(ctx, client, root)
 	if err != nil {
-		r.err = "not a crawl: " + err.Error()
+		r.err = "not a crawl of this zkcrawl: " + err.Error()
 		return r
 	}
-	p, err := q.Pending(ctx)
+	p, err := f.Pending(ctx)
 	if err != nil {
 		r.err = err.Error()
 		return r
 	}
-	r.queued, r.claimed = p.Queued, p.Claimed
+	r.queued, r.posts, r.claimed = p.Ready+p.Backlog, p.Posts, p.Claimed
 	_, _, err = coord.NewConfigStore(client, worker.DrainPath(root)).Read(ctx)
 	r.draining = err == nil
 	return r
