@@ -190,13 +190,20 @@ func parseHTTPURL(rawURL string) (*url.URL, error) {
 	return u, nil
 }
 
-// productToken returns the robots.txt product token of a User-Agent value:
-// its first word up to "/", lower-cased, keeping only the letters, "_" and
-// "-" RFC 9309 section 2.2.1 allows. An empty ua uses the Fetcher's.
+// productToken returns the robots.txt product token of a User-Agent value
+// (see ProductToken). An empty ua uses the Fetcher's.
 func (r *Robots) productToken(ua string) string {
 	if strings.TrimSpace(ua) == "" {
 		ua = r.f.Options().UserAgent
 	}
+	return ProductToken(ua)
+}
+
+// ProductToken returns the product token of a User-Agent value, as
+// robots.txt groups and X-Robots-Tag user-agent prefixes match it: its first
+// word up to "/", lower-cased, keeping only the letters, "_" and "-" RFC 9309
+// section 2.2.1 allows ("zkcrawl/0.1 (+https://...)" gives "zkcrawl").
+func ProductToken(ua string) string {
 	ua = strings.TrimSpace(ua)
 	if i := strings.IndexAny(ua, "/ \t;("); i >= 0 {
 		ua = ua[:i]

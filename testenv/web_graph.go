@@ -47,6 +47,9 @@ package testenv
 //	                     "/private/" in RobotsDisallow to hide both
 //	/embed.html          <iframe src="/frame/inner.html"> and
 //	                     <area href="/area/target.html">
+//	/xrobots.html        header "x-ROBOTS-tag: nofollow" (odd case kept on
+//	                     the wire), "X-odd-CASE: Yes", chunked body; links
+//	                     to /xnf/one.html (reachable only so)
 //
 // Targets not listed above are small HTML pages without links. Link elements
 // are <a href>, <area href> and <iframe src> only (no <img>, <link> or
@@ -100,6 +103,8 @@ type webRoute struct {
 	title        string
 	links        []webLink
 	metaNofollow bool
+	xRobotsTag   string // X-Robots-Tag value sent (as "x-ROBOTS-tag"); "nofollow"/"none" stop links
+	chunked      bool   // sent with Transfer-Encoding: chunked, in several chunks
 	baseHref     string
 	fill         []int     // filler paragraph indices
 	location     string    // redirect: Location header as sent
@@ -384,6 +389,9 @@ func (w *Web) buildSpecials(h int) (map[string]*webRoute, []webLink) {
 		webLink{tag: "iframe", href: "/frame/inner.html", to: webTarget{h, "/frame/inner.html"}, text: "inner frame"},
 		webLink{tag: "area", href: "/area/target.html", to: webTarget{h, "/area/target.html"}, text: "area"})
 	page("/frame/inner.html", "Inner frame")
+	xr := page("/xrobots.html", "X-Robots-Tag nofollow", a("/xnf/one.html", "/xnf/one.html", "one"))
+	xr.xRobotsTag, xr.chunked = "nofollow", true
+	page("/xnf/one.html", "X-Robots-Tag nofollow target")
 	page("/area/target.html", "Area target")
 
 	for _, r := range m {
@@ -409,6 +417,7 @@ func (w *Web) buildSpecials(h int) (map[string]*webRoute, []webLink) {
 		a("/meta-nofollow.html", "/meta-nofollow.html", "meta nofollow"),
 		a("/private/index.html", "/private/index.html", "private"),
 		a("/embed.html", "/embed.html", "frames"),
+		a("/xrobots.html", "/xrobots.html", "X-Robots-Tag"),
 	}
 	return m, entries
 }

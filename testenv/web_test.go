@@ -164,7 +164,7 @@ func (wk *walker) fetch(u string) (int, http.Header, []byte) {
 }
 
 // links extracts the followable links of an HTML page, honouring base
-// href, rel=nofollow and meta robots nofollow.
+// href, rel=nofollow, meta robots nofollow and X-Robots-Tag nofollow.
 func (wk *walker) links(page *url.URL, header http.Header, body []byte) []string {
 	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
 	if mt != "text/html" || body == nil {
@@ -175,6 +175,10 @@ func (wk *walker) links(page *url.URL, header http.Header, body []byte) []string
 		wk.t.Fatalf("parse %s: %v", page, err)
 	}
 	nofollow := false
+	for _, tok := range strings.Split(header.Get("X-Robots-Tag"), ",") {
+		tok = strings.ToLower(strings.TrimSpace(tok))
+		nofollow = nofollow || tok == "nofollow" || tok == "none"
+	}
 	doc.Find("meta[name]").Each(func(_ int, s *goquery.Selection) {
 		if strings.EqualFold(s.AttrOr("name", ""), "robots") {
 			for _, tok := range strings.Split(s.AttrOr("content", ""), ",") {

@@ -23,7 +23,8 @@ package testenv
 //   - Links are <a href>, <area href>, <iframe src>, resolved against
 //     <base href> when present; only http(s) links count. Links whose rel
 //     has the token nofollow (case-insensitive), and all links of a page
-//     with <meta name="robots" content="nofollow">, are not followed.
+//     with <meta name="robots" content="nofollow"> or an X-Robots-Tag
+//     header saying nofollow or none, are not followed.
 //   - With ObeyRobots, a URL disallowed by its host's robots.txt for any
 //     user agent is not fetched (Status 0) and yields nothing. robots.txt
 //     answering 4xx allows everything, 5xx disallows everything (RFC 9309
@@ -190,7 +191,7 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 					}
 				}
 			case webKindHTML:
-				if strict && rt.metaNofollow {
+				if strict && (rt.metaNofollow || xRobotsNofollow(rt.xRobotsTag)) {
 					continue
 				}
 				for _, l := range rt.links {
@@ -251,4 +252,15 @@ func (w *Web) lookup(raw string) (webTarget, error) {
 		}
 	}
 	return webTarget{}, fmt.Errorf("host %q is not a host of this web", host)
+}
+
+// xRobotsNofollow reports whether an X-Robots-Tag value (no user-agent
+// prefix, as this web sends it) says nofollow or none.
+func xRobotsNofollow(v string) bool {
+	for _, tok := range strings.Split(v, ",") {
+		if t := strings.ToLower(strings.TrimSpace(tok)); t == "nofollow" || t == "none" {
+			return true
+		}
+	}
+	return false
 }

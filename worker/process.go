@@ -151,7 +151,8 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 		return nil
 	}
 	links, err := fetch.ExtractLinks(base, body, res.ContentType)
-	if err != nil || links.NoFollow {
+	if err != nil || links.NoFollow || fetch.XRobotsTag(res.Header, live.cfg.UserAgent).NoFollow {
+		// meta robots or X-Robots-Tag nofollow/none: no link is followed.
 		return nil
 	}
 	for _, l := range links.URLs {
