@@ -88,6 +88,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 		Date:              res.Started,
 		RawRequest:        res.RawRequest,
 		RawResponseHeader: res.RawResponseHeader,
+		RawResponse:       res.RawResponse,
 		Body:              res.Body,
 		Truncated:         res.Truncated,
 	})
