@@ -77,6 +77,26 @@ type Config struct {
 	// AllowPrivateNetworks lets workers connect to loopback, private and
 	// link-local addresses (SSRF guard off). Tests and the demo set it.
 	AllowPrivateNetworks bool `json:"allow_private_networks"`
+	// PageRequisites makes workers fetch and store every page's embedded
+	// resources (images incl. srcset, scripts, style sheets and the url()s
+	// and @imports in them, icons, preloads, media, object and embed) at
+	// the page's depth (Heritrix's "E" hop); default true.
+	PageRequisites bool `json:"page_requisites"`
+	// RequisitesScope is the scope mode requisites are judged by, against
+	// the page that embeds them: ScopeSameHost, ScopeSameDomain or ScopeAny
+	// (default, so a page's CDN assets are captured). Include and Exclude
+	// apply as for links.
+	RequisitesScope string `json:"requisites_scope"`
+	// Sitemaps makes workers fetch, for each seed, the Sitemap: URLs of its
+	// host's robots.txt and /sitemap.xml, and enqueue the URLs they list at
+	// the seed's depth + 1 (sitemap protocol 0.9); default true.
+	Sitemaps bool `json:"sitemaps"`
+	// DelayFactor, when > 0, makes the wait before a host's next request at
+	// least DelayFactor times the duration of its last fetch (Heritrix's
+	// delayFactor), capped at MaxDelayMS; 0 (default) turns it off.
+	DelayFactor float64 `json:"delay_factor"`
+	// MaxDelayMS caps the wait DelayFactor asks for, in milliseconds.
+	MaxDelayMS int `json:"max_delay_ms"`
 }
 
 // Default returns the settings used for every key a document leaves out.
@@ -94,6 +114,10 @@ func Default() Config {
 		ObeyRobots:         true,
 		MaxAttempts:        3,
 		RetryBackoffMS:     5000,
+		PageRequisites:     true,
+		RequisitesScope:    ScopeAny,
+		Sitemaps:           true,
+		MaxDelayMS:         30000,
 	}
 }
 
@@ -181,6 +205,12 @@ func (c Config) Validate() error {
 		return bad("max_attempts", "%d is outside 1..100", c.MaxAttempts)
 	case c.RetryBackoffMS < 0 || c.RetryBackoffMS > 86400000:
 		return bad("retry_backoff_ms", "%d is outside 0..86400000", c.RetryBackoffMS)
+	case c.RequisitesScope != ScopeSameHost && c.RequisitesScope != ScopeSameDomain && c.RequisitesScope != ScopeAny:
+		return bad("requisites_scope", "%q is not one of %s, %s, %s", c.RequisitesScope, ScopeSameHost, ScopeSameDomain, ScopeAny)
+	case !(c.DelayFactor >= 0 && c.DelayFactor <= 100):
+		return bad("delay_factor", "%v is outside 0..100 (0 = off)", c.DelayFactor)
+	case c.MaxDelayMS < 0 || c.MaxDelayMS > 3600000:
+		return bad("max_delay_ms", "%d is outside 0..3600000", c.MaxDelayMS)
 	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {

@@ -76,6 +76,12 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	scope, err := frontier.NewScope(frontier.ScopeConfig{
 		Mode: cfg.Scope, Include: cfg.Include, Exclude: cfg.Exclude, MaxDepth: cfg.MaxDepth,
 	})
+	var reqScope *frontier.Scope
+	if err == nil {
+		reqScope, err = frontier.NewScope(frontier.ScopeConfig{
+			Mode: cfg.RequisitesScope, Include: cfg.Include, Exclude: cfg.Exclude, MaxDepth: cfg.MaxDepth,
+		})
+	}
 	if err != nil { // config.Validate compiled the patterns already; belt and braces
 		msg := fmt.Sprintf("version %d rejected: %v", version, err)
 		w.cfgErr.Store(&msg)
@@ -107,7 +113,7 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 			w.log.Error("politeness limits rejected", "error", err)
 		}
 	}
-	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope})
+	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope})
 	w.metrics.configVersion(version)
 	if prev == nil || prev.version != version {
 		w.log.Info("crawl config applied", "version", version,
