@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,6 +56,7 @@ type walkRobots struct {
 type walkItem struct {
 	url   string
 	depth int
+	chain int // embed hops at the end of its path; 0 for a link
 }
 
 func newWalker(t *testing.T, scope string, maxDepth int, obeyRobots bool) *walker {
@@ -95,7 +97,13 @@ func (wk *walker) run(seeds []string) {
 	add := func(u string, d int) {
 		if !wk.seen[u] {
 			wk.seen[u] = true
-			queue = append(queue, walkItem{u, d})
+			queue = append(queue, walkItem{u, d, 0})
+		}
+	}
+	addEmbed := func(u string, d, chain int) {
+		if !wk.seen[u] {
+			wk.seen[u] = true
+			queue = append(queue, walkItem{u, d, chain})
 		}
 	}
 	for _, s := range seeds {
@@ -121,7 +129,12 @@ func (wk *walker) run(seeds []string) {
 				add(to.String(), it.depth) // new item, same depth
 			}
 		case status == http.StatusOK:
-			if it.depth >= wk.maxDepth {
+			if it.chain < 2 { // page -> style sheet -> image, no further
+				for _, to := range wk.requisites(page, header, body) {
+					addEmbed(to, it.depth, it.chain+1)
+				}
+			}
+			if it.depth >= wk.maxDepth || it.chain > 0 {
 				continue
 			}
 			for _, to := range wk.links(page, header, body) {
@@ -209,6 +222,68 @@ func (wk *walker) links(page *url.URL, header http.Header, body []byte) []string
 			out = append(out, to.String())
 		}
 	})
+	return out
+}
+
+var (
+	cssComment = regexp.MustCompile(`(?s)/\*.*?\*/`)
+	cssURL     = regexp.MustCompile(`(?i)url\(\s*['"]?([^'")]+?)['"]?\s*\)`)
+	cssImport  = regexp.MustCompile(`(?i)@import\s+['"]([^'"]+)['"]`)
+)
+
+// cssRefs finds url() and @import "..." references with regular
+// expressions (enough for the web's own style sheets).
+func cssRefs(css string) []string {
+	css = cssComment.ReplaceAllString(css, "")
+	var out []string
+	for _, m := range cssImport.FindAllStringSubmatch(css, -1) {
+		out = append(out, m[1])
+	}
+	for _, m := range cssURL.FindAllStringSubmatch(css, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// requisites extracts the page requisites of an HTML page (img src and
+// srcset, link stylesheet/icon, script src, style attributes) or a style
+// sheet (url(), @import), resolved against the page (every requisite is
+// in scope: requisites_scope any).
+func (wk *walker) requisites(page *url.URL, header http.Header, body []byte) []string {
+	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	var refs []string
+	switch mt {
+	case "text/css":
+		refs = cssRefs(string(body))
+	case "text/html":
+		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+		if err != nil {
+			wk.t.Fatalf("parse %s: %v", page, err)
+		}
+		doc.Find("link[href]").Each(func(_ int, s *goquery.Selection) {
+			for _, rel := range strings.Fields(strings.ToLower(s.AttrOr("rel", ""))) {
+				if rel == "stylesheet" || rel == "icon" {
+					refs = append(refs, s.AttrOr("href", ""))
+					return
+				}
+			}
+		})
+		doc.Find("script[src], img[src]").Each(func(_ int, s *goquery.Selection) { refs = append(refs, s.AttrOr("src", "")) })
+		doc.Find("img[srcset]").Each(func(_ int, s *goquery.Selection) {
+			for _, c := range strings.Split(s.AttrOr("srcset", ""), ", ") {
+				if f := strings.Fields(c); len(f) > 0 {
+					refs = append(refs, f[0])
+				}
+			}
+		})
+		doc.Find("[style]").Each(func(_ int, s *goquery.Selection) { refs = append(refs, cssRefs(s.AttrOr("style", ""))...) })
+	}
+	var out []string
+	for _, r := range refs {
+		if to, ok := canon(page, r); ok {
+			out = append(out, to.String())
+		}
+	}
 	return out
 }
 

@@ -20,6 +20,11 @@ package testenv
 //     "same_domain" = same registrable domain of the host name without port,
 //     which for an IP literal is the IP itself, so on this web (all hosts are
 //     127.0.0.1) it admits every host, like "any". Seeds are always in scope.
+//   - Page requisites (img src/srcset, link stylesheet/icon, script src,
+//     style url(), and url()/@import in style sheets) are fetched at the
+//     depth of their page, judged by the requisites scope (default any)
+//     against that page, at most two embed hops in a row (page -> style
+//     sheet -> image); a requisite's own links are not followed.
 //   - Links are <a href>, <area href>, <iframe src>, resolved against
 //     <base href> when present; only http(s) links count. Links whose rel
 //     has the token nofollow (case-insensitive), and all links of a page
@@ -79,6 +84,12 @@ type WebCrawlOptions struct {
 	// Seeds are the seed URLs; nil means Web.Seeds(). Each must be an
 	// http URL of one of the web's hosts.
 	Seeds []string
+	// NoRequisites models a crawl with page_requisites false (the zero
+	// value models the default, true).
+	NoRequisites bool
+	// RequisitesScope is the scope requisites are judged by (the crawl's
+	// requisites_scope); "" means WebScopeAny, the crawler's default.
+	RequisitesScope string
 }
 
 // WebExpect is the expected crawl outcome for one canonical URL.
@@ -106,6 +117,14 @@ func (w *Web) GroundTruth(opts WebCrawlOptions) (map[string]WebExpect, error) {
 	default:
 		return nil, fmt.Errorf("testenv: ground truth: scope %q: want %q, %q or %q",
 			opts.Scope, WebScopeSameHost, WebScopeSameDomain, WebScopeAny)
+	}
+	switch opts.RequisitesScope {
+	case "":
+		opts.RequisitesScope = WebScopeAny
+	case WebScopeSameHost, WebScopeSameDomain, WebScopeAny:
+	default:
+		return nil, fmt.Errorf("testenv: ground truth: requisites scope %q: want %q, %q or %q",
+			opts.RequisitesScope, WebScopeSameHost, WebScopeSameDomain, WebScopeAny)
 	}
 	if opts.MaxDepth < -1 {
 		return nil, fmt.Errorf("testenv: ground truth: MaxDepth %d: want -1 (no limit) or >= 0", opts.MaxDepth)
@@ -148,6 +167,7 @@ func (w *Web) urlOf(t webTarget) string { return "http://" + w.hosts[t.host] + t
 // otherwise they are ignored.
 func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[webTarget]WebExpect, error) {
 	depth := map[webTarget]int{}
+	chain := map[webTarget]int{} // embed hops at the end of the path (0: not a requisite)
 	out := map[webTarget]WebExpect{}
 	var level []webTarget
 	for _, s := range seeds {
@@ -183,6 +203,22 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 			}
 			rt := w.route(u.host, u.path)
 			out[u] = WebExpect{Status: rt.status, Depth: d}
+			// Requisites: same depth, requisites scope, at most two embed
+			// hops in a row (the strict crawler; the naive one follows
+			// every chain, so a third hop's target is listed as "must not").
+			if !opts.NoRequisites && (!strict || chain[u] < 2) && (rt.kind == webKindHTML || rt.kind == webKindBlob) {
+				for _, e := range rt.embeds {
+					if !w.inScope(opts.RequisitesScope, u.host, e.to.host) {
+						continue
+					}
+					if _, seen := depth[e.to]; !seen {
+						chain[e.to] = chain[u] + 1
+					}
+					if err := add(e.to, d, &level); err != nil {
+						return nil, err
+					}
+				}
+			}
 			switch rt.kind {
 			case webKindRedirect:
 				if w.inScope(opts.Scope, u.host, rt.redirect.host) {
@@ -193,6 +229,9 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 			case webKindHTML:
 				if strict && (rt.metaNofollow || xRobotsNofollow(rt.xRobotsTag)) {
 					continue
+				}
+				if chain[u] > 0 {
+					continue // a requisite's links are not followed
 				}
 				for _, l := range rt.links {
 					if l.to.host < 0 || (strict && l.nofollow) || !w.inScope(opts.Scope, u.host, l.to.host) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
@@ -58,7 +60,7 @@ func warcRecords(t *testing.T, dir string) (map[string]map[int64]*storage.Record
 func TestCrawlCaptureIsByteExactAndReadable(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
 	web := testenv.NewWeb(t, testenv.WebConfig{
-		Seed: 5, Hosts: 1, PagesPerHost: 4, Features: true,
+		Seed: 5, Hosts: 2, PagesPerHost: 4, Features: true,
 		SlowDelay: 50 * time.Millisecond, LargeBytes: 64 << 10,
 	})
 	cfg := testConfig()
@@ -111,6 +113,57 @@ func TestCrawlCaptureIsByteExactAndReadable(t *testing.T) {
 	}
 	if bytes.Equal(rec.Block[len(head)+4:], served) {
 		t.Errorf("stored body of %s has no chunk framing: it was rebuilt, not captured", xr)
+	}
+
+	// Replay: every requisite of the requisites page, and every url() of
+	// its style sheets, has a response record, found by reading the
+	// page and the style sheets back from the WARC files.
+	responses := map[string]*storage.Record{}
+	for _, byOff := range records {
+		for _, r := range byOff {
+			if r.Type() == storage.TypeResponse {
+				responses[r.Get("WARC-Target-URI")] = r
+			}
+		}
+	}
+	reqPage := "http://" + web.Hosts()[0] + "/requisites.html"
+	pageRec := responses[reqPage]
+	if pageRec == nil {
+		t.Fatalf("%s not in the WARC files", reqPage)
+	}
+	pagePayload, _ := pageRec.HTTPPayload()
+	base, _ := url.Parse(reqPage)
+	links, err := fetch.ExtractLinks(base, pagePayload, "text/html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := links.Requisites
+	for _, r := range links.Requisites {
+		if strings.HasSuffix(r, ".css") && responses[r] != nil {
+			p, _ := responses[r].HTTPPayload()
+			b, _ := url.Parse(r)
+			more, _ := fetch.ExtractCSSRequisites(b, p, "text/css", 0)
+			need = append(need, more...)
+		}
+	}
+	if len(need) < 10 {
+		t.Fatalf("only %d requisites found in the stored page and style sheets: %q", len(need), need)
+	}
+	for _, r := range need {
+		u, _ := frontier.Normalize(r)
+		if responses[u] == nil {
+			t.Errorf("requisite %s of %s is not in the WARC files", u, reqPage)
+			continue
+		}
+		if e := stored[u]; !strings.HasSuffix(e.Hops, "E") || e.Depth != stored[reqPage].Depth {
+			t.Errorf("requisite %s logged with hops %q depth %d; page depth %d", u, e.Hops, e.Depth, stored[reqPage].Depth)
+		}
+	}
+	if e := stored["http://"+web.Hosts()[0]+"/assets/bg.png"]; !strings.HasSuffix(e.Hops, "EE") {
+		t.Errorf("bg.png (loaded by site.css) has hops %q, want ...EE", e.Hops)
+	}
+	if _, ok := stored["http://"+web.Hosts()[0]+"/assets/deep.png"]; ok {
+		t.Error("deep.png (a third embed hop) was fetched")
 	}
 
 	// The independent reader.
