@@ -398,3 +398,19 @@ func lenientRobots(body []byte) []byte {
 func splitLines(b []byte) [][]byte {
 	return bytes.FieldsFunc(b, func(r rune) bool { return r == '\n' || r == '\r' })
 }
+
+// Sitemaps returns the Sitemap: URLs listed in the robots.txt of rawURL's
+// origin (RFC 9309 section 2.2.4 allows such "other records"; the sitemap
+// protocol 0.9 defines them), as written, in file order; nil when robots.txt
+// is missing (4xx), unreachable, or ctx ends first.
+func (r *Robots) Sitemaps(ctx context.Context, rawURL string) []string {
+	u, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return nil
+	}
+	e, err := r.entry(ctx, u)
+	if err != nil || e.err != nil || e.data == nil {
+		return nil
+	}
+	return append([]string(nil), e.data.Sitemaps...)
+}

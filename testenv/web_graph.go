@@ -56,6 +56,14 @@ package testenv
 //	                     than one host, the next host's /assets/shared.png
 //	                     (only requisites_scope any reaches it); links to
 //	                     /req/next.html
+//	/sitemap.xml         urlset: /sm/root.html (lastmod, priority) and /
+//	/sitemap-index.xml   named by robots.txt's "Sitemap:" line; a sitemap
+//	                     index of /sitemaps/a.xml.gz (gzip-compressed
+//	                     urlset: /sm/gz-one.html, /sm/gz-two.html and, with
+//	                     more than one host, the next host's
+//	                     /sm/foreign.html, out of same_host scope) and
+//	                     /sitemaps/b.xml (urlset: /sm/plain.html); the /sm/
+//	                     pages are reachable only through sitemaps
 //	/xrobots.html        header "x-ROBOTS-tag: nofollow" (odd case kept on
 //	                     the wire), "X-odd-CASE: Yes", chunked body; links
 //	                     to /xnf/one.html (reachable only so)
@@ -66,6 +74,7 @@ package testenv
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"hash/fnv"
 	"html"
@@ -112,11 +121,13 @@ type webRoute struct {
 	title        string
 	links        []webLink
 	metaNofollow bool
-	xRobotsTag   string    // X-Robots-Tag value sent (as "x-ROBOTS-tag"); "nofollow"/"none" stop links
-	embeds       []webLink // page requisites (HTML: img, link, script, style; CSS: url(), @import)
-	head         string    // extra markup rendered into <head> (the requisite elements)
-	tail         string    // extra markup rendered at the end of <body>
-	chunked      bool      // sent with Transfer-Encoding: chunked, in several chunks
+	xRobotsTag   string      // X-Robots-Tag value sent (as "x-ROBOTS-tag"); "nofollow"/"none" stop links
+	embeds       []webLink   // page requisites (HTML: img, link, script, style; CSS: url(), @import)
+	head         string      // extra markup rendered into <head> (the requisite elements)
+	tail         string      // extra markup rendered at the end of <body>
+	sitemapKids  []webTarget // a sitemap index's children (hop M, same depth)
+	sitemapURLs  []webTarget // a urlset's URLs (hop L, depth+1)
+	chunked      bool        // sent with Transfer-Encoding: chunked, in several chunks
 	baseHref     string
 	fill         []int     // filler paragraph indices
 	location     string    // redirect: Location header as sent
@@ -151,6 +162,9 @@ func (w *Web) build() error {
 			st = 200
 		}
 		b := body
+		if w.cfg.Features {
+			b = append(append([]byte(nil), body...), "Sitemap: http://"+w.hosts[h]+"/sitemap-index.xml\n"...)
+		}
 		if st >= 300 {
 			b = []byte(strconv.Itoa(st) + " robots.txt not available\n")
 		}
@@ -405,6 +419,7 @@ func (w *Web) buildSpecials(h int) (map[string]*webRoute, []webLink) {
 	xr.xRobotsTag, xr.chunked = "nofollow", true
 	page("/xnf/one.html", "X-Robots-Tag nofollow target")
 	w.buildRequisites(h, m, page, blob, a)
+	w.buildSitemaps(h, m, page, blob)
 	page("/area/target.html", "Area target")
 
 	for _, r := range m {
@@ -630,4 +645,47 @@ func (w *Web) buildRequisites(h int, m map[string]*webRoute,
 		"<script src=\"/assets/app.js\"></script>\n"
 	r.tail = body
 	page("/req/next.html", "After the requisites page")
+}
+
+// buildSitemaps adds the sitemaps of host h (see the list at the top) and
+// the /sm/ pages reachable only through them.
+func (w *Web) buildSitemaps(h int, m map[string]*webRoute,
+	page func(path, title string, links ...webLink) *webRoute,
+	blob func(path, ctype string, body []byte)) {
+	abs := func(host int, path string) string { return "http://" + w.hosts[host] + path }
+	urlset := func(entries ...string) string {
+		var b strings.Builder
+		b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n")
+		for _, e := range entries {
+			b.WriteString("  <url><loc>" + html.EscapeString(e) + "</loc><lastmod>2026-11-01</lastmod><priority>0.9</priority></url>\n")
+		}
+		b.WriteString("</urlset>\n")
+		return b.String()
+	}
+	blob("/sitemap.xml", "application/xml", []byte(urlset(abs(h, "/sm/root.html"), abs(h, "/"))))
+	m["/sitemap.xml"].sitemapURLs = []webTarget{{h, "/sm/root.html"}, {h, "/"}}
+	blob("/sitemap-index.xml", "application/xml", []byte("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"+
+		"<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n"+
+		"  <sitemap><loc>"+abs(h, "/sitemaps/a.xml.gz")+"</loc></sitemap>\n"+
+		"  <sitemap><loc>"+abs(h, "/sitemaps/b.xml")+"</loc></sitemap>\n</sitemapindex>\n"))
+	m["/sitemap-index.xml"].sitemapKids = []webTarget{{h, "/sitemaps/a.xml.gz"}, {h, "/sitemaps/b.xml"}}
+	gzURLs := []webTarget{{h, "/sm/gz-one.html"}, {h, "/sm/gz-two.html"}}
+	if len(w.hosts) > 1 {
+		gzURLs = append(gzURLs, webTarget{(h + 1) % len(w.hosts), "/sm/foreign.html"})
+	}
+	var locs []string
+	for _, t := range gzURLs {
+		locs = append(locs, abs(t.host, t.path))
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(urlset(locs...)))
+	zw.Close()
+	blob("/sitemaps/a.xml.gz", "application/gzip", zb.Bytes())
+	m["/sitemaps/a.xml.gz"].sitemapURLs = gzURLs
+	blob("/sitemaps/b.xml", "text/xml; charset=utf-8", []byte(urlset(abs(h, "/sm/plain.html"))))
+	m["/sitemaps/b.xml"].sitemapURLs = []webTarget{{h, "/sm/plain.html"}}
+	for _, p := range []string{"/sm/root.html", "/sm/gz-one.html", "/sm/gz-two.html", "/sm/foreign.html", "/sm/plain.html"} {
+		page(p, "Listed in a sitemap only: "+p)
+	}
 }

@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -51,12 +53,15 @@ type walker struct {
 type walkRobots struct {
 	allowAll, disallowAll bool
 	disallow              []string
+	sitemaps              []string
 }
 
 type walkItem struct {
 	url   string
 	depth int
 	chain int // embed hops at the end of its path; 0 for a link
+	sm    int // sitemap hops on its path; 0 if not a sitemap
+	seed  bool
 }
 
 func newWalker(t *testing.T, scope string, maxDepth int, obeyRobots bool) *walker {
@@ -97,13 +102,19 @@ func (wk *walker) run(seeds []string) {
 	add := func(u string, d int) {
 		if !wk.seen[u] {
 			wk.seen[u] = true
-			queue = append(queue, walkItem{u, d, 0})
+			queue = append(queue, walkItem{url: u, depth: d, seed: d == 0})
 		}
 	}
 	addEmbed := func(u string, d, chain int) {
 		if !wk.seen[u] {
 			wk.seen[u] = true
-			queue = append(queue, walkItem{u, d, chain})
+			queue = append(queue, walkItem{url: u, depth: d, chain: chain})
+		}
+	}
+	addSitemap := func(u string, d, sm int) {
+		if !wk.seen[u] {
+			wk.seen[u] = true
+			queue = append(queue, walkItem{url: u, depth: d, sm: sm})
 		}
 	}
 	for _, s := range seeds {
@@ -123,6 +134,29 @@ func (wk *walker) run(seeds []string) {
 		}
 		status, header, body := wk.fetch(it.url)
 		wk.fetched[it.url] = walkResult{status, it.depth}
+		if it.seed { // its host's sitemaps: robots.txt Sitemap: lines and /sitemap.xml
+			for _, s := range append(wk.robotsOf(page.Host).sitemaps, "/sitemap.xml") {
+				if to, ok := canon(page, s); ok && wk.inScope(page, to) {
+					addSitemap(to.String(), it.depth, 1)
+				}
+			}
+		}
+		if it.sm > 0 {
+			if status == http.StatusOK {
+				kids, urls := wk.sitemap(it.url, body)
+				for _, k := range kids {
+					if to, ok := canon(page, k); ok && wk.inScope(page, to) && it.sm < 3 {
+						addSitemap(to.String(), it.depth, it.sm+1)
+					}
+				}
+				for _, l := range urls {
+					if to, ok := canon(page, l); ok && wk.inScope(page, to) && it.depth < wk.maxDepth {
+						add(to.String(), it.depth+1)
+					}
+				}
+			}
+			continue
+		}
 		switch {
 		case status == http.StatusMovedPermanently || status == http.StatusFound:
 			if to, ok := canon(page, header.Get("Location")); ok && wk.inScope(page, to) {
@@ -289,7 +323,55 @@ func (wk *walker) requisites(page *url.URL, header http.Header, body []byte) []s
 
 // allowed applies the host's robots.txt: 4xx allows all, 5xx disallows
 // all, 200 disallows by path prefix (the test's robots.txt has one group).
+// sitemap reads a urlset or sitemap index (gzip-compressed or not) with
+// encoding/xml and returns the index's sitemaps and the urlset's URLs.
+func (wk *walker) sitemap(u string, body []byte) (kids, urls []string) {
+	if len(body) > 2 && body[0] == 0x1f && body[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			wk.t.Fatalf("sitemap %s: %v", u, err)
+		}
+		if body, err = io.ReadAll(zr); err != nil {
+			wk.t.Fatalf("sitemap %s: %v", u, err)
+		}
+	}
+	var doc struct {
+		URLs []struct {
+			Loc string `xml:"loc"`
+		} `xml:"url"`
+		Sitemaps []struct {
+			Loc string `xml:"loc"`
+		} `xml:"sitemap"`
+	}
+	if err := xml.Unmarshal(body, &doc); err != nil {
+		wk.t.Fatalf("sitemap %s: %v", u, err)
+	}
+	for _, s := range doc.Sitemaps {
+		kids = append(kids, s.Loc)
+	}
+	for _, l := range doc.URLs {
+		urls = append(urls, l.Loc)
+	}
+	return kids, urls
+}
+
 func (wk *walker) allowed(u *url.URL) bool {
+	r := wk.robotsOf(u.Host)
+	if r.disallowAll {
+		return false
+	}
+	target := u.RequestURI()
+	for _, p := range r.disallow {
+		if strings.HasPrefix(target, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// robotsOf fetches and caches the robots.txt of host.
+func (wk *walker) robotsOf(host string) *walkRobots {
+	u := &url.URL{Host: host}
 	r := wk.robots[u.Host]
 	if r == nil {
 		r = &walkRobots{}
@@ -305,20 +387,14 @@ func (wk *walker) allowed(u *url.URL) bool {
 				if v = strings.TrimSpace(v); ok && strings.EqualFold(strings.TrimSpace(k), "disallow") && v != "" {
 					r.disallow = append(r.disallow, v)
 				}
+				if ok && strings.EqualFold(strings.TrimSpace(k), "sitemap") && v != "" {
+					r.sitemaps = append(r.sitemaps, v)
+				}
 			}
 		}
 		wk.robots[u.Host] = r
 	}
-	if r.disallowAll {
-		return false
-	}
-	target := u.RequestURI()
-	for _, p := range r.disallow {
-		if strings.HasPrefix(target, p) {
-			return false
-		}
-	}
-	return true
+	return r
 }
 
 // compare asserts the walk fetched exactly the URLs the ground truth expects
@@ -638,8 +714,12 @@ func TestWebGroundTruthLimits(t *testing.T) {
 		t.Errorf("MaxDepth -1 with the calendar trap: err %v, want ErrWebInfiniteCrawl", err)
 	}
 	truth, err := w.GroundTruth(WebCrawlOptions{MaxDepth: 0})
+	if err != nil || len(truth) != 3+3*4 {
+		t.Errorf("MaxDepth 0: %d URLs, err %v; want the 3 seeds and 4 sitemaps per host (they keep the seed's depth)", len(truth), err)
+	}
+	truth, err = w.GroundTruth(WebCrawlOptions{MaxDepth: 0, NoSitemaps: true})
 	if err != nil || len(truth) != 3 {
-		t.Errorf("MaxDepth 0: %d URLs, err %v; want the 3 seeds", len(truth), err)
+		t.Errorf("MaxDepth 0 without sitemaps: %d URLs, err %v; want the 3 seeds", len(truth), err)
 	}
 	for _, bad := range []WebCrawlOptions{{MaxDepth: -2}, {Scope: "galaxy"}, {Seeds: []string{"http://127.0.0.1:1/"}}, {Seeds: []string{"ftp://x/"}}} {
 		if _, err := w.GroundTruth(bad); err == nil {
@@ -658,8 +738,11 @@ func TestWebGroundTruthLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(truth) != plain.Pages()+3 {
-			t.Errorf("scope %s, no depth limit: %d URLs, want every page plus seeds = %d", scope, len(truth), plain.Pages()+3)
+		if len(truth) != plain.Pages()+3+3 {
+			t.Errorf("scope %s, no depth limit: %d URLs, want every page plus seeds plus /sitemap.xml (404) per host = %d", scope, len(truth), plain.Pages()+6)
+		}
+		if e := truth["http://"+plain.Hosts()[0]+"/sitemap.xml"]; e != (WebExpect{404, 0}) {
+			t.Errorf("scope %s: /sitemap.xml expected as %+v, want a 404 at depth 0", scope, e)
 		}
 	}
 }

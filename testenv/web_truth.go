@@ -20,6 +20,11 @@ package testenv
 //     "same_domain" = same registrable domain of the host name without port,
 //     which for an IP literal is the IP itself, so on this web (all hosts are
 //     127.0.0.1) it admits every host, like "any". Seeds are always in scope.
+//   - Sitemaps: each fetched seed adds the Sitemap: URLs of its host's
+//     robots.txt (read whether or not robots.txt is obeyed) and its host's
+//     /sitemap.xml at the seed's depth; a sitemap index adds its children
+//     at the same depth, a urlset its URLs at depth+1, judged by scope
+//     against the sitemap's host (a 404 /sitemap.xml is just logged).
 //   - Page requisites (img src/srcset, link stylesheet/icon, script src,
 //     style url(), and url()/@import in style sheets) are fetched at the
 //     depth of their page, judged by the requisites scope (default any)
@@ -87,6 +92,9 @@ type WebCrawlOptions struct {
 	// NoRequisites models a crawl with page_requisites false (the zero
 	// value models the default, true).
 	NoRequisites bool
+	// NoSitemaps models a crawl with sitemaps false (the zero value models
+	// the default, true).
+	NoSitemaps bool
 	// RequisitesScope is the scope requisites are judged by (the crawl's
 	// requisites_scope); "" means WebScopeAny, the crawler's default.
 	RequisitesScope string
@@ -167,7 +175,9 @@ func (w *Web) urlOf(t webTarget) string { return "http://" + w.hosts[t.host] + t
 // otherwise they are ignored.
 func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[webTarget]WebExpect, error) {
 	depth := map[webTarget]int{}
-	chain := map[webTarget]int{} // embed hops at the end of the path (0: not a requisite)
+	chain := map[webTarget]int{}    // embed hops at the end of the path (0: not a requisite)
+	manifest := map[webTarget]int{} // sitemap hops on the path (0: not a sitemap)
+	isSeed := map[webTarget]bool{}
 	out := map[webTarget]WebExpect{}
 	var level []webTarget
 	for _, s := range seeds {
@@ -175,6 +185,7 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 			depth[s] = 0
 			level = append(level, s)
 		}
+		isSeed[s] = true
 	}
 	add := func(t webTarget, d int, lv *[]webTarget) error {
 		if old, ok := depth[t]; ok && old <= d {
@@ -203,6 +214,54 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 			}
 			rt := w.route(u.host, u.path)
 			out[u] = WebExpect{Status: rt.status, Depth: d}
+			// Sitemaps: a fetched seed adds its host's robots.txt Sitemap:
+			// URLs and /sitemap.xml (hop M, its depth); a sitemap adds an
+			// index's children (M, same depth, three levels at most) and a
+			// urlset's URLs (L, depth+1, scope as links).
+			if !opts.NoSitemaps && isSeed[u] {
+				var sm []webTarget
+				if w.robots[u.host] != nil {
+					for _, s := range w.robots[u.host].Sitemaps {
+						if t, err := w.lookup(s); err == nil {
+							sm = append(sm, t)
+						}
+					}
+				}
+				for _, t := range append(sm, webTarget{u.host, "/sitemap.xml"}) {
+					if !w.inScope(opts.Scope, u.host, t.host) {
+						continue
+					}
+					if _, seen := depth[t]; !seen {
+						manifest[t] = 1
+					}
+					if err := add(t, d, &level); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if manifest[u] > 0 && rt.status == 200 {
+				if manifest[u] < 3 {
+					for _, t := range rt.sitemapKids {
+						if !w.inScope(opts.Scope, u.host, t.host) {
+							continue
+						}
+						if _, seen := depth[t]; !seen {
+							manifest[t] = manifest[u] + 1
+						}
+						if err := add(t, d, &level); err != nil {
+							return nil, err
+						}
+					}
+				}
+				for _, t := range rt.sitemapURLs {
+					if w.inScope(opts.Scope, u.host, t.host) {
+						if err := add(t, d+1, &next); err != nil {
+							return nil, err
+						}
+					}
+				}
+				continue
+			}
 			// Requisites: same depth, requisites scope, at most two embed
 			// hops in a row (the strict crawler; the naive one follows
 			// every chain, so a third hop's target is listed as "must not").

@@ -166,6 +166,27 @@ func TestCrawlCaptureIsByteExactAndReadable(t *testing.T) {
 		t.Error("deep.png (a third embed hop) was fetched")
 	}
 
+	// Sitemaps: the /sm/ pages are reachable only through them, the gzipped
+	// child of the robots.txt sitemap index included; their depth is the
+	// seed's + 1 and their hop path says how they were found.
+	h0 := "http://" + web.Hosts()[0]
+	for u, hops := range map[string]string{
+		h0 + "/sitemap.xml": "M", h0 + "/sitemap-index.xml": "M", h0 + "/sitemaps/a.xml.gz": "MM",
+		h0 + "/sm/root.html": "ML", h0 + "/sm/gz-one.html": "MML", h0 + "/sm/plain.html": "MML",
+	} {
+		e, ok := stored[u]
+		wantDepth := 1
+		if strings.HasSuffix(hops, "M") {
+			wantDepth = 0
+		}
+		if !ok || e.Hops != hops || e.Depth != wantDepth || e.Status != 200 {
+			t.Errorf("%s: logged %v with hops %q depth %d status %d; want hops %q depth %d status 200", u, ok, e.Hops, e.Depth, e.Status, hops, wantDepth)
+		}
+	}
+	if _, ok := stored["http://"+web.Hosts()[1]+"/sm/foreign.html"]; ok {
+		t.Error("a sitemap URL of another host was fetched under scope same_host")
+	}
+
 	// The independent reader.
 	if _, err := testenv.WarcioPath(); err != nil {
 		t.Fatal(err)

@@ -111,6 +111,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	}
 
 	links := w.outlinks(it, res, live)
+	links = append(links, w.seedSitemaps(ctx, it, live)...)
 	if len(links) > 0 {
 		if err := w.enqueue(ctx, links); err != nil {
 			w.abandon(ctx, claim, it, err)
@@ -132,7 +133,8 @@ const maxEmbedChain = 2
 // itself a requisite, and none under meta robots or X-Robots-Tag
 // nofollow) and, with page_requisites, its requisites (hop E, same depth,
 // judged by requisites_scope); for a 2xx style sheet reached as a
-// requisite, the url()s and @imports in it (hop E).
+// requisite, the url()s and @imports in it (hop E); for a 2xx sitemap
+// (hop M), its entries (sitemapLinks).
 func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig) []frontier.Item {
 	var out []frontier.Item
 	requisite := frontier.IsRequisite(it.Hops)
@@ -152,6 +154,12 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 	if res.Redirect != "" {
 		add(res.Redirect, frontier.HopRedirect, it.Depth)
 		return out
+	}
+	if isManifest(it.Hops) {
+		if res.Status < 200 || res.Status > 299 {
+			return nil
+		}
+		return w.sitemapLinks(it, res, live)
 	}
 	if res.Status < 200 || res.Status > 299 || res.Truncated {
 		return nil
