@@ -107,10 +107,16 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		if perr != nil {
 			panic(perr) // config.Validate checked the ranges
 		}
+		if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
+			panic(err) // config.Validate checked the ranges
+		}
 	} else {
 		w.fetcher.SetOptions(fopts)
 		if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
 			w.log.Error("politeness limits rejected", "error", err)
+		}
+		if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
+			w.log.Error("adaptive delay rejected", "error", err)
 		}
 	}
 	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope})
