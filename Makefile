@@ -52,7 +52,7 @@ bench: deps build ## the benchmark (pages/s, ZooKeeper writes per page, RSS); wr
 demo: deps build ## the guided tour: ZooKeeper, a synthetic web, a seeder and 3 crawlers
 	./scripts/demo.sh
 
-demo-real: deps build ## crawl Debian's PostgreSQL 15 HTML docs served by nginx, against wget -r
+demo-real: deps build ## crawl Debian's PostgreSQL 15 HTML docs served by nginx, against wget -r -p --warc-file
 	./scripts/demo-real.sh
 
 zk-up: deps build ## start a local standalone ZooKeeper on 127.0.0.1:$(ZK_PORT) (data in $(ZK_DIR))
