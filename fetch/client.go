@@ -220,7 +220,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 		Duration:    time.Since(started),
 		Truncated:   truncated,
 	}
-	res.RawResponse, res.RawResponseHeader = wireResponse(wireResp, resp, body, truncated)
+	res.RawResponse, res.RawResponseHeader = wireResponse(wireResp, resp, body)
 	if len(res.RawRequest) == 0 {
 		res.RawRequest = wc.request(req)
 	}
@@ -278,18 +278,20 @@ func mediaType(contentType string) string {
 
 // wireResponse returns the response as captured on the wire and its header
 // block. A capture is used only when it starts with the status line and
-// holds a complete header block; a capture of a truncated response whose
-// body has no transfer coding is cut right after the stored body bytes, so
-// block and payload agree. Without a usable capture (cap hit, or the
+// holds a complete header block. When the body has no transfer coding
+// (Content-Length or read to close) its wire bytes are the stored body, so
+// the capture is cut right after them: block and payload agree for a
+// truncated body, and stray bytes a server sent past its Content-Length
+// are not archived as part of the response. Without a usable capture (cap hit, or the
 // request went out on a connection without a tee) raw is nil and the header
 // is rebuilt by rawResponseHeader.
-func wireResponse(capture []byte, resp *http.Response, body []byte, truncated bool) (raw, header []byte) {
+func wireResponse(capture []byte, resp *http.Response, body []byte) (raw, header []byte) {
 	capture = trimInformational(capture)
 	end := headerEnd(capture)
 	if capture == nil || end < 0 || !bytes.HasPrefix(capture, []byte("HTTP/1.")) {
 		return nil, rawResponseHeader(resp)
 	}
-	if truncated && len(resp.TransferEncoding) == 0 && len(capture) > end+len(body) {
+	if len(resp.TransferEncoding) == 0 && len(capture) > end+len(body) {
 		capture = capture[:end+len(body)]
 	}
 	return capture, capture[:end]

@@ -611,3 +611,19 @@ func TestDecodedBodyEncodings(t *testing.T) {
 		t.Errorf("identity over limit: %d bytes, %v", len(got), err)
 	}
 }
+
+// Bytes a server sends past its Content-Length are not part of the stored
+// response.
+func TestFetchRawResponseStopsAtContentLength(t *testing.T) {
+	addr := rawServer(t, func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhelloGARBAGE")
+		c.Close()
+	})
+	res, err := newFetcher(t, loopbackOpts()).Fetch(context.Background(), "http://"+addr+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"; string(res.RawResponse) != want {
+		t.Errorf("RawResponse %q, want %q", res.RawResponse, want)
+	}
+}

@@ -46,8 +46,10 @@ type Result struct {
 	// status line, header fields in their order and case, empty line, and
 	// the body with its transfer coding (chunked framing, trailers) and
 	// content coding as sent; interim 1xx responses are dropped. It is what
-	// a WARC response record's block holds. It ends where reading stopped,
-	// so a Truncated body gives a truncated RawResponse. nil when the copy
+	// a WARC response record's block holds. A body without transfer coding
+	// ends with the last stored Body byte (so a Truncated body gives a
+	// truncated RawResponse, and bytes past Content-Length are dropped); a
+	// chunked one ends where reading stopped. nil when the copy
 	// was not complete (it holds at most MaxBodyBytes + 1.25 MiB); then
 	// RawResponseHeader is rebuilt and RawResponseHeader + Body stand in.
 	RawResponse []byte
