@@ -234,18 +234,13 @@ func linkOf(tag string, attrs []html.Attribute) rawLink {
 // deduplicates and caps the candidate links.
 func (sc *pageScan) links(baseURL *whatwg.Url, maxLinks int) Links {
 	var links Links
+	var d RobotsDirectives
 	for _, content := range sc.robots {
 		for _, tok := range strings.Split(content, ",") {
-			switch strings.ToLower(strings.TrimSpace(tok)) {
-			case "nofollow":
-				links.NoFollow = true
-			case "noindex":
-				links.NoIndex = true
-			case "none":
-				links.NoFollow, links.NoIndex = true, true
-			}
+			d.add(tok)
 		}
 	}
+	links.NoFollow, links.NoIndex = d.NoFollow, d.NoIndex
 	if sc.baseHref != nil {
 		if bu, err := baseURL.Parse(*sc.baseHref); err == nil && isHTTPScheme(bu.Scheme()) {
 			baseURL = bu

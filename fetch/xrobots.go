@@ -57,18 +57,24 @@ func XRobotsTag(h http.Header, userAgent string) RobotsDirectives {
 					tok = strings.TrimSpace(rest)
 				}
 			}
-			if !applies {
-				continue
-			}
-			switch strings.ToLower(tok) {
-			case "nofollow":
-				d.NoFollow = true
-			case "noindex":
-				d.NoIndex = true
-			case "none":
-				d.NoFollow, d.NoIndex = true, true
+			if applies {
+				d.add(tok)
 			}
 		}
 	}
 	return d
+}
+
+// add applies one robots directive token (meta robots content or
+// X-Robots-Tag, ASCII case-insensitive, surrounding spaces ignored):
+// nofollow, noindex, none (= both); other tokens are ignored.
+func (d *RobotsDirectives) add(tok string) {
+	switch strings.ToLower(strings.TrimSpace(tok)) {
+	case "nofollow":
+		d.NoFollow = true
+	case "noindex":
+		d.NoIndex = true
+	case "none":
+		d.NoFollow, d.NoIndex = true, true
+	}
 }

@@ -118,21 +118,12 @@ type WebExpect struct {
 // but a correct one must not (Status 0). Errors: a bad option or seed, or
 // ErrWebInfiniteCrawl.
 func (w *Web) GroundTruth(opts WebCrawlOptions) (map[string]WebExpect, error) {
-	switch opts.Scope {
-	case "":
-		opts.Scope = WebScopeSameHost
-	case WebScopeSameHost, WebScopeSameDomain, WebScopeAny:
-	default:
-		return nil, fmt.Errorf("testenv: ground truth: scope %q: want %q, %q or %q",
-			opts.Scope, WebScopeSameHost, WebScopeSameDomain, WebScopeAny)
+	var err error
+	if opts.Scope, err = webScopeOr("scope", opts.Scope, WebScopeSameHost); err != nil {
+		return nil, err
 	}
-	switch opts.RequisitesScope {
-	case "":
-		opts.RequisitesScope = WebScopeAny
-	case WebScopeSameHost, WebScopeSameDomain, WebScopeAny:
-	default:
-		return nil, fmt.Errorf("testenv: ground truth: requisites scope %q: want %q, %q or %q",
-			opts.RequisitesScope, WebScopeSameHost, WebScopeSameDomain, WebScopeAny)
+	if opts.RequisitesScope, err = webScopeOr("requisites scope", opts.RequisitesScope, WebScopeAny); err != nil {
+		return nil, err
 	}
 	if opts.MaxDepth < -1 {
 		return nil, fmt.Errorf("testenv: ground truth: MaxDepth %d: want -1 (no limit) or >= 0", opts.MaxDepth)
@@ -165,6 +156,18 @@ func (w *Web) GroundTruth(opts WebCrawlOptions) (map[string]WebExpect, error) {
 		out[w.urlOf(t)] = e
 	}
 	return out, nil
+}
+
+// webScopeOr returns scope, or def when it is "", or an error naming what
+// (the option) for an unknown scope.
+func webScopeOr(what, scope, def string) (string, error) {
+	switch scope {
+	case "":
+		return def, nil
+	case WebScopeSameHost, WebScopeSameDomain, WebScopeAny:
+		return scope, nil
+	}
+	return "", fmt.Errorf("testenv: ground truth: %s %q: want %q, %q or %q", what, scope, WebScopeSameHost, WebScopeSameDomain, WebScopeAny)
 }
 
 func (w *Web) urlOf(t webTarget) string { return "http://" + w.hosts[t.host] + t.path }
