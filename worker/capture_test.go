@@ -3,11 +3,9 @@ package worker
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,23 +28,10 @@ func warcRecords(t *testing.T, dir string) (map[string]map[int64]*storage.Record
 	}
 	out := map[string]map[int64]*storage.Record{}
 	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
+		byOff := map[int64]*storage.Record{}
+		if err := testenv.EachWARCRecord(f, false, func(rec *storage.Record) { byOff[rec.Offset] = rec }); err != nil {
 			t.Fatal(err)
 		}
-		byOff := map[int64]*storage.Record{}
-		r := storage.NewReader(fh)
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			byOff[rec.Offset] = rec
-		}
-		fh.Close()
 		out[filepath.Base(f)] = byOff
 	}
 	return out, files
