@@ -191,6 +191,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	started := time.Now()
 	resp, err := f.transport.RoundTrip(req)
 	if err != nil {
+		wc.finish() // detach the recorder from a connection that may live on
 		code := classify(ctx, reqCtx, err, phaseRoundTrip)
 		if wc.wasBlocked() {
 			code, err = CodeBlockedByUser, fmt.Errorf("%w: pooled connection to %s: %v", ErrBlockedAddress, wc.remoteIP(), err)
