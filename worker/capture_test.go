@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -207,3 +208,49 @@ func TestCrawlCaptureIsByteExactAndReadable(t *testing.T) {
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A retried fetch whose payload did not change is stored as a revisit
+// record (profile identical-payload-digest) pointing at the first response,
+// and the crawl log points at each attempt's record.
+func TestCrawlRetriedIdenticalPayloadIsRevisit(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "<html><body>down for maintenance</body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig()
+	cfg.MaxAttempts = 3
+	cfg.RetryBackoffMS = 20
+	cfg.Sitemaps = false
+	c := newCrawl(t, zk.Addr(), "revisit", cfg, frontier.Layout{Shards: 2, Spread: 1}, []string{srv.URL + "/"})
+	c.runWorkers(1, 30*time.Second)
+
+	records, _ := warcRecords(t, c.out)
+	var types []string
+	firstID := ""
+	for _, e := range c.logs() {
+		if e.URL != srv.URL+"/" {
+			continue
+		}
+		rec := records[e.WARCFile][e.WARCOffset]
+		if rec == nil {
+			t.Fatalf("attempt %d: no record at %s:%d", e.Attempt, e.WARCFile, e.WARCOffset)
+		}
+		types = append(types, rec.Type())
+		if e.Attempt == 1 {
+			firstID = rec.Get("WARC-Record-ID")
+		} else if rec.Get("WARC-Refers-To") != firstID || rec.Get("WARC-Profile") != storage.RevisitProfile {
+			t.Errorf("attempt %d: refers to %q (profile %q), want the first response %q", e.Attempt,
+				rec.Get("WARC-Refers-To"), rec.Get("WARC-Profile"), firstID)
+		}
+	}
+	if strings.Join(types, ",") != "response,revisit,revisit" {
+		t.Fatalf("records of the three attempts: %v, want response,revisit,revisit", types)
+	}
+}
