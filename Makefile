@@ -4,6 +4,9 @@
 GO        ?= go
 BIN       ?= bin
 ZK_JAR    := /usr/share/java/zookeeper.jar
+# warcio.js (npm), the independent WARC reader the tests run; keep in step
+# with testenv.WarcioVersion.
+WARCIO_VERSION := 2.4.11
 ZK_PORT   ?= 2181
 ZK_DIR    ?= $(or $(TMPDIR),/tmp)/zkcrawl-zk
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -18,10 +21,15 @@ CMDS      := seeder crawler crawlctl zkserver testweb
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-deps: ## install ZooKeeper (Debian package) when missing and download Go modules
+deps: ## install ZooKeeper (Debian package) and warcio.js (npm, into tools/warcio) when missing, download Go modules
 	@if [ ! -f $(ZK_JAR) ] || ! command -v java >/dev/null; then \
 	  echo "installing Debian's zookeeper package (ZooKeeper server jars and a Java runtime)"; \
 	  $(APT) update -qq && $(APT) install -y -qq zookeeper; \
+	fi
+	@if [ ! -x tools/warcio/node_modules/.bin/warcio ]; then \
+	  command -v npm >/dev/null || { echo "installing Debian's npm (for warcio.js, the independent WARC reader of the tests)"; $(APT) update -qq && $(APT) install -y -qq npm; }; \
+	  echo "installing warcio.js $(WARCIO_VERSION) into tools/warcio (independent WARC reader for the tests)"; \
+	  npm install --silent --no-audit --no-fund --no-save --prefix tools/warcio warcio@$(WARCIO_VERSION); \
 	fi
 	$(GO) mod download
 
@@ -49,7 +57,7 @@ bench: deps build ## the benchmark (pages/s, ZooKeeper writes per page, RSS); wr
 demo: deps build ## the guided tour: ZooKeeper, a synthetic web, a seeder and 3 crawlers
 	./scripts/demo.sh
 
-demo-real: deps build ## crawl Debian's PostgreSQL 15 HTML docs served by nginx, against wget -r
+demo-real: deps build ## crawl Debian's PostgreSQL 15 HTML docs served by nginx, against wget -r -p --warc-file
 	./scripts/demo-real.sh
 
 zk-up: deps build ## start a local standalone ZooKeeper on 127.0.0.1:$(ZK_PORT) (data in $(ZK_DIR))

@@ -92,6 +92,26 @@ type Config struct {
 	// MaxURLLength is the longest normalized URL, in bytes, that is
 	// enqueued; longer links are dropped and counted.
 	MaxURLLength int `json:"max_url_length"`
+	// PageRequisites makes workers fetch and store every page's embedded
+	// resources (images incl. srcset, scripts, style sheets and the url()s
+	// and @imports in them, icons, preloads, media, object and embed) at
+	// the page's depth (Heritrix's "E" hop); default true.
+	PageRequisites bool `json:"page_requisites"`
+	// RequisitesScope is the scope mode requisites are judged by, against
+	// the page that embeds them: ScopeSameHost, ScopeSameDomain or ScopeAny
+	// (default, so a page's CDN assets are captured). Include and Exclude
+	// apply as for links.
+	RequisitesScope string `json:"requisites_scope"`
+	// Sitemaps makes workers fetch, for each seed, the Sitemap: URLs of its
+	// host's robots.txt and /sitemap.xml, and enqueue the URLs they list at
+	// the seed's depth + 1 (sitemap protocol 0.9); default true.
+	Sitemaps bool `json:"sitemaps"`
+	// DelayFactor, when > 0, makes the wait before a host's next request at
+	// least DelayFactor times the duration of its last fetch (Heritrix's
+	// delayFactor), capped at MaxDelayMS; 0 (default) turns it off.
+	DelayFactor float64 `json:"delay_factor"`
+	// MaxDelayMS caps the wait DelayFactor asks for, in milliseconds.
+	MaxDelayMS int `json:"max_delay_ms"`
 }
 
 // DefaultUserAgent is the user_agent of a crawl that sets none. Its
@@ -129,6 +149,10 @@ func Default() Config {
 		MaxQueuedPerHost:   100_000,
 		MaxFrontierBytes:   1 << 30,
 		MaxURLLength:       2048,
+		PageRequisites:     true,
+		RequisitesScope:    ScopeAny,
+		Sitemaps:           true,
+		MaxDelayMS:         30000,
 	}
 }
 
@@ -224,6 +248,12 @@ func (c Config) Validate() error {
 		return bad("max_frontier_bytes", "%d is outside 1048576..1099511627776 (1 MiB..1 TiB)", c.MaxFrontierBytes)
 	case c.MaxURLLength < 64 || c.MaxURLLength > 2048: // 2048 = frontier.MaxURLLength, what Normalize accepts
 		return bad("max_url_length", "%d is outside 64..2048", c.MaxURLLength)
+	case c.RequisitesScope != ScopeSameHost && c.RequisitesScope != ScopeSameDomain && c.RequisitesScope != ScopeAny:
+		return bad("requisites_scope", "%q is not one of %s, %s, %s", c.RequisitesScope, ScopeSameHost, ScopeSameDomain, ScopeAny)
+	case !(c.DelayFactor >= 0 && c.DelayFactor <= 100):
+		return bad("delay_factor", "%v is outside 0..100 (0 = off)", c.DelayFactor)
+	case c.MaxDelayMS < 0 || c.MaxDelayMS > 3600000:
+		return bad("max_delay_ms", "%d is outside 0..3600000", c.MaxDelayMS)
 	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {

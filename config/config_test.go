@@ -21,6 +21,13 @@ func TestParseDefaultsAndOverrides(t *testing.T) {
 	if err != nil || empty.Scope != ScopeSameHost || !empty.ObeyRobots {
 		t.Fatalf("empty document: %+v, %v", empty, err)
 	}
+	if !empty.PageRequisites || empty.RequisitesScope != ScopeAny || !empty.Sitemaps || empty.DelayFactor != 0 || empty.MaxDelayMS != 30000 {
+		t.Fatalf("capture defaults: %+v", empty)
+	}
+	c, err = Parse([]byte(`{"page_requisites": false, "requisites_scope": "same_domain", "sitemaps": false, "delay_factor": 2.5, "max_delay_ms": 5000}`))
+	if err != nil || c.PageRequisites || c.RequisitesScope != ScopeSameDomain || c.Sitemaps || c.DelayFactor != 2.5 || c.MaxDelayMS != 5000 {
+		t.Fatalf("capture keys: %+v, %v", c, err)
+	}
 }
 
 func TestParseRejects(t *testing.T) {
@@ -37,6 +44,12 @@ func TestParseRejects(t *testing.T) {
 		`{"user_agent": ""}`:                  `key "user_agent"`,
 		`{"max_attempts": 1} {"paused":true}`: "trailing data",
 		`[1,2]`:                               "want config.Config",
+		`{"requisites_scope": "cdn"}`:         `key "requisites_scope"`,
+		`{"page_requisites": "yes"}`:          `key "page_requisites"`,
+		`{"sitemaps": 1}`:                     `key "sitemaps"`,
+		`{"delay_factor": -1}`:                `key "delay_factor"`,
+		`{"delay_factor": 101}`:               `key "delay_factor"`,
+		`{"max_delay_ms": -5}`:                `key "max_delay_ms"`,
 	}
 	for doc, want := range cases {
 		_, err := Parse([]byte(doc))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +54,9 @@ type Options struct {
 	AllowPrivateNetworks bool
 	// Logger receives debug lines per fetch. Default slog.Default().
 	Logger *slog.Logger
+	// RootCAs verifies https servers' certificates; nil means the system's
+	// roots. Read when a connection is dialled. Tests set it.
+	RootCAs *x509.CertPool
 }
 
 // withDefaults returns o with zero fields replaced by the defaults.
@@ -78,13 +82,16 @@ func (o Options) withDefaults() Options {
 type Fetcher struct {
 	opts      atomic.Pointer[Options]
 	transport *http.Transport
+	noTee     bool // benchmarks only: skip the byte-exact copy (the baseline)
 }
 
 // New returns a Fetcher with opts (zero fields defaulted).
 //
 // The transport speaks HTTP/1.1 only (HTTP/2 is disabled) so that
-// Result.RawRequest and Result.RawResponseHeader are the HTTP/1.1 messages a
-// WARC 1.1 request/response record holds; it ignores proxy environment
+// Result.RawRequest and Result.RawResponse are the HTTP/1.1 messages a WARC
+// 1.1 request/response record holds, copied off the connection (wire.go;
+// TLS is done by the dialer so the copy is of the plain text); it ignores
+// proxy environment
 // variables (no traffic may leave through a proxy, and the SSRF guard must
 // see the real peer); it never decompresses on its own (the body is kept as
 // transferred); and it keeps up to 64 idle connections per host, 1024 in all.
@@ -97,12 +104,15 @@ func New(opts Options) *Fetcher {
 		KeepAlive: 30 * time.Second,
 		Control:   ssrfControl(func() bool { return f.opts.Load().AllowPrivateNetworks }),
 	}
+	tee := &teeDialer{dial: dialer.DialContext, tlsTimeout: 10 * time.Second,
+		roots: func() *x509.CertPool { return f.opts.Load().RootCAs }}
 	f.transport = &http.Transport{
-		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      false,
-		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
-		TLSHandshakeTimeout:    10 * time.Second,
+		Proxy:             nil,
+		DialContext:       tee.DialContext,
+		DialTLSContext:    tee.DialTLSContext,
+		ForceAttemptHTTP2: false,
+		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
+		// No TLSHandshakeTimeout: the tee dialer does TLS (10 s bound).
 		DisableCompression:     true,
 		MaxIdleConns:           1024,
 		MaxIdleConnsPerHost:    64,
@@ -159,7 +169,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	reqCtx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 
-	wc := &wireCapture{allowPrivate: o.AllowPrivateNetworks}
+	wc := &wireCapture{allowPrivate: o.AllowPrivateNetworks, wireLimit: maxBody + wireSlack, noTee: f.noTee}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, wc.trace()), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
@@ -181,6 +191,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	started := time.Now()
 	resp, err := f.transport.RoundTrip(req)
 	if err != nil {
+		wc.finish() // detach the recorder from a connection that may live on
 		code := classify(ctx, reqCtx, err, phaseRoundTrip)
 		if wc.wasBlocked() {
 			code, err = CodeBlockedByUser, fmt.Errorf("%w: pooled connection to %s: %v", ErrBlockedAddress, wc.remoteIP(), err)
@@ -191,6 +202,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	defer resp.Body.Close()
 
 	body, truncated, err := readBody(resp.Body, maxBody, resp.ContentLength)
+	wireReq, wireResp := wc.finish()
 	if err != nil {
 		code := classify(ctx, reqCtx, err, phaseBody)
 		o.Logger.Debug("fetch failed reading body", "url", rawURL, "code", code, "bytes", len(body), "err", err)
@@ -198,17 +210,20 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	}
 
 	res := &Result{
-		URL:               rawURL,
-		Status:            resp.StatusCode,
-		Header:            resp.Header,
-		RawRequest:        wc.request(req),
-		RawResponseHeader: rawResponseHeader(resp),
-		Body:              body,
-		ContentType:       resp.Header.Get("Content-Type"),
-		RemoteIP:          wc.remoteIP(),
-		Started:           started,
-		Duration:          time.Since(started),
-		Truncated:         truncated,
+		URL:         rawURL,
+		Status:      resp.StatusCode,
+		Header:      resp.Header,
+		RawRequest:  wireReq,
+		Body:        body,
+		ContentType: resp.Header.Get("Content-Type"),
+		RemoteIP:    wc.remoteIP(),
+		Started:     started,
+		Duration:    time.Since(started),
+		Truncated:   truncated,
+	}
+	res.RawResponse, res.RawResponseHeader = wireResponse(wireResp, resp, body)
+	if len(res.RawRequest) == 0 {
+		res.RawRequest = wc.request(req)
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
 		if loc, err := resp.Location(); err == nil {
@@ -262,6 +277,27 @@ func mediaType(contentType string) string {
 	return strings.ToLower(strings.TrimSpace(mt))
 }
 
+// wireResponse returns the response as captured on the wire and its header
+// block. A capture is used only when it starts with the status line and
+// holds a complete header block. When the body has no transfer coding
+// (Content-Length or read to close) its wire bytes are the stored body, so
+// the capture is cut right after them: block and payload agree for a
+// truncated body, and stray bytes a server sent past its Content-Length
+// are not archived as part of the response. Without a usable capture (cap hit, or the
+// request went out on a connection without a tee) raw is nil and the header
+// is rebuilt by rawResponseHeader.
+func wireResponse(capture []byte, resp *http.Response, body []byte) (raw, header []byte) {
+	capture = trimInformational(capture)
+	end := headerEnd(capture)
+	if capture == nil || end < 0 || !bytes.HasPrefix(capture, []byte("HTTP/1.")) {
+		return nil, rawResponseHeader(resp)
+	}
+	if len(resp.TransferEncoding) == 0 && len(capture) > end+len(body) {
+		capture = capture[:end+len(body)]
+	}
+	return capture, capture[:end]
+}
+
 // rawResponseHeader rebuilds the status line and header block of resp in
 // HTTP/1.1 wire form. Go's client parses the header into a map, so field
 // order is lost (fields are written sorted by name, in canonical case) and
@@ -295,12 +331,33 @@ func rawResponseHeader(resp *http.Response) []byte {
 type wireCapture struct {
 	allowPrivate bool
 	requestLine  string
+	wireLimit    int64 // cap of each direction of the byte-exact copy
+	noTee        bool  // benchmark baseline: no byte-exact copy
 
 	mu      sync.Mutex
 	buf     bytes.Buffer
 	done    bool // WroteHeaders seen for the current connection
 	remote  netip.Addr
 	blocked bool
+	conn    *teeConn      // connection of the current attempt
+	rec     *wireRecorder // its byte-exact copy
+}
+
+// finish detaches the recorder and returns the exact request and response
+// bytes of the last attempt, or nils if they were not captured completely.
+func (wc *wireCapture) finish() (req, resp []byte) {
+	wc.mu.Lock()
+	conn, rec := wc.conn, wc.rec
+	wc.mu.Unlock()
+	if conn == nil || rec == nil {
+		return nil, nil
+	}
+	conn.detach(rec)
+	req, resp, ok := rec.result()
+	if !ok {
+		return nil, nil
+	}
+	return req, resp
 }
 
 // trace returns the httptrace hooks that feed wc.
@@ -309,6 +366,14 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 		GotConn: func(info httptrace.GotConnInfo) {
 			ip := remoteIPOf(info.Conn)
 			wc.mu.Lock()
+			if wc.conn != nil && wc.rec != nil {
+				wc.conn.detach(wc.rec) // an earlier attempt on another connection
+			}
+			wc.conn, wc.rec = nil, nil
+			if tc, ok := info.Conn.(*teeConn); ok && !wc.noTee {
+				wc.conn, wc.rec = tc, &wireRecorder{limit: wc.wireLimit}
+				tc.attach(wc.rec)
+			}
 			wc.buf.Reset()
 			wc.buf.WriteString(wc.requestLine)
 			wc.done = false

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -81,7 +82,9 @@ func TestFetchOK(t *testing.T) {
 	}
 }
 
-func TestFetchChunkedDropsTransferEncoding(t *testing.T) {
+// A chunked response is kept as it crossed the wire: RawResponse holds the
+// chunk framing and the Transfer-Encoding field, Body the de-chunked payload.
+func TestFetchChunkedKeptAsOnTheWire(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		for i := 0; i < 3; i++ {
@@ -97,8 +100,88 @@ func TestFetchChunkedDropsTransferEncoding(t *testing.T) {
 	if string(res.Body) != "chunk0;chunk1;chunk2;" {
 		t.Errorf("body %q", res.Body)
 	}
-	if h := string(res.RawResponseHeader); strings.Contains(strings.ToLower(h), "transfer-encoding") {
-		t.Errorf("RawResponseHeader keeps Transfer-Encoding: %q", h)
+	if h := string(res.RawResponseHeader); !strings.Contains(h, "Transfer-Encoding: chunked\r\n") {
+		t.Errorf("RawResponseHeader lost Transfer-Encoding: %q", h)
+	}
+	wantTail := "\r\n\r\n7\r\nchunk0;\r\n7\r\nchunk1;\r\n7\r\nchunk2;\r\n0\r\n\r\n"
+	if raw := string(res.RawResponse); !strings.HasPrefix(raw, string(res.RawResponseHeader)) || !strings.HasSuffix(raw, wantTail) {
+		t.Errorf("RawResponse %q, want the header then the chunks %q", raw, wantTail)
+	}
+}
+
+// Header names in odd case and order, folded spacing, an interim 103
+// response and a chunked body with a trailer reach RawResponse unchanged.
+func TestFetchRawResponseIsByteExact(t *testing.T) {
+	final := "HTTP/1.1 200 OK\r\n" +
+		"x-LOWER-upper:  two  spaces \r\n" +
+		"content-type: text/html\r\n" +
+		"Zzz-First: 1\r\n" +
+		"aaa-last: 2\r\n" +
+		"transfer-encoding: chunked\r\n" +
+		"connection: close\r\n" +
+		"\r\n" +
+		"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
+	addr := rawServer(t, func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"+final)
+		c.Close()
+	})
+	url := "http://" + addr + "/"
+	res, err := newFetcher(t, loopbackOpts()).Fetch(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.RawResponse) != final {
+		t.Errorf("RawResponse\n%q\nwant\n%q", res.RawResponse, final)
+	}
+	if string(res.Body) != "hello world" || res.Status != 200 {
+		t.Errorf("status %d body %q", res.Status, res.Body)
+	}
+	if !strings.HasPrefix(string(res.RawRequest), "GET / HTTP/1.1\r\n") {
+		t.Errorf("RawRequest %q", res.RawRequest)
+	}
+}
+
+// Over TLS the copy is of the plain HTTP text inside the TLS stream.
+func TestFetchTLSRawResponse(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["x-Odd"] = []string{"yes"}
+		io.WriteString(w, "secret page")
+	}))
+	defer srv.Close()
+	o := loopbackOpts()
+	o.RootCAs = x509.NewCertPool()
+	o.RootCAs.AddCert(srv.Certificate())
+	res, err := newFetcher(t, o).Fetch(context.Background(), srv.URL+"/tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := string(res.RawResponse)
+	if !strings.HasPrefix(raw, "HTTP/1.1 200 OK\r\n") || !strings.Contains(raw, "\r\nx-Odd: yes\r\n") || !strings.HasSuffix(raw, "\r\n\r\nsecret page") {
+		t.Errorf("RawResponse %q", raw)
+	}
+	if !strings.HasPrefix(string(res.RawRequest), "GET /tls HTTP/1.1\r\n") {
+		t.Errorf("RawRequest %q", res.RawRequest)
+	}
+}
+
+// A reused keep-alive connection gives each fetch its own exchange only.
+func TestFetchRawPerRequestOnKeepAlive(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "page "+r.URL.Path)
+	}))
+	defer srv.Close()
+	f := newFetcher(t, loopbackOpts())
+	for _, p := range []string{"/one", "/two", "/three"} {
+		res, err := f.Fetch(context.Background(), srv.URL+p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw := string(res.RawResponse); strings.Count(raw, "HTTP/1.1 ") != 1 || !strings.HasSuffix(raw, "\r\n\r\npage "+p) {
+			t.Errorf("%s: RawResponse %q", p, raw)
+		}
+		if req := string(res.RawRequest); strings.Count(req, "GET ") != 1 || !strings.HasPrefix(req, "GET "+p+" HTTP/1.1\r\n") {
+			t.Errorf("%s: RawRequest %q", p, req)
+		}
 	}
 }
 
@@ -526,5 +609,21 @@ func TestDecodedBodyEncodings(t *testing.T) {
 	r = &Result{URL: "http://x/", Header: http.Header{}, Body: page}
 	if got, err := r.DecodedBody(10); !errors.Is(err, ErrDecodedTooLarge) || len(got) != 10 {
 		t.Errorf("identity over limit: %d bytes, %v", len(got), err)
+	}
+}
+
+// Bytes a server sends past its Content-Length are not part of the stored
+// response.
+func TestFetchRawResponseStopsAtContentLength(t *testing.T) {
+	addr := rawServer(t, func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhelloGARBAGE")
+		c.Close()
+	})
+	res, err := newFetcher(t, loopbackOpts()).Fetch(context.Background(), "http://"+addr+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"; string(res.RawResponse) != want {
+		t.Errorf("RawResponse %q, want %q", res.RawResponse, want)
 	}
 }

@@ -39,6 +39,13 @@ type Links struct {
 	// NoFollowURLs are a/area links marked rel="nofollow". They must not be
 	// followed; they are kept for the crawl log and statistics only.
 	NoFollowURLs []string
+	// Requisites are the page's embedded resources (requisites.go: img
+	// src/srcset, source, script src, link rel=stylesheet|icon|preload,
+	// video/audio/track, object data, embed src, input type=image, url()
+	// and @import in style attributes and <style> elements), absolute,
+	// deduplicated, in document order, at most maxLinks of them. They are
+	// extracted whatever meta robots says: a page needs them to replay.
+	Requisites []string
 	// NoFollow is set when <meta name="robots"> says "nofollow" or "none":
 	// URLs and NoFollowURLs are then empty.
 	NoFollow bool
@@ -77,7 +84,7 @@ func ExtractLinks(base *url.URL, body []byte, contentType string) (Links, error)
 // Only text/html and application/xhtml+xml are parsed; any other
 // contentType gives ErrNotHTML. A nil base is an error.
 //
-// Embedded resources (img, script, link) are not extracted.
+// Embedded resources are returned apart, in Links.Requisites.
 func ExtractLinksLimit(base *url.URL, body []byte, contentType string, maxLinks int) (Links, error) {
 	if base == nil {
 		return Links{}, errors.New("extract links: base URL is nil")
@@ -119,6 +126,7 @@ type pageScan struct {
 	robots   []string // content of each <meta name="robots">
 	baseHref *string  // href of the first <base href>
 	refs     []rawLink
+	embeds   []string // requisite URLs as written
 }
 
 // rawLink is one candidate link as written in the page.
@@ -151,6 +159,13 @@ func scanTree(body []byte) (sc pageScan, err error) {
 		n := s.Get(0)
 		sc.refs = append(sc.refs, linkOf(n.Data, n.Attr))
 	})
+	doc.Find(requisiteSelector).Each(func(_ int, s *goquery.Selection) {
+		n := s.Get(0)
+		sc.embeds = append(sc.embeds, requisiteRefs(n.Data, n.Attr)...)
+		if n.Data == "style" {
+			sc.embeds = append(sc.embeds, CSSRefs([]byte(s.Text()))...)
+		}
+	})
 	return sc, nil
 }
 
@@ -158,12 +173,20 @@ func scanTree(body []byte) (sc pageScan, err error) {
 // without building a tree, so nesting depth does not matter.
 func scanTokens(body []byte) (sc pageScan) {
 	z := html.NewTokenizer(bytes.NewReader(body))
+	inStyle := false
 	for {
-		switch z.Next() {
+		tt := z.Next()
+		if tt == html.TextToken && inStyle {
+			sc.embeds = append(sc.embeds, CSSRefs(z.Text())...)
+		}
+		inStyle = false
+		switch tt {
 		case html.ErrorToken:
 			return sc // io.EOF: the tokenizer reads from memory
 		case html.StartTagToken, html.SelfClosingTagToken:
 			t := z.Token()
+			sc.embeds = append(sc.embeds, requisiteRefs(t.Data, t.Attr)...)
+			inStyle = t.Data == "style" && tt == html.StartTagToken
 			switch t.Data {
 			case "a", "area", "frame", "iframe":
 				if _, ok := attr(t.Attr, urlAttr(t.Data)); ok {
@@ -211,24 +234,20 @@ func linkOf(tag string, attrs []html.Attribute) rawLink {
 // deduplicates and caps the candidate links.
 func (sc *pageScan) links(baseURL *whatwg.Url, maxLinks int) Links {
 	var links Links
+	var d RobotsDirectives
 	for _, content := range sc.robots {
 		for _, tok := range strings.Split(content, ",") {
-			switch strings.ToLower(strings.TrimSpace(tok)) {
-			case "nofollow":
-				links.NoFollow = true
-			case "noindex":
-				links.NoIndex = true
-			case "none":
-				links.NoFollow, links.NoIndex = true, true
-			}
+			d.add(tok)
 		}
 	}
+	links.NoFollow, links.NoIndex = d.NoFollow, d.NoIndex
 	if sc.baseHref != nil {
 		if bu, err := baseURL.Parse(*sc.baseHref); err == nil && isHTTPScheme(bu.Scheme()) {
 			baseURL = bu
 		}
 	}
 	links.Base = baseURL.Href(false)
+	links.Requisites = resolveAll(baseURL, sc.embeds, maxLinks)
 	if links.NoFollow {
 		return links
 	}

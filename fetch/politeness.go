@@ -59,6 +59,9 @@ type Politeness struct {
 	maxInFlight int
 	hosts       map[string]*hostState
 	lastSweep   time.Time
+	// Adaptive delay (SetDelayFactor): 0 factor = off.
+	delayFactor float64
+	maxDelay    time.Duration
 }
 
 // hostState is one host's politeness state; every field is guarded by
@@ -69,6 +72,10 @@ type hostState struct {
 	inFlight   int // requests holding a slot
 	refs       int // Acquire calls waiting or holding a slot
 	lastUsed   time.Time
+	// lastEnd and lastDur are the end and duration (Acquire to release) of
+	// the host's last request, for the adaptive delay.
+	lastEnd time.Time
+	lastDur time.Duration
 	// slotFreed is closed (and replaced) when a slot frees or the in-flight
 	// cap changes; limitsChanged when the rate, burst or crawl delay change.
 	slotFreed     chan struct{}
@@ -227,7 +234,30 @@ func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), 
 		}
 	}
 
-	// Phase 2: a rate token. Reserve and sleep instead of rate.Limiter.Wait
+	// Phase 2: the adaptive delay (SetDelayFactor): wait until factor x
+	// the last request's duration has passed since it ended. A change of
+	// the factor wakes the waiter, which recomputes.
+	for {
+		p.mu.Lock()
+		d := p.adaptiveWaitLocked(hs, time.Now())
+		changed := hs.limitsChanged
+		p.mu.Unlock()
+		if d <= 0 {
+			break
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-changed:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			p.finish(hs, true)
+			return nil, fmt.Errorf("politeness: waiting for the adaptive delay of %s: %w", host, ctx.Err())
+		}
+	}
+
+	// Phase 3: a rate token. Reserve and sleep instead of rate.Limiter.Wait
 	// so that a limit change wakes the waiter, which cancels its reservation
 	// and reserves again under the new limit.
 	for {
@@ -259,7 +289,60 @@ func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), 
 	}
 
 	var once sync.Once
-	return func() { once.Do(func() { p.finish(hs, true) }) }, nil
+	started := time.Now()
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			hs.lastEnd = time.Now()
+			hs.lastDur = hs.lastEnd.Sub(started)
+			p.mu.Unlock()
+			p.finish(hs, true)
+		})
+	}, nil
+}
+
+// adaptiveWaitLocked returns how long a request to hs must still wait for
+// the adaptive delay at now: delayFactor x the last request's duration,
+// capped at maxDelay, counted from the end of that request; 0 when off or
+// passed. Called with p.mu held.
+func (p *Politeness) adaptiveWaitLocked(hs *hostState, now time.Time) time.Duration {
+	if p.delayFactor <= 0 || hs.lastEnd.IsZero() {
+		return 0
+	}
+	wait := time.Duration(p.delayFactor * float64(hs.lastDur))
+	if wait > p.maxDelay {
+		wait = p.maxDelay
+	}
+	return hs.lastEnd.Add(wait).Sub(now)
+}
+
+// SetDelayFactor sets the adaptive delay, live: before a host's next
+// request, wait at least factor x the duration of its last request (from
+// Acquire to release: the fetch), counted from that request's end, but never
+// more than max. This is Heritrix's delayFactor/maxDelayMs
+// (DispositionProcessor): a server that answers slowly is asked less often.
+// It adds to the rate limit and Crawl-delay (the longer wait wins). factor 0
+// turns it off; max 0 with a positive factor waits nothing. Waiters in
+// Acquire recompute at once. It fails, changing nothing, for a negative or
+// non-finite factor or a negative max.
+func (p *Politeness) SetDelayFactor(factor float64, max time.Duration) error {
+	if math.IsNaN(factor) || math.IsInf(factor, 0) || factor < 0 {
+		return fmt.Errorf("politeness: delay factor %v: %w (want a finite number >= 0, 0 = off)", factor, ErrInvalidLimit)
+	}
+	if max < 0 {
+		return fmt.Errorf("politeness: max delay %v: %w (want >= 0)", max, ErrInvalidLimit)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.delayFactor == factor && p.maxDelay == max {
+		return nil
+	}
+	p.delayFactor, p.maxDelay = factor, max
+	for _, hs := range p.hosts {
+		close(hs.limitsChanged)
+		hs.limitsChanged = make(chan struct{})
+	}
+	return nil
 }
 
 // finish ends one Acquire: frees its slot if it held one and wakes slot

@@ -36,20 +36,34 @@ type Result struct {
 	// Status is the HTTP status code (200, 301, 404, ...).
 	Status int
 	// Header is the response header as parsed by net/http (canonical keys;
-	// Transfer-Encoding removed, see RawResponseHeader).
+	// Transfer-Encoding removed). For the bytes as received see RawResponse.
 	Header http.Header
-	// RawRequest is the HTTP/1.1 request as sent: request line and header
-	// fields in the order the transport wrote them, ending with the empty
-	// line (a GET has no body), captured with net/http/httptrace.
+	// RawRequest is the HTTP/1.1 request exactly as written to the
+	// connection (request line, header fields, empty line; a GET has no
+	// body), copied off the connection (wire.go).
 	RawRequest []byte
-	// RawResponseHeader is the status line and header fields ending with the
-	// empty line, rebuilt from the parsed response: fields sorted by name in
-	// canonical case, and no Transfer-Encoding field because Go removes the
-	// chunked framing and Body holds the de-chunked bytes. Together with Body
-	// it is a self-consistent HTTP/1.1 response for a WARC response record.
+	// RawResponse is the response exactly as read from the connection:
+	// status line, header fields in their order and case, empty line, and
+	// the body with its transfer coding (chunked framing, trailers) and
+	// content coding as sent; interim 1xx responses are dropped. It is what
+	// a WARC response record's block holds. A body without transfer coding
+	// ends with the last stored Body byte (so a Truncated body gives a
+	// truncated RawResponse, and bytes past Content-Length are dropped); a
+	// chunked one ends where reading stopped. nil when the copy
+	// was not complete (it holds at most MaxBodyBytes + 1.25 MiB); then
+	// RawResponseHeader is rebuilt and RawResponseHeader + Body stand in.
+	RawResponse []byte
+	// RawResponseHeader is the status line and header fields ending with
+	// the empty line: the head of RawResponse when there is one. Otherwise
+	// it is rebuilt from the parsed response (fields sorted by name in
+	// canonical case, no Transfer-Encoding, since Body holds de-chunked
+	// bytes), so that RawResponseHeader + Body is a self-consistent
+	// HTTP/1.1 response.
 	RawResponseHeader []byte
-	// Body is the entity body as transferred: still gzip-compressed if the
-	// response has Content-Encoding: gzip. At most Options.MaxBodyBytes long.
+	// Body is the entity body as transferred, with the transfer coding
+	// (chunked) removed: still gzip-compressed if the response has
+	// Content-Encoding: gzip. It is the WARC payload (WARC 1.1 section
+	// 5.9). At most Options.MaxBodyBytes long.
 	Body []byte
 	// ContentType is the Content-Type response header as received ("" if
 	// absent).

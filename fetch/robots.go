@@ -190,13 +190,20 @@ func parseHTTPURL(rawURL string) (*url.URL, error) {
 	return u, nil
 }
 
-// productToken returns the robots.txt product token of a User-Agent value:
-// its first word up to "/", lower-cased, keeping only the letters, "_" and
-// "-" RFC 9309 section 2.2.1 allows. An empty ua uses the Fetcher's.
+// productToken returns the robots.txt product token of a User-Agent value
+// (see ProductToken). An empty ua uses the Fetcher's.
 func (r *Robots) productToken(ua string) string {
 	if strings.TrimSpace(ua) == "" {
 		ua = r.f.Options().UserAgent
 	}
+	return ProductToken(ua)
+}
+
+// ProductToken returns the product token of a User-Agent value, as
+// robots.txt groups and X-Robots-Tag user-agent prefixes match it: its first
+// word up to "/", lower-cased, keeping only the letters, "_" and "-" RFC 9309
+// section 2.2.1 allows ("zkcrawl/0.1 (+https://...)" gives "zkcrawl").
+func ProductToken(ua string) string {
 	ua = strings.TrimSpace(ua)
 	if i := strings.IndexAny(ua, "/ \t;("); i >= 0 {
 		ua = ua[:i]
@@ -390,4 +397,20 @@ func lenientRobots(body []byte) []byte {
 // all three end-of-line forms).
 func splitLines(b []byte) [][]byte {
 	return bytes.FieldsFunc(b, func(r rune) bool { return r == '\n' || r == '\r' })
+}
+
+// Sitemaps returns the Sitemap: URLs listed in the robots.txt of rawURL's
+// origin (RFC 9309 section 2.2.4 allows such "other records"; the sitemap
+// protocol 0.9 defines them), as written, in file order; nil when robots.txt
+// is missing (4xx), unreachable, or ctx ends first.
+func (r *Robots) Sitemaps(ctx context.Context, rawURL string) []string {
+	u, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return nil
+	}
+	e, err := r.entry(ctx, u)
+	if err != nil || e.err != nil || e.data == nil {
+		return nil
+	}
+	return append([]string(nil), e.data.Sitemaps...)
 }

@@ -20,7 +20,7 @@ var ErrBadItem = errors.New("bad queue item")
 // docs/design.md, "Znode layout").
 //
 // JSON keys: url, depth, via, attempts, not_before (RFC 3339 UTC, omitted
-// when zero).
+// when zero), and, omitted when empty, hops, lastmod, priority.
 type Item struct {
 	// URL is the normalized URL to fetch.
 	URL string `json:"url"`
@@ -35,11 +35,23 @@ type Item struct {
 	// NotBefore is the earliest time the item may be claimed again (retry
 	// back-off); zero means now.
 	NotBefore time.Time `json:"not_before,omitzero"`
+	// Hops is the path from the seed, one Hop* letter per hop (hops.go):
+	// "" for seeds, "LLE" for an image of a page two links away. At most
+	// MaxHops characters.
+	Hops string `json:"hops,omitempty"`
+	// Lastmod is the <lastmod> of the sitemap entry that listed the URL, as
+	// written (W3C Datetime, sitemap protocol 0.9), at most 64 bytes; ""
+	// otherwise. Kept for later use (recrawl scheduling).
+	Lastmod string `json:"lastmod,omitempty"`
+	// Priority is the <priority> of the sitemap entry that listed the URL,
+	// 0.0 to 1.0; nil otherwise.
+	Priority *float64 `json:"priority,omitempty"`
 }
 
 // itemKeys are the exact JSON keys of Item. encoding/json matches keys
 // case-insensitively, so DecodeItem checks them itself.
-var itemKeys = map[string]bool{"url": true, "depth": true, "via": true, "attempts": true, "not_before": true}
+var itemKeys = map[string]bool{"url": true, "depth": true, "via": true, "attempts": true, "not_before": true,
+	"hops": true, "lastmod": true, "priority": true}
 
 // Encode returns the JSON encoding of it, with NotBefore in UTC. It returns
 // an error wrapping ErrBadItem when it would not pass DecodeItem.
@@ -102,6 +114,13 @@ func (it Item) validate() error {
 		return fmt.Errorf("%w: negative depth %d", ErrBadItem, it.Depth)
 	case it.Attempts < 0:
 		return fmt.Errorf("%w: negative attempts %d", ErrBadItem, it.Attempts)
+	case len(it.Lastmod) > 64:
+		return fmt.Errorf("%w: lastmod of %d bytes, limit 64", ErrBadItem, len(it.Lastmod))
+	case it.Priority != nil && !(*it.Priority >= 0 && *it.Priority <= 1):
+		return fmt.Errorf("%w: priority %v outside 0.0..1.0", ErrBadItem, *it.Priority)
+	}
+	if err := validateHops(it.Hops); err != nil {
+		return err
 	}
 	if !it.NotBefore.IsZero() {
 		if y := it.NotBefore.UTC().Year(); y < 1 || y > 9999 {

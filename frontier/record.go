@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // Fingerprint returns the 64-bit seen-set key of a normalized URL: the
@@ -16,12 +17,20 @@ func Fingerprint(normURL string) uint64 {
 	return binary.BigEndian.Uint64(sum[:8])
 }
 
+// Record field tags of the optional fields after the via URL.
+const (
+	recHops     = 1 // uvarint length, the hop path
+	recLastmod  = 2 // uvarint length, the sitemap lastmod
+	recPriority = 3 // 8 bytes, IEEE 754 little-endian: the sitemap priority
+)
+
 // Record returns the compact binary form of it kept in the frontier's
 // inbox posts and backlog batches (coord compresses batches with flate):
 // uvarint depth, uvarint attempts, then the URL and the via URL, each as a
-// uvarint length and its bytes. NotBefore is not kept: a backlog item has
-// never been attempted (retries stay in the ready window). Errors wrap
-// ErrBadItem, as Encode's.
+// uvarint length and its bytes, then only the optional fields that are set,
+// each as a tag byte and its value (hops, lastmod, priority). NotBefore is
+// not kept: a backlog item has never been attempted (retries stay in the
+// ready window). Errors wrap ErrBadItem, as Encode's.
 func (it Item) Record() ([]byte, error) {
 	if err := it.validate(); err != nil {
 		return nil, fmt.Errorf("encode record %q: %w", it.URL, err)
@@ -33,6 +42,20 @@ func (it Item) Record() ([]byte, error) {
 	out = append(out, it.URL...)
 	out = binary.AppendUvarint(out, uint64(len(it.Via)))
 	out = append(out, it.Via...)
+	for _, f := range []struct {
+		tag byte
+		s   string
+	}{{recHops, it.Hops}, {recLastmod, it.Lastmod}} {
+		if f.s != "" {
+			out = append(out, f.tag)
+			out = binary.AppendUvarint(out, uint64(len(f.s)))
+			out = append(out, f.s...)
+		}
+	}
+	if it.Priority != nil {
+		out = append(out, recPriority)
+		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(*it.Priority))
+	}
 	return out, nil
 }
 
@@ -68,11 +91,31 @@ func DecodeRecord(data []byte) (Item, error) {
 	}
 	it.Depth, it.Attempts = num("depth"), num("attempts")
 	it.URL, it.Via = str("url"), str("via")
+	last := byte(0)
+	for err == nil && len(data) > 0 {
+		tag := data[0]
+		data = data[1:]
+		if tag <= last {
+			return Item{}, fmt.Errorf("decode record: %w: field %d out of order", ErrBadItem, tag)
+		}
+		last = tag
+		switch tag {
+		case recHops:
+			it.Hops = str("hops")
+		case recLastmod:
+			it.Lastmod = str("lastmod")
+		case recPriority:
+			if len(data) < 8 {
+				return Item{}, fmt.Errorf("decode record: %w: truncated priority", ErrBadItem)
+			}
+			p := math.Float64frombits(binary.LittleEndian.Uint64(data))
+			it.Priority, data = &p, data[8:]
+		default:
+			return Item{}, fmt.Errorf("decode record: %w: unknown field %d", ErrBadItem, tag)
+		}
+	}
 	if err != nil {
 		return Item{}, err
-	}
-	if len(data) != 0 {
-		return Item{}, fmt.Errorf("decode record: %w: %d trailing bytes", ErrBadItem, len(data))
 	}
 	if err := it.validate(); err != nil {
 		return Item{}, fmt.Errorf("decode record %q: %w", it.URL, err)

@@ -4,7 +4,8 @@
 #
 # It serves Debian's PostgreSQL 15 HTML manual (/usr/share/doc/
 # postgresql-doc-15/html, about 1,170 pages) with nginx on a free loopback
-# port, mirrors it with `wget -r -np -nv` and times that, then crawls the same
+# port, mirrors it with `wget -r -p -np -nv --warc-file` (pages, their
+# requisites and a WARC file, as zkcrawl's default config does) and times that, then crawls the same
 # start URL with zkcrawl (a local ZooKeeper, bin/seeder, 3 bin/crawler
 # workers with --exit-when-done) and times seed-to-done. It then checks that
 # every HTML page wget fetched appears exactly once in the crawl logs with
@@ -122,10 +123,11 @@ ok "nginx serving $START_URL (config $NG/nginx.conf)"
 now_s() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
-banner "Mirror it with wget -r -np -nv"
+banner "Mirror it with wget -r -p -np -nv --warc-file (pages, their requisites, a WARC file)"
 mkdir -p "$ZKC_TMP/wget"
+export WGET_WARC=$ZKC_TMP/wget/pgdocs.warc.gz
 t0=$(now_s)
-(cd "$ZKC_TMP/wget" && wget -r -np -nv "$START_URL" >"$ZKC_TMP/wget.log" 2>&1)
+(cd "$ZKC_TMP/wget" && wget -r -p -np -nv --warc-file=pgdocs "$START_URL" >"$ZKC_TMP/wget.log" 2>&1)
 wget_rc=$?
 t1=$(now_s)
 WGET_S=$(secs "$t0" "$t1")

@@ -257,6 +257,9 @@ zkc_py_compare() {
 argv: MIRROR_DIR BASE_URL WGET_SECONDS ZKCRAWL_SECONDS OUTDIR...
 MIRROR_DIR is wget's host folder (127.0.0.1:PORT); BASE_URL its URL with a
 trailing slash. Each OUTDIR holds a worker's crawl.log and *.warc.gz files.
+Environment: WGET_WARC, the WARC file wget wrote (for its size), if any.
+Pages are .html files (wget) and 2xx text/html URLs (zkcrawl); requisites
+are wget's other files (-p) and zkcrawl's URLs whose hop path ends in E.
 Prints the summary table; exit status 1 when a page wget fetched is missing
 (no crawl log line with status 200, or no WARC response record).
 Standard library only: gzip reads the one-gzip-member-per-record files as
@@ -268,14 +271,18 @@ from urllib.parse import quote
 
 mirror, base, wget_s, zk_s, outdirs = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5:]
 
-wget_urls = set()
+wget_urls, wget_other = set(), set()
 for root, _, files in os.walk(mirror):
     for f in files:
+        rel = os.path.relpath(os.path.join(root, f), mirror)
+        u = base + quote(rel.replace(os.sep, "/"))
         if f.endswith(".html"):
-            rel = os.path.relpath(os.path.join(root, f), mirror)
-            wget_urls.add(base + quote(rel.replace(os.sep, "/")))
+            wget_urls.add(u)
+        elif f != "robots.txt":
+            wget_other.add(u)
 
 lines, ok200, bad_json = Counter(), Counter(), 0
+html_ok, requisites, payload_bytes = set(), set(), 0
 for d in outdirs:
     path = os.path.join(d, "crawl.log")
     if not os.path.exists(path):
@@ -292,6 +299,11 @@ for d in outdirs:
             lines[e["url"]] += 1
             if e["status"] == 200:
                 ok200[e["url"]] += 1
+                payload_bytes += e.get("bytes", 0)
+                if e.get("hops", "").endswith("E"):
+                    requisites.add(e["url"])
+                elif e.get("mime") == "text/html":
+                    html_ok.add(e["url"])
 
 
 def warc_records(path):
@@ -316,15 +328,16 @@ def warc_records(path):
             yield headers.get("warc-type", ""), headers.get("warc-target-uri", "")
 
 
-responses, warc_files = Counter(), 0
+responses, warc_files, warc_bytes = Counter(), 0, 0
 for d in outdirs:
     for path in sorted(glob.glob(os.path.join(d, "*.warc.gz")) + glob.glob(os.path.join(d, "*.warc.gz.open"))):
         warc_files += 1
+        warc_bytes += os.path.getsize(path)
         for typ, uri in warc_records(path):
             if typ == "response":
                 responses[uri.strip("<>")] += 1
 
-crawled = {u for u in ok200}
+crawled = html_ok
 missing_log = sorted(u for u in wget_urls if ok200[u] == 0)
 missing_warc = sorted(u for u in wget_urls if responses[u] == 0)
 missing = sorted(set(missing_log) | set(missing_warc))
@@ -335,9 +348,15 @@ extra = sorted(crawled - wget_urls)
 non200 = sorted(u for u in lines if ok200[u] == 0)
 
 ratio = zk_s / wget_s if wget_s > 0 else float("inf")
+wget_warc = os.environ.get("WGET_WARC", "")
+wget_warc_bytes = os.path.getsize(wget_warc) if wget_warc and os.path.exists(wget_warc) else 0
 rows = [
     ("pages wget (.html files)", f"{len(wget_urls)}"),
-    ("pages zkcrawl (URLs with status 200)", f"{len(crawled)}"),
+    ("pages zkcrawl (text/html, status 200)", f"{len(crawled)}"),
+    ("requisites wget (-p: other files)", f"{len(wget_other)}"),
+    ("requisites zkcrawl (hop E, status 200)", f"{len(requisites)} ({len(wget_other - requisites - set(ok200))} of wget's not fetched)"),
+    ("payload bytes zkcrawl (status 200)", f"{payload_bytes}"),
+    ("WARC bytes wget / zkcrawl", f"{wget_warc_bytes} / {warc_bytes}"),
     ("missing (of wget's pages)", f"{len(missing)}"),
     ("duplicates (of wget's pages)", f"{len(dups)}"),
     ("extra (zkcrawl only)", f"{len(extra)}"),

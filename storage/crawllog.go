@@ -37,6 +37,10 @@ type LogEntry struct {
 	Depth int `json:"depth"`
 	// Via is the URL of the page the link was found on; "" for seeds.
 	Via string `json:"via"`
+	// Hops is the hop path from the seed, Heritrix's discovery path: one
+	// letter per hop, L link, E embed (page requisite), R redirect, M
+	// sitemap; "" for seeds.
+	Hops string `json:"hops"`
 	// Worker is the worker id.
 	Worker string `json:"worker"`
 	// DurationMS is the fetch duration in milliseconds.

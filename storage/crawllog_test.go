@@ -23,7 +23,7 @@ func TestCrawlLogFormat(t *testing.T) {
 	}
 	ts := time.Date(2025, 6, 7, 8, 9, 10, 123456789, time.FixedZone("X", 2*3600))
 	e := LogEntry{TS: ts, URL: "http://example.com/", Status: 200, Bytes: 1234, MIME: "text/html", Depth: 1,
-		Via: "http://example.com/seed", Worker: "w1", DurationMS: 42, Digest: "sha1:ABC", Attempt: 1,
+		Via: "http://example.com/seed", Hops: "L", Worker: "w1", DurationMS: 42, Digest: "sha1:ABC", Attempt: 1,
 		ConfigVersion: 7, WARCFile: "a.warc.gz", WARCOffset: 512}
 	if err := l.Write(e); err != nil {
 		t.Fatal(err)
@@ -42,6 +42,9 @@ func TestCrawlLogFormat(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("after Flush: %d lines, want 2:\n%s", len(lines), data)
 	}
+	if !strings.Contains(lines[0], `"via":"http://example.com/seed","hops":"L",`) {
+		t.Errorf("hops not written after via: %s", lines[0])
+	}
 	if !strings.HasPrefix(lines[0], `{"ts":"2025-06-07T06:09:10.123Z",`) {
 		t.Errorf("first line does not start with ts in RFC 3339 ms UTC: %s", lines[0])
 	}
@@ -54,7 +57,7 @@ func TestCrawlLogFormat(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := "attempt bytes config_version depth digest duration_ms mime status ts url via warc_file warc_offset worker"
+	want := "attempt bytes config_version depth digest duration_ms hops mime status ts url via warc_file warc_offset worker"
 	if got := strings.Join(keys, " "); got != want {
 		t.Errorf("keys %q, want %q", got, want)
 	}

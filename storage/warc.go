@@ -2,13 +2,17 @@
 // 28500:2017, https://iipc.github.io/warc-specifications/) written locally on
 // each worker, and the crawl log (one JSON object per fetch attempt).
 //
-// The WARC writer and reader are hand-written: the Go module proxy available
-// to this project refuses every Go WARC library (nlnwa/gowarc,
-// internetarchive/gowarc, CorentinB/warc, slyrz/warc were all tried), and the
-// subset a crawler needs (warcinfo, request and response records, one gzip
-// member per record, SHA-1 digests) is small. They follow WARC 1.1:
+// The WARC writer and reader are hand-written. When they were written the
+// Go module proxy available to this project served no Go WARC library;
+// github.com/CorentinB/warc v0.8.70 (gowarc) is served now and was tried
+// for the byte-exact capture, but not kept (see fetch/wire.go: no hook for
+// the dial-time SSRF guard, asynchronous writes through its own rotator, so
+// no record offsets for the crawl log). The subset a crawler needs
+// (warcinfo, request, response and revisit records, one gzip member per
+// record, SHA-1 digests) is small. They follow WARC 1.1:
 //   - section 4 (file and record model), section 5 (named fields), section 6
-//     (warcinfo, request, response record types);
+//     (warcinfo, request, response, revisit record types; revisits with the
+//     identical-payload-digest profile of section 6.7.2);
 //   - annex D (compression: one gzip member per record, ".warc.gz");
 //   - annex C (file naming; the writer uses the Heritrix/IIPC convention
 //     prefix-timestamp-serial-suffix.warc.gz).
@@ -40,6 +44,7 @@ const (
 	TypeWarcinfo = "warcinfo"
 	TypeRequest  = "request"
 	TypeResponse = "response"
+	TypeRevisit  = "revisit"
 )
 
 // ErrClosed is returned by writes to a closed Writer or CrawlLog.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httputil"
 	"strconv"
 	"strings"
 )
@@ -47,14 +48,43 @@ func (r *Record) Get(name string) string {
 func (r *Record) Type() string { return r.Get("WARC-Type") }
 
 // HTTPPayload returns the entity body of an application/http block: the
-// bytes after the first CRLF CRLF. It returns an error when the block holds
-// no CRLF CRLF.
+// bytes after the first CRLF CRLF, with a chunked transfer coding removed
+// when the HTTP header says "Transfer-Encoding: chunked" (field name in any
+// case; RFC 9112 section 7.1, via net/http/httputil's chunked reader), so
+// it is what WARC-Payload-Digest covers (WARC 1.1 section 5.9). Content
+// codings (gzip) are kept. It returns an error when the block holds no
+// CRLF CRLF or the chunked framing is broken (a truncated record gives the
+// bytes decoded so far with the error).
 func (r *Record) HTTPPayload() ([]byte, error) {
 	i := bytes.Index(r.Block, crlf2)
 	if i < 0 {
 		return nil, fmt.Errorf("storage: record %s: HTTP block has no end of headers", r.Get("WARC-Record-ID"))
 	}
-	return r.Block[i+4:], nil
+	body := r.Block[i+4:]
+	if !isChunked(r.Block[:i]) {
+		return body, nil
+	}
+	out, err := io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(body)))
+	if err != nil {
+		return out, fmt.Errorf("storage: record %s: chunked HTTP body: %w", r.Get("WARC-Record-ID"), err)
+	}
+	return out, nil
+}
+
+// isChunked reports whether an HTTP header block has a Transfer-Encoding
+// field whose last coding is chunked.
+func isChunked(header []byte) bool {
+	for _, line := range strings.Split(string(header), "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || !strings.EqualFold(strings.TrimSpace(name), "Transfer-Encoding") {
+			continue
+		}
+		codings := strings.Split(value, ",")
+		if strings.EqualFold(strings.TrimSpace(codings[len(codings)-1]), "chunked") {
+			return true
+		}
+	}
+	return false
 }
 
 // Reader reads WARC records from a plain or gzip-compressed stream (one or

@@ -36,8 +36,17 @@ type Exchange struct {
 	// describe Body as stored: if the fetcher removed a chunked
 	// Transfer-Encoding, it should drop that header too.
 	RawResponseHeader []byte
-	// Body is the entity body as transferred (Content-Encoding kept), cut
-	// at the fetcher's size limit when Truncated.
+	// RawResponse, when set, is the whole response exactly as it crossed
+	// the wire (status line, header, body with its transfer coding, e.g.
+	// chunked framing): it becomes the response record's block byte for
+	// byte, and RawResponseHeader is then only used for a revisit record
+	// (it must be RawResponse's header block). It must start with "HTTP/"
+	// and hold the end of its header block.
+	RawResponse []byte
+	// Body is the entity body as transferred (Content-Encoding kept,
+	// transfer coding removed), cut at the fetcher's size limit when
+	// Truncated. Its digest is the WARC-Payload-Digest (WARC 1.1 section
+	// 5.9: the payload is the entity body).
 	Body []byte
 	// Truncated reports that Body was cut at the size limit; the response
 	// record then carries "WARC-Truncated: length" (section 5.13).
@@ -115,6 +124,41 @@ type prepared struct {
 	req, resp     *record
 	respID        string
 	payloadDigest string
+	// for a revisit record in place of resp
+	target, date, ip, reqID string
+	httpHeader              []byte
+	truncated               bool
+}
+
+// RevisitProfile is the WARC-Profile of the revisit records the writer
+// writes (WARC 1.1 section 6.7.2: the payload is identical to that of the
+// record named by WARC-Refers-To).
+const RevisitProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+
+// toRevisit replaces the response record by a revisit record (WARC 1.1
+// section 6.7) that refers to the earlier response ref of the same URL and
+// payload: its block is the HTTP response header only (status line and
+// fields), its WARC-Payload-Digest that of the identical payload. The
+// record keeps the response's record ID, so the request still points at it.
+func (p *prepared) toRevisit(ref revisitRef) {
+	r := &record{block: [][]byte{p.httpHeader}}
+	r.add("WARC-Type", TypeRevisit)
+	r.add("WARC-Record-ID", p.respID)
+	r.add("WARC-Date", p.date)
+	r.add("WARC-Target-URI", p.target)
+	if p.ip != "" {
+		r.add("WARC-IP-Address", p.ip)
+	}
+	r.add("WARC-Concurrent-To", p.reqID)
+	r.add("WARC-Warcinfo-ID", "")
+	r.add("WARC-Profile", RevisitProfile)
+	r.add("WARC-Refers-To", ref.recordID)
+	r.add("WARC-Refers-To-Target-URI", p.target)
+	r.add("WARC-Refers-To-Date", ref.date)
+	r.add("Content-Type", "application/http;msgtype=response")
+	r.add("WARC-Block-Digest", blockDigest(p.httpHeader))
+	r.add("WARC-Payload-Digest", p.payloadDigest)
+	p.resp = r
 }
 
 var crlf2 = []byte("\r\n\r\n")
@@ -147,13 +191,24 @@ func prepare(ex Exchange) (*prepared, error) {
 		return nil, fmt.Errorf("%w: %s: raw response header holds a blank line (pass the body in Body)", ErrBadExchange, ex.TargetURI)
 	}
 	hdr = append(hdr[:len(hdr):len(hdr)], crlf2...)
+	respBlock := [][]byte{hdr, ex.Body}
+	if len(ex.RawResponse) > 0 {
+		if !bytes.HasPrefix(ex.RawResponse, []byte("HTTP/")) {
+			return nil, fmt.Errorf("%w: %s: raw response does not start with a status line (\"HTTP/\")", ErrBadExchange, ex.TargetURI)
+		}
+		if !bytes.Contains(ex.RawResponse, crlf2) && !bytes.Contains(ex.RawResponse, []byte("\n\n")) {
+			return nil, fmt.Errorf("%w: %s: raw response holds no end of header (CRLF CRLF)", ErrBadExchange, ex.TargetURI)
+		}
+		respBlock = [][]byte{ex.RawResponse}
+	}
 
 	date := ex.Date
 	if date.IsZero() {
 		date = time.Now()
 	}
 	reqID, respID := newRecordID(), newRecordID()
-	p := &prepared{respID: respID, payloadDigest: Digest(ex.Body)}
+	p := &prepared{respID: respID, payloadDigest: Digest(ex.Body), target: ex.TargetURI,
+		date: formatDate(date), ip: ex.IP, reqID: reqID, httpHeader: hdr, truncated: ex.Truncated}
 
 	p.req = &record{block: [][]byte{reqBlock}}
 	p.req.add("WARC-Type", TypeRequest)
@@ -168,7 +223,7 @@ func prepare(ex Exchange) (*prepared, error) {
 	p.req.add("Content-Type", "application/http;msgtype=request")
 	p.req.add("WARC-Block-Digest", blockDigest(reqBlock))
 
-	p.resp = &record{block: [][]byte{hdr, ex.Body}}
+	p.resp = &record{block: respBlock}
 	p.resp.add("WARC-Type", TypeResponse)
 	p.resp.add("WARC-Record-ID", respID)
 	p.resp.add("WARC-Date", formatDate(date))
@@ -179,7 +234,7 @@ func prepare(ex Exchange) (*prepared, error) {
 	p.resp.add("WARC-Concurrent-To", reqID)
 	p.resp.add("WARC-Warcinfo-ID", "")
 	p.resp.add("Content-Type", "application/http;msgtype=response")
-	p.resp.add("WARC-Block-Digest", blockDigest(hdr, ex.Body))
+	p.resp.add("WARC-Block-Digest", blockDigest(respBlock...))
 	p.resp.add("WARC-Payload-Digest", p.payloadDigest)
 	if ex.Truncated {
 		p.resp.add("WARC-Truncated", "length")

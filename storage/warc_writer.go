@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // DefaultMaxFileBytes is the default WARC file size at which the writer
@@ -60,6 +61,22 @@ type WriterOptions struct {
 	CompressionLevel int
 	// Logger receives file open/close events; nil means slog.Default().
 	Logger *slog.Logger
+	// RevisitURLs is how many URLs the writer remembers (least recently
+	// written dropped first) to turn an identical payload of the same URL
+	// written again (a retried fetch, a redirect loop) into a revisit
+	// record; 0 means DefaultRevisitURLs, -1 turns revisits off.
+	RevisitURLs int
+}
+
+// DefaultRevisitURLs is the default of WriterOptions.RevisitURLs: about
+// 200 bytes of memory each, 20 MB in all.
+const DefaultRevisitURLs = 100_000
+
+// revisitRef is the last full response record written for a URL.
+type revisitRef struct {
+	payloadDigest string
+	recordID      string
+	date          string // its WARC-Date
 }
 
 // ResponseInfo locates the response record of an exchange, for the crawl
@@ -76,6 +93,9 @@ type ResponseInfo struct {
 	RecordID string
 	// PayloadDigest is the response's WARC-Payload-Digest ("sha1:...").
 	PayloadDigest string
+	// Revisit is set when the record is a revisit record (the same URL was
+	// written before with the same payload digest) instead of a response.
+	Revisit bool
 }
 
 // Writer writes HTTP exchanges to rotating gzip-compressed WARC 1.1 files,
@@ -89,6 +109,8 @@ type Writer struct {
 	dir, prefix, suffix string
 	opts                WriterOptions
 	log                 *slog.Logger
+
+	revisits *lru.Cache[string, revisitRef] // nil: revisits off
 
 	mu     sync.Mutex
 	serial int
@@ -155,7 +177,18 @@ func NewWriter(dir, prefix string, opts WriterOptions) (*Writer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log}, nil
+	w := &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log}
+	if opts.RevisitURLs < -1 {
+		return nil, fmt.Errorf("storage: RevisitURLs %d: want -1 (off), 0 (default) or a positive count", opts.RevisitURLs)
+	}
+	if opts.RevisitURLs != -1 {
+		n := opts.RevisitURLs
+		if n == 0 {
+			n = DefaultRevisitURLs
+		}
+		w.revisits, _ = lru.New[string, revisitRef](n) // fails only for n <= 0
+	}
+	return w, nil
 }
 
 func sanitize(s string) string {
@@ -170,8 +203,13 @@ func sanitize(s string) string {
 // WriteExchange writes ex as a request record followed by a response record
 // (WARC 1.1 sections 6.4 and 6.5) to the current file, opening a new file
 // first when none is open, and returns where the response record went. The
-// response's block is the normalized status line and headers followed by
-// Body; its WARC-Payload-Digest covers Body. Errors wrap ErrBadExchange for
+// response's block is ex.RawResponse as it crossed the wire, or else the
+// normalized status line and headers followed by Body; its
+// WARC-Payload-Digest covers Body. When the same TargetURI was written
+// before (within the last RevisitURLs URLs) with the same payload digest
+// and ex is not truncated, a revisit record (profile RevisitProfile, block
+// = the HTTP header only) takes the response's place and
+// ResponseInfo.Revisit is set. Errors wrap ErrBadExchange for
 // invalid input (nothing is written), ErrClosed after Close, or the I/O
 // error; after an I/O error the current file is cut back to its last
 // complete record and closed, and the next call opens a new file.
@@ -190,6 +228,13 @@ func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
 			return ResponseInfo{}, err
 		}
 	}
+	revisit := false
+	if w.revisits != nil && !ex.Truncated {
+		if ref, ok := w.revisits.Get(ex.TargetURI); ok && ref.payloadDigest == p.payloadDigest {
+			p.toRevisit(ref)
+			revisit = true
+		}
+	}
 	p.setWarcinfo(w.cur.warcinfoID)
 	start := w.cur.cw.n
 	if err := w.writeRecord(p.req); err != nil {
@@ -205,6 +250,10 @@ func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
 		Length:        w.cur.cw.n - respOff,
 		RecordID:      p.respID,
 		PayloadDigest: p.payloadDigest,
+		Revisit:       revisit,
+	}
+	if w.revisits != nil && !revisit && !ex.Truncated {
+		w.revisits.Add(ex.TargetURI, revisitRef{payloadDigest: p.payloadDigest, recordID: p.respID, date: p.date})
 	}
 	if w.cur.cw.n >= w.opts.MaxFileBytes {
 		if err := w.closeFile(); err != nil {

@@ -66,30 +66,42 @@ func WARCResponses(dir string) (records map[string]int, open int, err error) {
 		} else if !strings.HasSuffix(f, ".warc.gz") {
 			continue
 		}
-		fh, err := os.Open(f)
-		if err != nil {
-			return nil, open, err
-		}
-		r := storage.NewReader(fh)
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				if !isOpen {
-					fh.Close()
-					return nil, open, fmt.Errorf("%s: %w", f, err)
-				}
-				break
-			}
+		err := EachWARCRecord(f, isOpen, func(rec *storage.Record) {
 			if rec.Type() == "response" {
 				records[rec.Get("WARC-Target-URI")]++
 			}
+		})
+		if err != nil {
+			return nil, open, err
 		}
-		fh.Close()
 	}
 	return records, open, nil
+}
+
+// EachWARCRecord calls fn with every record of the WARC file path, in
+// order. With torn (a ".open" file a killed worker left) a broken last gzip
+// member ends the reading without an error; otherwise any read error is
+// returned, naming the file.
+func EachWARCRecord(path string, torn bool, fn func(*storage.Record)) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r := storage.NewReader(fh)
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			if torn {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		fn(rec)
+	}
 }
 
 // DiffTruth compares a crawl's final statuses (FinalStatus) with the ground

@@ -47,6 +47,26 @@ package testenv
 //	                     "/private/" in RobotsDisallow to hide both
 //	/embed.html          <iframe src="/frame/inner.html"> and
 //	                     <area href="/area/target.html">
+//	/requisites.html     page requisites: <link rel=stylesheet> /assets/site.css
+//	                     (which @imports print.css and loads bg.png;
+//	                     print.css loads deep.png, a third embed hop that
+//	                     is not followed), <script src> app.js, <link
+//	                     rel=icon>, <img src> + srcset (one URL with a
+//	                     comma), a style attribute's url(), and, with more
+//	                     than one host, the next host's /assets/shared.png
+//	                     (only requisites_scope any reaches it); links to
+//	                     /req/next.html
+//	/sitemap.xml         urlset: /sm/root.html (lastmod, priority) and /
+//	/sitemap-index.xml   named by robots.txt's "Sitemap:" line; a sitemap
+//	                     index of /sitemaps/a.xml.gz (gzip-compressed
+//	                     urlset: /sm/gz-one.html, /sm/gz-two.html and, with
+//	                     more than one host, the next host's
+//	                     /sm/foreign.html, out of same_host scope) and
+//	                     /sitemaps/b.xml (urlset: /sm/plain.html); the /sm/
+//	                     pages are reachable only through sitemaps
+//	/xrobots.html        header "x-ROBOTS-tag: nofollow" (odd case kept on
+//	                     the wire), "X-odd-CASE: Yes", chunked body; links
+//	                     to /xnf/one.html (reachable only so)
 //
 // Targets not listed above are small HTML pages without links. Link elements
 // are <a href>, <area href> and <iframe src> only (no <img>, <link> or
@@ -54,6 +74,7 @@ package testenv
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"hash/fnv"
 	"html"
@@ -100,6 +121,13 @@ type webRoute struct {
 	title        string
 	links        []webLink
 	metaNofollow bool
+	xRobotsTag   string      // X-Robots-Tag value sent (as "x-ROBOTS-tag"); "nofollow"/"none" stop links
+	embeds       []webLink   // page requisites (HTML: img, link, script, style; CSS: url(), @import)
+	head         string      // extra markup rendered into <head> (the requisite elements)
+	tail         string      // extra markup rendered at the end of <body>
+	sitemapKids  []webTarget // a sitemap index's children (hop M, same depth)
+	sitemapURLs  []webTarget // a urlset's URLs (hop L, depth+1)
+	chunked      bool        // sent with Transfer-Encoding: chunked, in several chunks
 	baseHref     string
 	fill         []int     // filler paragraph indices
 	location     string    // redirect: Location header as sent
@@ -134,6 +162,9 @@ func (w *Web) build() error {
 			st = 200
 		}
 		b := body
+		if w.cfg.Features {
+			b = append(append([]byte(nil), body...), "Sitemap: http://"+w.hosts[h]+"/sitemap-index.xml\n"...)
+		}
 		if st >= 300 {
 			b = []byte(strconv.Itoa(st) + " robots.txt not available\n")
 		}
@@ -384,6 +415,11 @@ func (w *Web) buildSpecials(h int) (map[string]*webRoute, []webLink) {
 		webLink{tag: "iframe", href: "/frame/inner.html", to: webTarget{h, "/frame/inner.html"}, text: "inner frame"},
 		webLink{tag: "area", href: "/area/target.html", to: webTarget{h, "/area/target.html"}, text: "area"})
 	page("/frame/inner.html", "Inner frame")
+	xr := page("/xrobots.html", "X-Robots-Tag nofollow", a("/xnf/one.html", "/xnf/one.html", "one"))
+	xr.xRobotsTag, xr.chunked = "nofollow", true
+	page("/xnf/one.html", "X-Robots-Tag nofollow target")
+	w.buildRequisites(h, m, page, blob, a)
+	w.buildSitemaps(h, m, page, blob)
 	page("/area/target.html", "Area target")
 
 	for _, r := range m {
@@ -409,6 +445,8 @@ func (w *Web) buildSpecials(h int) (map[string]*webRoute, []webLink) {
 		a("/meta-nofollow.html", "/meta-nofollow.html", "meta nofollow"),
 		a("/private/index.html", "/private/index.html", "private"),
 		a("/embed.html", "/embed.html", "frames"),
+		a("/xrobots.html", "/xrobots.html", "X-Robots-Tag"),
+		a("/requisites.html", "/requisites.html", "page requisites"),
 	}
 	return m, entries
 }
@@ -439,6 +477,7 @@ func (w *Web) render(r *webRoute) []byte {
 	if r.metaNofollow {
 		b.WriteString("<meta name=\"robots\" content=\"nofollow\">\n")
 	}
+	b.WriteString(r.head)
 	title := html.EscapeString(r.title)
 	b.WriteString("<title>" + title + "</title></head>\n<body>\n<h1 id=\"top\">" + title + "</h1>\n")
 	half := len(r.fill) / 2
@@ -477,6 +516,7 @@ func (w *Web) render(r *webRoute) []byte {
 	for _, i := range r.fill[half:] {
 		b.WriteString("<p>" + w.filler[i] + "</p>\n")
 	}
+	b.WriteString(r.tail)
 	b.WriteString("</body></html>\n")
 	return b.Bytes()
 }
@@ -560,3 +600,92 @@ endstream endobj
 trailer << /Root 1 0 R /Size 6 >>
 %%EOF
 `
+
+// buildRequisites adds /requisites.html of host h, its requisites under
+// /assets/ (reachable only as requisites) and /req/next.html.
+func (w *Web) buildRequisites(h int, m map[string]*webRoute,
+	page func(path, title string, links ...webLink) *webRoute,
+	blob func(path, ctype string, body []byte),
+	a func(href, path, text string) webLink) {
+	e := func(href, path string) webLink {
+		return webLink{tag: "embed", href: href, to: webTarget{h, path}}
+	}
+	css := func(path, body string, embeds ...webLink) {
+		blob(path, "text/css; charset=utf-8", []byte(body))
+		m[path].embeds = embeds
+	}
+	css("/assets/site.css", "@import \"print.css\";\n/* url(comment.png) is no reference */\nbody { background: url( 'bg.png' ) }\n",
+		e("print.css", "/assets/print.css"), e("bg.png", "/assets/bg.png"))
+	css("/assets/print.css", "h1 { background: url(deep.png) }\n", e("deep.png", "/assets/deep.png"))
+	blob("/assets/app.js", "text/javascript; charset=utf-8", []byte("console.log(\"zkcrawl test\");\n"))
+	for _, p := range []string{"/assets/bg.png", "/assets/deep.png", "/assets/logo.png", "/assets/logo-2x.png",
+		"/assets/logo,3x.png", "/assets/div-bg.png", "/assets/favicon.ico", "/assets/shared.png"} {
+		blob(p, "image/png", w.blobs.png)
+	}
+	embeds := []webLink{
+		e("/assets/site.css", "/assets/site.css"),
+		e("/assets/favicon.ico", "/assets/favicon.ico"),
+		e("/assets/app.js", "/assets/app.js"),
+		e("/assets/logo.png", "/assets/logo.png"),
+		e("/assets/logo-2x.png", "/assets/logo-2x.png"),
+		e("/assets/logo,3x.png", "/assets/logo,3x.png"),
+		e("/assets/div-bg.png", "/assets/div-bg.png"),
+	}
+	body := "<img src=\"/assets/logo.png\" srcset=\"/assets/logo-2x.png 2x, /assets/logo,3x.png 3x\" alt=\"logo\">\n" +
+		"<div style=\"background-image: url(&quot;/assets/div-bg.png&quot;)\">styled</div>\n"
+	if len(w.hosts) > 1 {
+		other := (h + 1) % len(w.hosts)
+		href := "http://" + w.hosts[other] + "/assets/shared.png"
+		embeds = append(embeds, webLink{tag: "embed", href: href, to: webTarget{other, "/assets/shared.png"}})
+		body += "<img src=\"" + href + "\" alt=\"shared\">\n"
+	}
+	r := page("/requisites.html", "Page requisites", a("/req/next.html", "/req/next.html", "next"))
+	r.embeds = embeds
+	r.head = "<link rel=\"stylesheet\" href=\"/assets/site.css\">\n<link rel=\"shortcut icon\" href=\"/assets/favicon.ico\">\n" +
+		"<script src=\"/assets/app.js\"></script>\n"
+	r.tail = body
+	page("/req/next.html", "After the requisites page")
+}
+
+// buildSitemaps adds the sitemaps of host h (see the list at the top) and
+// the /sm/ pages reachable only through them.
+func (w *Web) buildSitemaps(h int, m map[string]*webRoute,
+	page func(path, title string, links ...webLink) *webRoute,
+	blob func(path, ctype string, body []byte)) {
+	abs := func(host int, path string) string { return "http://" + w.hosts[host] + path }
+	urlset := func(entries ...string) string {
+		var b strings.Builder
+		b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n")
+		for _, e := range entries {
+			b.WriteString("  <url><loc>" + html.EscapeString(e) + "</loc><lastmod>2026-11-01</lastmod><priority>0.9</priority></url>\n")
+		}
+		b.WriteString("</urlset>\n")
+		return b.String()
+	}
+	blob("/sitemap.xml", "application/xml", []byte(urlset(abs(h, "/sm/root.html"), abs(h, "/"))))
+	m["/sitemap.xml"].sitemapURLs = []webTarget{{h, "/sm/root.html"}, {h, "/"}}
+	blob("/sitemap-index.xml", "application/xml", []byte("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"+
+		"<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n"+
+		"  <sitemap><loc>"+abs(h, "/sitemaps/a.xml.gz")+"</loc></sitemap>\n"+
+		"  <sitemap><loc>"+abs(h, "/sitemaps/b.xml")+"</loc></sitemap>\n</sitemapindex>\n"))
+	m["/sitemap-index.xml"].sitemapKids = []webTarget{{h, "/sitemaps/a.xml.gz"}, {h, "/sitemaps/b.xml"}}
+	gzURLs := []webTarget{{h, "/sm/gz-one.html"}, {h, "/sm/gz-two.html"}}
+	if len(w.hosts) > 1 {
+		gzURLs = append(gzURLs, webTarget{(h + 1) % len(w.hosts), "/sm/foreign.html"})
+	}
+	var locs []string
+	for _, t := range gzURLs {
+		locs = append(locs, abs(t.host, t.path))
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(urlset(locs...)))
+	zw.Close()
+	blob("/sitemaps/a.xml.gz", "application/gzip", zb.Bytes())
+	m["/sitemaps/a.xml.gz"].sitemapURLs = gzURLs
+	blob("/sitemaps/b.xml", "text/xml; charset=utf-8", []byte(urlset(abs(h, "/sm/plain.html"))))
+	m["/sitemaps/b.xml"].sitemapURLs = []webTarget{{h, "/sm/plain.html"}}
+	for _, p := range []string{"/sm/root.html", "/sm/gz-one.html", "/sm/gz-two.html", "/sm/foreign.html", "/sm/plain.html"} {
+		page(p, "Listed in a sitemap only: "+p)
+	}
+}

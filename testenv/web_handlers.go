@@ -34,6 +34,13 @@ func (s *webStatusWriter) Write(p []byte) (int, error) {
 	return s.ResponseWriter.Write(p)
 }
 
+// Flush passes a flush through to the connection (chunked pages).
+func (s *webStatusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
 // handler serves host h and records every request in the request log.
 func (w *Web) handler(h int) http.Handler {
 	host := w.hosts[h]
@@ -63,6 +70,24 @@ func webWrite(rw http.ResponseWriter, status int, ctype string, body []byte) {
 	hd.Set("Content-Length", strconv.Itoa(len(body)))
 	rw.WriteHeader(status)
 	_, _ = rw.Write(body) // a client that went away is not our error
+}
+
+// webWriteChunked sends body with Transfer-Encoding: chunked, in three
+// flushed pieces, and a header whose name is in unusual case.
+func webWriteChunked(rw http.ResponseWriter, ctype string, body []byte) {
+	hd := rw.Header()
+	hd.Set("Content-Type", ctype)
+	hd["X-odd-CASE"] = []string{"Yes"}
+	rw.WriteHeader(http.StatusOK)
+	third := len(body) / 3
+	for _, part := range [][]byte{body[:third], body[third : 2*third], body[2*third:]} {
+		if _, err := rw.Write(part); err != nil {
+			return
+		}
+		if f, ok := rw.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
 }
 
 func (w *Web) serve(rw http.ResponseWriter, r *http.Request, h int, target string) {
@@ -103,6 +128,14 @@ func (w *Web) serve(rw http.ResponseWriter, r *http.Request, h int, target strin
 		body := rt.body
 		if body == nil {
 			body = w.render(rt)
+		}
+		if rt.xRobotsTag != "" {
+			// Set in the map directly: net/http sends the name as written.
+			rw.Header()["x-ROBOTS-tag"] = []string{rt.xRobotsTag}
+		}
+		if rt.chunked {
+			webWriteChunked(rw, webHTMLType, body)
+			return
 		}
 		webWrite(rw, http.StatusOK, webHTMLType, body)
 	}

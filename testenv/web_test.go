@@ -2,13 +2,16 @@ package testenv
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -50,11 +53,15 @@ type walker struct {
 type walkRobots struct {
 	allowAll, disallowAll bool
 	disallow              []string
+	sitemaps              []string
 }
 
 type walkItem struct {
 	url   string
 	depth int
+	chain int // embed hops at the end of its path; 0 for a link
+	sm    int // sitemap hops on its path; 0 if not a sitemap
+	seed  bool
 }
 
 func newWalker(t *testing.T, scope string, maxDepth int, obeyRobots bool) *walker {
@@ -95,7 +102,19 @@ func (wk *walker) run(seeds []string) {
 	add := func(u string, d int) {
 		if !wk.seen[u] {
 			wk.seen[u] = true
-			queue = append(queue, walkItem{u, d})
+			queue = append(queue, walkItem{url: u, depth: d, seed: d == 0})
+		}
+	}
+	addEmbed := func(u string, d, chain int) {
+		if !wk.seen[u] {
+			wk.seen[u] = true
+			queue = append(queue, walkItem{url: u, depth: d, chain: chain})
+		}
+	}
+	addSitemap := func(u string, d, sm int) {
+		if !wk.seen[u] {
+			wk.seen[u] = true
+			queue = append(queue, walkItem{url: u, depth: d, sm: sm})
 		}
 	}
 	for _, s := range seeds {
@@ -115,13 +134,41 @@ func (wk *walker) run(seeds []string) {
 		}
 		status, header, body := wk.fetch(it.url)
 		wk.fetched[it.url] = walkResult{status, it.depth}
+		if it.seed { // its host's sitemaps: robots.txt Sitemap: lines and /sitemap.xml
+			for _, s := range append(wk.robotsOf(page.Host).sitemaps, "/sitemap.xml") {
+				if to, ok := canon(page, s); ok && wk.inScope(page, to) {
+					addSitemap(to.String(), it.depth, 1)
+				}
+			}
+		}
+		if it.sm > 0 {
+			if status == http.StatusOK {
+				kids, urls := wk.sitemap(it.url, body)
+				for _, k := range kids {
+					if to, ok := canon(page, k); ok && wk.inScope(page, to) && it.sm < 3 {
+						addSitemap(to.String(), it.depth, it.sm+1)
+					}
+				}
+				for _, l := range urls {
+					if to, ok := canon(page, l); ok && wk.inScope(page, to) && it.depth < wk.maxDepth {
+						add(to.String(), it.depth+1)
+					}
+				}
+			}
+			continue
+		}
 		switch {
 		case status == http.StatusMovedPermanently || status == http.StatusFound:
 			if to, ok := canon(page, header.Get("Location")); ok && wk.inScope(page, to) {
 				add(to.String(), it.depth) // new item, same depth
 			}
 		case status == http.StatusOK:
-			if it.depth >= wk.maxDepth {
+			if it.chain < 2 { // page -> style sheet -> image, no further
+				for _, to := range wk.requisites(page, header, body) {
+					addEmbed(to, it.depth, it.chain+1)
+				}
+			}
+			if it.depth >= wk.maxDepth || it.chain > 0 {
 				continue
 			}
 			for _, to := range wk.links(page, header, body) {
@@ -164,7 +211,7 @@ func (wk *walker) fetch(u string) (int, http.Header, []byte) {
 }
 
 // links extracts the followable links of an HTML page, honouring base
-// href, rel=nofollow and meta robots nofollow.
+// href, rel=nofollow, meta robots nofollow and X-Robots-Tag nofollow.
 func (wk *walker) links(page *url.URL, header http.Header, body []byte) []string {
 	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
 	if mt != "text/html" || body == nil {
@@ -175,6 +222,10 @@ func (wk *walker) links(page *url.URL, header http.Header, body []byte) []string
 		wk.t.Fatalf("parse %s: %v", page, err)
 	}
 	nofollow := false
+	for _, tok := range strings.Split(header.Get("X-Robots-Tag"), ",") {
+		tok = strings.ToLower(strings.TrimSpace(tok))
+		nofollow = nofollow || tok == "nofollow" || tok == "none"
+	}
 	doc.Find("meta[name]").Each(func(_ int, s *goquery.Selection) {
 		if strings.EqualFold(s.AttrOr("name", ""), "robots") {
 			for _, tok := range strings.Split(s.AttrOr("content", ""), ",") {
@@ -208,9 +259,119 @@ func (wk *walker) links(page *url.URL, header http.Header, body []byte) []string
 	return out
 }
 
+var (
+	cssComment = regexp.MustCompile(`(?s)/\*.*?\*/`)
+	cssURL     = regexp.MustCompile(`(?i)url\(\s*['"]?([^'")]+?)['"]?\s*\)`)
+	cssImport  = regexp.MustCompile(`(?i)@import\s+['"]([^'"]+)['"]`)
+)
+
+// cssRefs finds url() and @import "..." references with regular
+// expressions (enough for the web's own style sheets).
+func cssRefs(css string) []string {
+	css = cssComment.ReplaceAllString(css, "")
+	var out []string
+	for _, m := range cssImport.FindAllStringSubmatch(css, -1) {
+		out = append(out, m[1])
+	}
+	for _, m := range cssURL.FindAllStringSubmatch(css, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// requisites extracts the page requisites of an HTML page (img src and
+// srcset, link stylesheet/icon, script src, style attributes) or a style
+// sheet (url(), @import), resolved against the page (every requisite is
+// in scope: requisites_scope any).
+func (wk *walker) requisites(page *url.URL, header http.Header, body []byte) []string {
+	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	var refs []string
+	switch mt {
+	case "text/css":
+		refs = cssRefs(string(body))
+	case "text/html":
+		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+		if err != nil {
+			wk.t.Fatalf("parse %s: %v", page, err)
+		}
+		doc.Find("link[href]").Each(func(_ int, s *goquery.Selection) {
+			for _, rel := range strings.Fields(strings.ToLower(s.AttrOr("rel", ""))) {
+				if rel == "stylesheet" || rel == "icon" {
+					refs = append(refs, s.AttrOr("href", ""))
+					return
+				}
+			}
+		})
+		doc.Find("script[src], img[src]").Each(func(_ int, s *goquery.Selection) { refs = append(refs, s.AttrOr("src", "")) })
+		doc.Find("img[srcset]").Each(func(_ int, s *goquery.Selection) {
+			for _, c := range strings.Split(s.AttrOr("srcset", ""), ", ") {
+				if f := strings.Fields(c); len(f) > 0 {
+					refs = append(refs, f[0])
+				}
+			}
+		})
+		doc.Find("[style]").Each(func(_ int, s *goquery.Selection) { refs = append(refs, cssRefs(s.AttrOr("style", ""))...) })
+	}
+	var out []string
+	for _, r := range refs {
+		if to, ok := canon(page, r); ok {
+			out = append(out, to.String())
+		}
+	}
+	return out
+}
+
 // allowed applies the host's robots.txt: 4xx allows all, 5xx disallows
 // all, 200 disallows by path prefix (the test's robots.txt has one group).
+// sitemap reads a urlset or sitemap index (gzip-compressed or not) with
+// encoding/xml and returns the index's sitemaps and the urlset's URLs.
+func (wk *walker) sitemap(u string, body []byte) (kids, urls []string) {
+	if len(body) > 2 && body[0] == 0x1f && body[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			wk.t.Fatalf("sitemap %s: %v", u, err)
+		}
+		if body, err = io.ReadAll(zr); err != nil {
+			wk.t.Fatalf("sitemap %s: %v", u, err)
+		}
+	}
+	var doc struct {
+		URLs []struct {
+			Loc string `xml:"loc"`
+		} `xml:"url"`
+		Sitemaps []struct {
+			Loc string `xml:"loc"`
+		} `xml:"sitemap"`
+	}
+	if err := xml.Unmarshal(body, &doc); err != nil {
+		wk.t.Fatalf("sitemap %s: %v", u, err)
+	}
+	for _, s := range doc.Sitemaps {
+		kids = append(kids, s.Loc)
+	}
+	for _, l := range doc.URLs {
+		urls = append(urls, l.Loc)
+	}
+	return kids, urls
+}
+
 func (wk *walker) allowed(u *url.URL) bool {
+	r := wk.robotsOf(u.Host)
+	if r.disallowAll {
+		return false
+	}
+	target := u.RequestURI()
+	for _, p := range r.disallow {
+		if strings.HasPrefix(target, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// robotsOf fetches and caches the robots.txt of host.
+func (wk *walker) robotsOf(host string) *walkRobots {
+	u := &url.URL{Host: host}
 	r := wk.robots[u.Host]
 	if r == nil {
 		r = &walkRobots{}
@@ -226,20 +387,14 @@ func (wk *walker) allowed(u *url.URL) bool {
 				if v = strings.TrimSpace(v); ok && strings.EqualFold(strings.TrimSpace(k), "disallow") && v != "" {
 					r.disallow = append(r.disallow, v)
 				}
+				if ok && strings.EqualFold(strings.TrimSpace(k), "sitemap") && v != "" {
+					r.sitemaps = append(r.sitemaps, v)
+				}
 			}
 		}
 		wk.robots[u.Host] = r
 	}
-	if r.disallowAll {
-		return false
-	}
-	target := u.RequestURI()
-	for _, p := range r.disallow {
-		if strings.HasPrefix(target, p) {
-			return false
-		}
-	}
-	return true
+	return r
 }
 
 // compare asserts the walk fetched exactly the URLs the ground truth expects
@@ -559,8 +714,12 @@ func TestWebGroundTruthLimits(t *testing.T) {
 		t.Errorf("MaxDepth -1 with the calendar trap: err %v, want ErrWebInfiniteCrawl", err)
 	}
 	truth, err := w.GroundTruth(WebCrawlOptions{MaxDepth: 0})
+	if err != nil || len(truth) != 3+3*4 {
+		t.Errorf("MaxDepth 0: %d URLs, err %v; want the 3 seeds and 4 sitemaps per host (they keep the seed's depth)", len(truth), err)
+	}
+	truth, err = w.GroundTruth(WebCrawlOptions{MaxDepth: 0, NoSitemaps: true})
 	if err != nil || len(truth) != 3 {
-		t.Errorf("MaxDepth 0: %d URLs, err %v; want the 3 seeds", len(truth), err)
+		t.Errorf("MaxDepth 0 without sitemaps: %d URLs, err %v; want the 3 seeds", len(truth), err)
 	}
 	for _, bad := range []WebCrawlOptions{{MaxDepth: -2}, {Scope: "galaxy"}, {Seeds: []string{"http://127.0.0.1:1/"}}, {Seeds: []string{"ftp://x/"}}} {
 		if _, err := w.GroundTruth(bad); err == nil {
@@ -579,8 +738,11 @@ func TestWebGroundTruthLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(truth) != plain.Pages()+3 {
-			t.Errorf("scope %s, no depth limit: %d URLs, want every page plus seeds = %d", scope, len(truth), plain.Pages()+3)
+		if len(truth) != plain.Pages()+3+3 {
+			t.Errorf("scope %s, no depth limit: %d URLs, want every page plus seeds plus /sitemap.xml (404) per host = %d", scope, len(truth), plain.Pages()+6)
+		}
+		if e := truth["http://"+plain.Hosts()[0]+"/sitemap.xml"]; e != (WebExpect{404, 0}) {
+			t.Errorf("scope %s: /sitemap.xml expected as %+v, want a 404 at depth 0", scope, e)
 		}
 	}
 }

@@ -20,10 +20,21 @@ package testenv
 //     "same_domain" = same registrable domain of the host name without port,
 //     which for an IP literal is the IP itself, so on this web (all hosts are
 //     127.0.0.1) it admits every host, like "any". Seeds are always in scope.
+//   - Sitemaps: each fetched seed adds the Sitemap: URLs of its host's
+//     robots.txt (read whether or not robots.txt is obeyed) and its host's
+//     /sitemap.xml at the seed's depth; a sitemap index adds its children
+//     at the same depth, a urlset its URLs at depth+1, judged by scope
+//     against the sitemap's host (a 404 /sitemap.xml is just logged).
+//   - Page requisites (img src/srcset, link stylesheet/icon, script src,
+//     style url(), and url()/@import in style sheets) are fetched at the
+//     depth of their page, judged by the requisites scope (default any)
+//     against that page, at most two embed hops in a row (page -> style
+//     sheet -> image); a requisite's own links are not followed.
 //   - Links are <a href>, <area href>, <iframe src>, resolved against
 //     <base href> when present; only http(s) links count. Links whose rel
 //     has the token nofollow (case-insensitive), and all links of a page
-//     with <meta name="robots" content="nofollow">, are not followed.
+//     with <meta name="robots" content="nofollow"> or an X-Robots-Tag
+//     header saying nofollow or none, are not followed.
 //   - With ObeyRobots, a URL disallowed by its host's robots.txt for any
 //     user agent is not fetched (Status 0) and yields nothing. robots.txt
 //     answering 4xx allows everything, 5xx disallows everything (RFC 9309
@@ -78,6 +89,15 @@ type WebCrawlOptions struct {
 	// Seeds are the seed URLs; nil means Web.Seeds(). Each must be an
 	// http URL of one of the web's hosts.
 	Seeds []string
+	// NoRequisites models a crawl with page_requisites false (the zero
+	// value models the default, true).
+	NoRequisites bool
+	// NoSitemaps models a crawl with sitemaps false (the zero value models
+	// the default, true).
+	NoSitemaps bool
+	// RequisitesScope is the scope requisites are judged by (the crawl's
+	// requisites_scope); "" means WebScopeAny, the crawler's default.
+	RequisitesScope string
 }
 
 // WebExpect is the expected crawl outcome for one canonical URL.
@@ -98,13 +118,12 @@ type WebExpect struct {
 // but a correct one must not (Status 0). Errors: a bad option or seed, or
 // ErrWebInfiniteCrawl.
 func (w *Web) GroundTruth(opts WebCrawlOptions) (map[string]WebExpect, error) {
-	switch opts.Scope {
-	case "":
-		opts.Scope = WebScopeSameHost
-	case WebScopeSameHost, WebScopeSameDomain, WebScopeAny:
-	default:
-		return nil, fmt.Errorf("testenv: ground truth: scope %q: want %q, %q or %q",
-			opts.Scope, WebScopeSameHost, WebScopeSameDomain, WebScopeAny)
+	var err error
+	if opts.Scope, err = webScopeOr("scope", opts.Scope, WebScopeSameHost); err != nil {
+		return nil, err
+	}
+	if opts.RequisitesScope, err = webScopeOr("requisites scope", opts.RequisitesScope, WebScopeAny); err != nil {
+		return nil, err
 	}
 	if opts.MaxDepth < -1 {
 		return nil, fmt.Errorf("testenv: ground truth: MaxDepth %d: want -1 (no limit) or >= 0", opts.MaxDepth)
@@ -139,6 +158,18 @@ func (w *Web) GroundTruth(opts WebCrawlOptions) (map[string]WebExpect, error) {
 	return out, nil
 }
 
+// webScopeOr returns scope, or def when it is "", or an error naming what
+// (the option) for an unknown scope.
+func webScopeOr(what, scope, def string) (string, error) {
+	switch scope {
+	case "":
+		return def, nil
+	case WebScopeSameHost, WebScopeSameDomain, WebScopeAny:
+		return scope, nil
+	}
+	return "", fmt.Errorf("testenv: ground truth: %s %q: want %q, %q or %q", what, scope, WebScopeSameHost, WebScopeSameDomain, WebScopeAny)
+}
+
 func (w *Web) urlOf(t webTarget) string { return "http://" + w.hosts[t.host] + t.path }
 
 // walk runs the crawl model breadth-first, level by level. Redirect
@@ -147,6 +178,9 @@ func (w *Web) urlOf(t webTarget) string { return "http://" + w.hosts[t.host] + t
 // otherwise they are ignored.
 func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[webTarget]WebExpect, error) {
 	depth := map[webTarget]int{}
+	chain := map[webTarget]int{}    // embed hops at the end of the path (0: not a requisite)
+	manifest := map[webTarget]int{} // sitemap hops on the path (0: not a sitemap)
+	isSeed := map[webTarget]bool{}
 	out := map[webTarget]WebExpect{}
 	var level []webTarget
 	for _, s := range seeds {
@@ -154,6 +188,7 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 			depth[s] = 0
 			level = append(level, s)
 		}
+		isSeed[s] = true
 	}
 	add := func(t webTarget, d int, lv *[]webTarget) error {
 		if old, ok := depth[t]; ok && old <= d {
@@ -182,6 +217,70 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 			}
 			rt := w.route(u.host, u.path)
 			out[u] = WebExpect{Status: rt.status, Depth: d}
+			// Sitemaps: a fetched seed adds its host's robots.txt Sitemap:
+			// URLs and /sitemap.xml (hop M, its depth); a sitemap adds an
+			// index's children (M, same depth, three levels at most) and a
+			// urlset's URLs (L, depth+1, scope as links).
+			if !opts.NoSitemaps && isSeed[u] {
+				var sm []webTarget
+				if w.robots[u.host] != nil {
+					for _, s := range w.robots[u.host].Sitemaps {
+						if t, err := w.lookup(s); err == nil {
+							sm = append(sm, t)
+						}
+					}
+				}
+				for _, t := range append(sm, webTarget{u.host, "/sitemap.xml"}) {
+					if !w.inScope(opts.Scope, u.host, t.host) {
+						continue
+					}
+					if _, seen := depth[t]; !seen {
+						manifest[t] = 1
+					}
+					if err := add(t, d, &level); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if manifest[u] > 0 && rt.status == 200 {
+				if manifest[u] < 3 {
+					for _, t := range rt.sitemapKids {
+						if !w.inScope(opts.Scope, u.host, t.host) {
+							continue
+						}
+						if _, seen := depth[t]; !seen {
+							manifest[t] = manifest[u] + 1
+						}
+						if err := add(t, d, &level); err != nil {
+							return nil, err
+						}
+					}
+				}
+				for _, t := range rt.sitemapURLs {
+					if w.inScope(opts.Scope, u.host, t.host) {
+						if err := add(t, d+1, &next); err != nil {
+							return nil, err
+						}
+					}
+				}
+				continue
+			}
+			// Requisites: same depth, requisites scope, at most two embed
+			// hops in a row (the strict crawler; the naive one follows
+			// every chain, so a third hop's target is listed as "must not").
+			if !opts.NoRequisites && (!strict || chain[u] < 2) && (rt.kind == webKindHTML || rt.kind == webKindBlob) {
+				for _, e := range rt.embeds {
+					if !w.inScope(opts.RequisitesScope, u.host, e.to.host) {
+						continue
+					}
+					if _, seen := depth[e.to]; !seen {
+						chain[e.to] = chain[u] + 1
+					}
+					if err := add(e.to, d, &level); err != nil {
+						return nil, err
+					}
+				}
+			}
 			switch rt.kind {
 			case webKindRedirect:
 				if w.inScope(opts.Scope, u.host, rt.redirect.host) {
@@ -190,8 +289,11 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 					}
 				}
 			case webKindHTML:
-				if strict && rt.metaNofollow {
+				if strict && (rt.metaNofollow || xRobotsNofollow(rt.xRobotsTag)) {
 					continue
+				}
+				if chain[u] > 0 {
+					continue // a requisite's links are not followed
 				}
 				for _, l := range rt.links {
 					if l.to.host < 0 || (strict && l.nofollow) || !w.inScope(opts.Scope, u.host, l.to.host) {
@@ -251,4 +353,15 @@ func (w *Web) lookup(raw string) (webTarget, error) {
 		}
 	}
 	return webTarget{}, fmt.Errorf("host %q is not a host of this web", host)
+}
+
+// xRobotsNofollow reports whether an X-Robots-Tag value (no user-agent
+// prefix, as this web sends it) says nofollow or none.
+func xRobotsNofollow(v string) bool {
+	for _, tok := range strings.Split(v, ",") {
+		if t := strings.ToLower(strings.TrimSpace(tok)); t == "nofollow" || t == "none" {
+			return true
+		}
+	}
+	return false
 }

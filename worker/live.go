@@ -77,6 +77,12 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	scope, err := frontier.NewScope(frontier.ScopeConfig{
 		Mode: cfg.Scope, Include: cfg.Include, Exclude: cfg.Exclude, MaxDepth: cfg.MaxDepth,
 	})
+	var reqScope *frontier.Scope
+	if err == nil {
+		reqScope, err = frontier.NewScope(frontier.ScopeConfig{
+			Mode: cfg.RequisitesScope, Include: cfg.Include, Exclude: cfg.Exclude, MaxDepth: cfg.MaxDepth,
+		})
+	}
 	if err != nil { // config.Validate compiled the patterns already; belt and braces
 		msg := fmt.Sprintf("version %d rejected: %v", version, err)
 		w.cfgErr.Store(&msg)
@@ -102,13 +108,19 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		if perr != nil {
 			panic(perr) // config.Validate checked the ranges
 		}
+		if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
+			panic(err) // config.Validate checked the ranges
+		}
 	} else {
 		w.fetcher.SetOptions(fopts)
 		if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
 			w.log.Error("politeness limits rejected", "error", err)
 		}
+		if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
+			w.log.Error("adaptive delay rejected", "error", err)
+		}
 	}
-	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope})
+	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope})
 	w.metrics.configVersion(version)
 	if prev == nil || prev.version != version {
 		w.log.Info("crawl config applied", "version", version,

@@ -28,7 +28,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	live := w.current()
 	cfg := live.cfg
 	entry := storage.LogEntry{
-		URL: it.URL, Depth: it.Depth, Via: it.Via, Worker: w.opts.ID,
+		URL: it.URL, Depth: it.Depth, Via: it.Via, Hops: it.Hops, Worker: w.opts.ID,
 		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
 	}
 	host := frontier.Host(it.URL)
@@ -88,6 +88,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 		Date:              res.Started,
 		RawRequest:        res.RawRequest,
 		RawResponseHeader: res.RawResponseHeader,
+		RawResponse:       res.RawResponse,
 		Body:              res.Body,
 		Truncated:         res.Truncated,
 	})
@@ -110,6 +111,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	}
 
 	links := w.outlinks(it, res, live)
+	links = append(links, w.seedSitemaps(ctx, it, live)...)
 	if len(links) > 0 {
 		if err := w.enqueue(ctx, links); err != nil {
 			w.abandon(ctx, claim, it, err)
@@ -119,13 +121,24 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	w.finishDone(ctx, claim, it, entry)
 }
 
-// outlinks returns the items to enqueue from a response: the redirect
-// target (a new item at the same depth, docs/design.md) or, for a complete
-// 2xx HTML page, its followable links at depth+1, all normalized and in
-// scope.
+// maxEmbedChain is how many embed hops in a row are followed: a page's
+// style sheet (E) and the images and imports it loads (EE), not further
+// (Heritrix's TransclusionDecideRule allows 2 by default too).
+const maxEmbedChain = 2
+
+// outlinks returns the items to enqueue from a response, each with its hop
+// path extended (frontier.Item.Child), normalized and in scope: the
+// redirect target (hop R, same depth, docs/design.md); for a complete 2xx
+// HTML page its followable links (hop L, depth+1; none from a page that is
+// itself a requisite, and none under meta robots or X-Robots-Tag
+// nofollow) and, with page_requisites, its requisites (hop E, same depth,
+// judged by requisites_scope); for a 2xx style sheet reached as a
+// requisite, the url()s and @imports in it (hop E); for a 2xx sitemap
+// (hop M), its entries (sitemapLinks).
 func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig) []frontier.Item {
 	var out []frontier.Item
-	add := func(raw string, depth int) {
+	requisite := frontier.IsRequisite(it.Hops)
+	add := func(raw string, hop byte, depth int) {
 		u, err := frontier.Normalize(raw)
 		if err != nil {
 			return
@@ -136,15 +149,30 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 			w.metrics.dropped(dropURLLength, 1)
 			return
 		}
-		if ok, _ := live.scope.Allows(u, depth, it.URL); ok {
-			out = append(out, frontier.Item{URL: u, Depth: depth, Via: it.URL})
+		scope := live.scope
+		if hop == frontier.HopEmbed || (hop == frontier.HopRedirect && requisite) {
+			scope = live.reqScope
+		}
+		if ok, _ := scope.Allows(u, depth, it.URL); ok {
+			out = append(out, it.Child(u, hop, depth))
 		}
 	}
 	if res.Redirect != "" {
-		add(res.Redirect, it.Depth)
+		add(res.Redirect, frontier.HopRedirect, it.Depth)
 		return out
 	}
-	if res.Status < 200 || res.Status > 299 || res.Truncated || !isHTML(res.MIME) {
+	if isManifest(it.Hops) {
+		if res.Status < 200 || res.Status > 299 {
+			return nil
+		}
+		return w.sitemapLinks(it, res, live)
+	}
+	if res.Status < 200 || res.Status > 299 || res.Truncated {
+		return nil
+	}
+	embeds := live.cfg.PageRequisites && frontier.TrailingEmbeds(it.Hops) < maxEmbedChain
+	html, css := isHTML(res.MIME), res.MIME == "text/css"
+	if !html && !(css && embeds) {
 		return nil
 	}
 	body, err := res.DecodedBody(maxDecodedBody)
@@ -156,12 +184,30 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 	if err != nil {
 		return nil
 	}
+	if css {
+		refs, _ := fetch.ExtractCSSRequisites(base, body, res.ContentType, 0)
+		for _, r := range refs {
+			add(r, frontier.HopEmbed, it.Depth)
+		}
+		return out
+	}
 	links, err := fetch.ExtractLinks(base, body, res.ContentType)
-	if err != nil || links.NoFollow {
+	if err != nil {
 		return nil
 	}
+	if embeds {
+		for _, r := range links.Requisites {
+			add(r, frontier.HopEmbed, it.Depth)
+		}
+	}
+	if requisite || links.NoFollow || fetch.XRobotsTag(res.Header, live.cfg.UserAgent).NoFollow {
+		// A requisite's links are not followed (scope induction would
+		// break: requisites_scope may be wider than scope); meta robots or
+		// X-Robots-Tag nofollow/none: no link is followed.
+		return out
+	}
 	for _, l := range links.URLs {
-		add(l, it.Depth+1)
+		add(l, frontier.HopLink, it.Depth+1)
 	}
 	return out
 }

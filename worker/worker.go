@@ -127,6 +127,9 @@ type liveConfig struct {
 	cfg     config.Config
 	version int32
 	scope   *frontier.Scope
+	// reqScope judges page requisites: mode requisites_scope, the same
+	// include/exclude/max_depth as scope.
+	reqScope *frontier.Scope
 }
 
 // New validates opts and connects to ZooKeeper. Errors: a missing option,

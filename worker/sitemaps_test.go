@@ -1,0 +1,43 @@
+package worker
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/fetch"
+	"github.com/zkcrawl/zkcrawl/frontier"
+)
+
+// sitemapLinks turns a urlset into link items at depth+1 carrying lastmod
+// and priority, an index into sitemap items at the same depth, and applies
+// scope against the sitemap's URL.
+func TestSitemapLinks(t *testing.T) {
+	cfg := config.Default()
+	scope, err := frontier.NewScope(frontier.ScopeConfig{Mode: cfg.Scope, MaxDepth: cfg.MaxDepth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &liveConfig{cfg: cfg, scope: scope, reqScope: scope}
+	w := &Worker{log: testLogger(t)}
+	sm := frontier.Item{URL: "http://example.com/sitemap.xml", Hops: "M"}
+	res := &fetch.Result{URL: sm.URL, Status: 200, Header: http.Header{}, Body: []byte(`<urlset>
+<url><loc>http://example.com/a</loc><lastmod>2026-11-01</lastmod><priority>0.7</priority></url>
+<url><loc>/relative</loc></url>
+<url><loc>http://elsewhere.example/b</loc></url></urlset>`)}
+	got := w.sitemapLinks(sm, res, live)
+	if len(got) != 2 || got[0].URL != "http://example.com/a" || got[0].Depth != 1 || got[0].Hops != "ML" ||
+		got[0].Lastmod != "2026-11-01" || got[0].Priority == nil || *got[0].Priority != 0.7 ||
+		got[1].URL != "http://example.com/relative" || got[1].Priority != nil {
+		t.Fatalf("urlset items: %+v", got)
+	}
+	res.Body = []byte(`<sitemapindex><sitemap><loc>http://example.com/s1.xml.gz</loc></sitemap></sitemapindex>`)
+	got = w.sitemapLinks(sm, res, live)
+	if len(got) != 1 || got[0].Hops != "MM" || got[0].Depth != 0 || got[0].URL != "http://example.com/s1.xml.gz" {
+		t.Fatalf("index items: %+v", got)
+	}
+	deep := frontier.Item{URL: sm.URL, Hops: "MMM"}
+	if got = w.sitemapLinks(deep, res, live); len(got) != 0 {
+		t.Fatalf("an index three sitemaps deep still nested: %+v", got)
+	}
+}
