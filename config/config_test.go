@@ -50,6 +50,11 @@ func TestParseRejects(t *testing.T) {
 		`{"delay_factor": -1}`:                `key "delay_factor"`,
 		`{"delay_factor": 101}`:               `key "delay_factor"`,
 		`{"max_delay_ms": -5}`:                `key "max_delay_ms"`,
+		`{"max_queued_per_host": -1}`:         `key "max_queued_per_host"`,
+		`{"max_queued_total": -1}`:            `key "max_queued_total"`,
+		`{"max_frontier_bytes": 1000}`:        `key "max_frontier_bytes"`,
+		`{"max_url_length": 10}`:              `key "max_url_length"`,
+		`{"max_url_length": 9000}`:            `key "max_url_length"`,
 	}
 	for doc, want := range cases {
 		_, err := Parse([]byte(doc))
