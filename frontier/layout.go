@@ -110,7 +110,7 @@ func DecodeLayout(data []byte, shards int) (Layout, error) {
 		}
 	}
 	if l.Version != CurrentLayout {
-		return Layout{}, fmt.Errorf("frontier: the crawl was created with frontier layout %d (one znode per queued and per seen URL); this zkcrawl reads layout %d: finish it with the zkcrawl that created it, or seed a new crawl name: %w", l.Version, CurrentLayout, ErrOldLayout)
+		return Layout{}, fmt.Errorf("%w: created with frontier layout %d (one znode per queued and per seen URL), this zkcrawl reads layout %d: finish it with the zkcrawl that created it, or seed a new crawl name ('crawlctl delete NAME' removes the old one)", ErrOldLayout, l.Version, CurrentLayout)
 	}
 	if l.Shards != shards {
 		return Layout{}, fmt.Errorf("frontier: layout says %d shards, the queue has %d", l.Shards, shards)
