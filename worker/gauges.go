@@ -43,7 +43,14 @@ func (w *Worker) feedGauges(ctx context.Context) {
 		c, err := w.queue.CountShards(rctx, shards)
 		cancel()
 		if err == nil {
-			cur.Store(&GaugeValues{QueueDepth: c.Queued, ClaimsHeld: c.Claimed, DeadLetters: c.Failed})
+			// Queue depth: the ready items of the owned shards plus the
+			// backlog the owned groups' managers hold (groups.go).
+			backlog := 0
+			w.groups.m.Range(func(_, v any) bool {
+				backlog += int(v.(*groupSignal).backlog.Load())
+				return true
+			})
+			cur.Store(&GaugeValues{QueueDepth: c.Queued + backlog, ClaimsHeld: c.Claimed, DeadLetters: c.Failed})
 		} else if ctx.Err() == nil {
 			w.log.Debug("gauge refresh failed", "error", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
@@ -42,6 +43,8 @@ type groupSignal struct {
 	freed  []string // "<shard>/<item>" of ready items finished here
 	active bool     // a manager runs the group in this process
 	offers []offer  // records handed over locally, for the next step
+
+	backlog atomic.Int64 // the group's backlog as its manager here last saw it (0 when not running)
 }
 
 // offer is a local hand-off of records to the group's next step.
@@ -146,6 +149,10 @@ type groupView struct {
 	seenCap int64
 }
 
+// backlogLen returns the records not yet moved to the ready window (what
+// is queued and not a known ready item).
+func (v *groupView) backlogLen() int64 { return max(0, v.queued-int64(len(v.names))) }
+
 func (v *groupView) host(h string) *hostBacklog {
 	hb := v.hosts[h]
 	if hb == nil {
@@ -203,6 +210,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	sig.take() // finished before this load: the listing below counts them
 	sig.setActive(true)
 	defer sig.setActive(false)
+	defer sig.backlog.Store(0)
 	resync := time.NewTicker(groupResync)
 	defer resync.Stop()
 	sync := true
@@ -223,6 +231,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 			sync = false
 		}
 		busy, lost, err := w.groupStep(ctx, grp, v, sig.takeOffers())
+		sig.backlog.Store(v.backlogLen())
 		if err != nil {
 			return err
 		}

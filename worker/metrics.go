@@ -130,7 +130,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "zkcrawl", Name: name, Help: help},
 			func() float64 { return float64(f(m.gaugeValues())) })
 	}
-	queueDepth := gauge("queue_depth", "Items queued in the shards this worker owns (refreshed every few seconds).",
+	queueDepth := gauge("queue_depth", "URLs queued in the shard groups this worker owns: ready items plus backlog (refreshed every few seconds).",
 		func(v GaugeValues) int { return v.QueueDepth })
 	claimsHeld := gauge("claims_held", "Claims held in the shards this worker owns (refreshed every few seconds).",
 		func(v GaugeValues) int { return v.ClaimsHeld })
