@@ -157,8 +157,7 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 		it, err := frontier.DecodeItem(claim.Data())
 		if err != nil {
 			// Undecodable item: a dead letter, not a crash.
-			w.log.Error("undecodable queue item moved to failed", "item", claim.Name(), "error", err)
-			_ = claim.Fail(work, failedRecord(claim.Data(), err.Error()))
+			w.failUndecodable(work, claim, err)
 			continue
 		}
 		host := frontier.Host(it.URL) // its claim slot was reserved by acceptFor

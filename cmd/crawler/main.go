@@ -32,7 +32,7 @@ workers take its URLs over after --session-timeout. SIGINT or SIGTERM stops it
 gracefully: no new claims, in-flight fetches get --stop-timeout to finish.`
 
 const examples = `  crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1
-  crawler --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --out /data/w7 --metrics-addr :9100
+  crawler --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --out /data/w7 --metrics-addr 127.0.0.1:9100
   crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1 --exit-when-done   # batch crawl`
 
 func main() { cli.Main("crawler", run) }
@@ -54,7 +54,7 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	fs.DurationVar(&opts.QuietPeriod, "quiet-period", 2*time.Second, "with --exit-when-done: how long the crawl must look finished")
 	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
 	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", 1<<30, "rotate WARC files past this size, in bytes")
-	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9100); off when empty")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; :9100 means every interface); off when empty")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
 		return err
