@@ -56,6 +56,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics, if set, receives counters and gauges (see Metrics).
 	Metrics *Metrics
+	// ZK are extra coord.Connect options, e.g. coord.WithAuth (then every
+	// znode the worker creates is readable and writable by those
+	// credentials only).
+	ZK []coord.Option
+	// ForbidPrivateNetworks refuses private, loopback, link-local and other
+	// special addresses (fetch.BlockedAddr) whatever the crawl config's
+	// allow_private_networks says: whoever can write the config cannot
+	// point this worker at its own network.
+	ForbidPrivateNetworks bool
 }
 
 var crawlName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -153,8 +162,8 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		slots:   newHostSlots(),
 		metrics: opts.Metrics,
 	}
-	w.client, err = coord.Connect(ctx, opts.Servers, coord.WithSessionTimeout(opts.SessionTimeout),
-		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK))
+	w.client, err = coord.Connect(ctx, opts.Servers, append([]coord.Option{coord.WithSessionTimeout(opts.SessionTimeout),
+		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK)}, opts.ZK...)...)
 	if err != nil {
 		return nil, fmt.Errorf("worker: connect to ZooKeeper %s: %w", opts.Servers, err)
 	}
