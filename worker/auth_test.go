@@ -112,7 +112,6 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 	}
 }
 
-
 // Issue 10 item 11: --forbid-private-networks wins over the config's
 // allow_private_networks: a loopback site is never fetched (its pages are
 // logged as refused), though the config allows private networks.
