@@ -92,11 +92,10 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 		Truncated:         res.Truncated,
 	})
 	if err != nil {
-		// A full disk must not lose the URL: leave it for a retry.
-		w.log.Error("WARC write failed", "url", it.URL, "error", err)
-		entry.Status, entry.Error = fetch.CodeRuntimeError, "WARC write: "+err.Error()
-		w.counters.errors.Add(1)
-		w.finishFailed(ctx, claim, it, entry, true)
+		// A full disk must not lose the URL, nor use up its attempts:
+		// release it uncompleted and stop claiming until writes work.
+		w.outputFailed(ctx, err)
+		w.abandon(ctx, claim, it, err)
 		return
 	}
 	entry.Status, entry.Bytes, entry.MIME = res.Status, int64(len(res.Body)), res.MIME
@@ -185,9 +184,15 @@ func (w *Worker) enqueue(ctx context.Context, links []frontier.Item) error {
 	return err
 }
 
-// finishDone logs the fetch and completes the item (fenced multi).
+// finishDone logs the fetch and, once the line and the WARC records are
+// fsynced, completes the item (fenced multi). If the line cannot be written
+// or synced, the item is released uncompleted instead (outputFailed).
 func (w *Worker) finishDone(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry) {
-	w.writeLog(entry)
+	if err := w.record(ctx, entry); err != nil {
+		w.outputFailed(ctx, err)
+		w.abandon(ctx, claim, it, err)
+		return
+	}
 	if err := w.persist(ctx, "complete", it, claim.Complete); err != nil {
 		w.lost(ctx, claim, it, "complete", err)
 		return
@@ -197,10 +202,15 @@ func (w *Worker) finishDone(ctx context.Context, claim *coord.Claim, it frontier
 }
 
 // finishFailed logs a failed attempt and either schedules a retry
-// (retryable and attempts left) or moves the item to R/failed.
+// (retryable and attempts left) or moves the item to R/failed; as
+// finishDone, only once the line is written and fsynced.
 func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry, retryable bool) {
 	cfg := w.current().cfg
-	w.writeLog(entry)
+	if err := w.record(ctx, entry); err != nil {
+		w.outputFailed(ctx, err)
+		w.abandon(ctx, claim, it, err)
+		return
+	}
 	if retryable && it.Attempts+1 < cfg.MaxAttempts {
 		next := it
 		next.Attempts++
@@ -312,11 +322,4 @@ func (w *Worker) lost(ctx context.Context, claim *coord.Claim, it frontier.Item,
 	}
 	w.log.Error(op+" failed; releasing the claim", "url", it.URL, "error", err)
 	w.abandon(ctx, claim, it, err)
-}
-
-func (w *Worker) writeLog(e storage.LogEntry) {
-	e.TS = time.Now()
-	if err := w.clog.Write(e); err != nil {
-		w.log.Error("crawl log write failed", "url", e.URL, "error", err)
-	}
 }

@@ -341,7 +341,7 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 	for {
 		wake := w.wake.Wait()
 		cfg := w.current().cfg
-		if !cfg.Paused && !w.capped(cfg) {
+		if !cfg.Paused && !w.capped(cfg) && w.outputsWritable() {
 			return nil
 		}
 		select {

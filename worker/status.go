@@ -32,6 +32,10 @@ type Status struct {
 	Heartbeat     time.Time `json:"heartbeat"`
 	ConfigVersion int32     `json:"config_version"`
 	ConfigError   string    `json:"config_error,omitempty"`
+	// StorageError says why the worker stopped claiming: writing or
+	// fsyncing its crawl log or WARC file failed (e.g. disk full). Empty
+	// while writes work.
+	StorageError string `json:"storage_error,omitempty"`
 	Paused        bool      `json:"paused"`
 	Pages         int64     `json:"pages"`
 	Errors        int64     `json:"errors"`
@@ -59,6 +63,7 @@ func (w *Worker) status(sess *coord.Session) []byte {
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
 	}
+	st.StorageError = w.outputError()
 	if v := w.view.Load(); v != nil {
 		st.View = *v
 	}

@@ -97,6 +97,8 @@ type Worker struct {
 	polite  *fetch.Politeness
 	warc    *storage.Writer
 	clog    *storage.CrawlLog
+	syncer  *storage.GroupSync // group fsync of clog and warc before completions
+	outputs outputHealth       // whether writes to clog and warc work
 
 	live   atomic.Pointer[liveConfig] // the config in force
 	cfgErr atomic.Pointer[string]     // last rejected config, "" when none
@@ -281,6 +283,7 @@ func (w *Worker) openOutputs() error {
 		w.warc.Close()
 		return fmt.Errorf("worker: crawl log in %s: %w", w.opts.OutDir, err)
 	}
+	w.syncer = storage.NewGroupSync(0, w.clog.Sync, w.warc.Sync)
 	return nil
 }
 
