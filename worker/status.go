@@ -36,12 +36,12 @@ type Status struct {
 	// fsyncing its crawl log or WARC file failed (e.g. disk full). Empty
 	// while writes work.
 	StorageError string `json:"storage_error,omitempty"`
-	Paused        bool      `json:"paused"`
-	Pages         int64     `json:"pages"`
-	Errors        int64     `json:"errors"`
-	Bytes         int64     `json:"bytes"`
-	InFlight      int64     `json:"in_flight"`
-	ShardsOwned   int64     `json:"shards_owned"`
+	Paused       bool   `json:"paused"`
+	Pages        int64  `json:"pages"`
+	Errors       int64  `json:"errors"`
+	Bytes        int64  `json:"bytes"`
+	InFlight     int64  `json:"in_flight"`
+	ShardsOwned  int64  `json:"shards_owned"`
 	// View names the member list this worker's shard ownership follows;
 	// a worker gaining a shard waits until every live worker shows its
 	// view (docs/design.md "Shard handoff").
