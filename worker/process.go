@@ -32,6 +32,9 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
 	}
 	host := frontier.Host(it.URL)
+	if w.pausedRelease(ctx, claim, it, nil) {
+		return
+	}
 
 	if cfg.ObeyRobots {
 		ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
@@ -62,6 +65,9 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	release, err := w.polite.Acquire(ctx, host)
 	if err != nil {
 		w.abandon(ctx, claim, it, err)
+		return
+	}
+	if w.pausedRelease(ctx, claim, it, release) {
 		return
 	}
 	start := time.Now()

@@ -289,6 +289,9 @@ func (w *Worker) reserveFor(shard int) coord.Reserve {
 		if !it.NotBefore.IsZero() && time.Now().Before(it.NotBefore) {
 			return nil, false
 		}
+		if w.current().cfg.Paused {
+			return nil, false // paused since waitRunnable looked: claim nothing
+		}
 		limit := w.current().cfg.PerHostMaxInFlight + 1
 		host := frontier.Host(it.URL)
 		hs := w.slots
