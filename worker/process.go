@@ -277,6 +277,11 @@ func (w *Worker) abandon(ctx context.Context, claim *coord.Claim, it frontier.It
 	err := claim.Release(rctx)
 	if coord.IsConnectionLoss(err) && ctx.Err() == nil {
 		err = w.persist(ctx, "release", it, claim.Release)
+	} else if coord.IsConnectionLoss(err) || errors.Is(err, context.DeadlineExceeded) {
+		// Cut off from ZooKeeper (ctx was cancelled by the disconnection
+		// guard or a stop): the session may survive, so release later.
+		go w.releaseWhenConnected(claim, it)
+		return
 	}
 	if err != nil && !errors.Is(err, coord.ErrClaimLost) {
 		w.log.Debug("release after abandon failed", "url", it.URL, "error", err)

@@ -33,6 +33,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 		case <-swork.Done():
 		}
 	}()
+	go w.guardConnection(sctx, sess, func() { cancelWork(); cancel() })
 
 	var member *coord.Member
 	for {

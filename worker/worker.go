@@ -245,6 +245,11 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		w.log.Info("session established", "session", sess.String())
 		w.runSession(claimCtx, workCtx, sess, &inflight)
+		if claimCtx.Err() == nil && sess.Err() == nil {
+			// Suspended by guardConnection: the session may still live.
+			w.awaitSessionConfirmed(claimCtx, sess)
+			continue
+		}
 		if claimCtx.Err() == nil {
 			w.log.Warn("ZooKeeper session expired: in-flight items abandoned, rejoining", "session", sess.String())
 			w.metrics.sessionExpired()
