@@ -199,6 +199,17 @@ func (r *Robots) CrawlDelay(ctx context.Context, origin, userAgent string) time.
 	return d
 }
 
+// Cached reports whether an unexpired robots.txt outcome for rawURL's origin
+// is cached, so Allowed and CrawlDelay will not fetch. False for a URL that
+// is not absolute http(s).
+func (r *Robots) Cached(rawURL string) bool {
+	u, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return false
+	}
+	return r.cached(originKey(u)) != nil
+}
+
 // parseHTTPURL parses an absolute http or https URL, or returns a
 // *FetchError with CodeUnfetchableURI.
 func parseHTTPURL(rawURL string) (*url.URL, error) {

@@ -35,9 +35,10 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	if w.pausedRelease(ctx, claim, it, nil) {
 		return
 	}
+	w.coolAfterHandoff(ctx, claim.Shard(), host, it.URL, cfg)
 
 	if cfg.ObeyRobots {
-		ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
+		ok, err := w.robotsAllowed(ctx, it, host, cfg)
 		if ctx.Err() != nil {
 			w.abandon(ctx, claim, it, ctx.Err())
 			return
@@ -56,9 +57,6 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 			entry.Error = "robots.txt disallows this URL"
 			w.finishDone(ctx, claim, it, entry)
 			return
-		}
-		if d := w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent); d > 0 {
-			w.polite.SetCrawlDelay(host, d)
 		}
 	}
 

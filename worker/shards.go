@@ -181,16 +181,20 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 // there. It waits until (1) every other live worker has acknowledged the
 // member list this worker computed its ownership from (their status nodes
 // carry the view), so no worker still believes it owns the shard and is
-// still claiming in it; (2) no other worker holds a claim in the shard (the
-// previous owner finishes or releases its in-flight items; a dead owner's
-// claims vanish with its session); (3) one politeness interval more, as the
-// previous owner's last request may have just ended. So a host's request
-// spacing holds across ownership changes, not only inside one worker. Each
-// wait is bounded by twice the session timeout plus a margin. If the member
-// list changes meanwhile and the shard stays ours, the newest view counts; if
-// the shard is lost, ctx is cancelled.
+// still claiming in it (bounded by twice the session timeout plus a margin);
+// (2) no other worker holds a claim in the shard (the previous owner
+// finishes or releases its in-flight items; a dead owner's claims vanish
+// with its session), for as long as that takes: a claim lives only as long
+// as its owner's session, and a fetch longer than any fixed bound must not
+// overlap ours. If another worker was there, the shard is then recorded as
+// handed over (handedOver), so the first request to each of its hosts waits
+// one effective interval, Crawl-delay included (coolAfterHandoff). So a
+// host's request spacing holds across ownership changes, not only inside one
+// worker. If the member list changes meanwhile and the shard stays ours, the
+// newest view counts; if the shard is lost, ctx is cancelled.
 func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error {
 	deadline := time.Now().Add(2*w.opts.SessionTimeout + 2*time.Second)
+	others := true // unknown until the member list is read: assume a handoff
 	pause := func() error {
 		select {
 		case <-ctx.Done():
@@ -211,6 +215,7 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 		if v := w.view.Load(); v != nil {
 			view = *v // a newer member list that still gives us the shard
 		}
+		others = len(ids) > 1 || (len(ids) == 1 && ids[0] != w.opts.ID)
 		acked := true
 		for _, id := range ids {
 			var st Status
@@ -226,27 +231,11 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 			return err
 		}
 	}
-	for time.Now().Before(deadline) {
-		claims, err := w.queue.ShardClaims(ctx, shard)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			break
-		}
-		if !slices.ContainsFunc(claims, func(c coord.ClaimInfo) bool { return c.Owner != w.opts.ID }) {
-			break
-		}
-		if err := pause(); err != nil {
-			return err
-		}
+	if err := w.awaitOthersClaims(ctx, shard, pause); err != nil {
+		return err
 	}
-	if rate := w.current().cfg.PerHostRatePerS; rate > 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(float64(time.Second) / rate)):
-		}
+	if others {
+		w.handedOver(shard, time.Now())
 	}
 	return nil
 }

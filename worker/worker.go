@@ -108,6 +108,7 @@ type Worker struct {
 
 	counters counters
 	metrics  *Metrics
+	handoffs *handoffState // shards handed over to us, hosts spent for them
 }
 
 // liveConfig is one applied config version with what is derived from it.
@@ -161,8 +162,9 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		opts:    opts,
 		root:    root,
 		log:     log,
-		slots:   newHostSlots(),
-		metrics: opts.Metrics,
+		slots:    newHostSlots(),
+		metrics:  opts.Metrics,
+		handoffs: newHandoffState(),
 	}
 	w.client, err = coord.Connect(ctx, opts.Servers, append([]coord.Option{coord.WithSessionTimeout(opts.SessionTimeout),
 		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK)}, opts.ZK...)...)
