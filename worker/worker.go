@@ -159,9 +159,9 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("worker: output directory %s: %w", opts.OutDir, err)
 	}
 	w := &Worker{
-		opts:    opts,
-		root:    root,
-		log:     log,
+		opts:     opts,
+		root:     root,
+		log:      log,
 		slots:    newHostSlots(),
 		metrics:  opts.Metrics,
 		handoffs: newHandoffState(),
