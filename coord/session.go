@@ -59,7 +59,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithDialer sets the dialer go-zookeeper uses for each server connection
-// (default net.DialTimeout). Tests use it to route through a proxy.
+// (default net.DialTimeout). Tests use it to route through a proxy;
+// TLSDialer gives one that speaks TLS.
 func WithDialer(d zk.Dialer) Option {
 	return func(o *options) { o.dialer = d }
 }

@@ -53,4 +53,8 @@ func TestCtlZKAuth(t *testing.T) {
 	if !cli.IsUsage(r.err) || !strings.Contains(r.err.Error(), "--zk-auth") {
 		t.Errorf("malformed --zk-auth: %v; want a usage error naming the flag", r)
 	}
+	r = runCtl(ctx, nil, nil, append([]string{"--zk-tls-ca", "/nonexistent/ca.pem"}, args...)...)
+	if !cli.IsUsage(r.err) || !strings.Contains(r.err.Error(), "--zk-tls-ca") {
+		t.Errorf("missing --zk-tls-ca file: %v; want a usage error naming the flag", r)
+	}
 }

@@ -85,7 +85,7 @@ func addGlobals(fs *pflag.FlagSet) *globals {
 	fs.StringVar(&g.zk, "zk", "127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port...][/chroot]")
 	fs.StringVar(&g.crawl, "crawl", "", "crawl name (required), as given to seeder; its znodes live under /zkcrawl/NAME")
 	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
-	g.zkAuth = cli.ZKAuthFlag(fs)
+	g.zkAuth = cli.ZKFlags(fs)
 	g.newLogger = cli.LogFlags(fs)
 	// An operator tool prints its results on stdout; ZooKeeper session
 	// chatter at info level would only clutter the terminal.

@@ -55,7 +55,7 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
 	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", 1<<30, "rotate WARC files past this size, in bytes")
 	fs.BoolVar(&opts.ForbidPrivateNetworks, "forbid-private-networks", false, "never fetch from private, loopback, link-local or other special addresses, whatever the crawl config's allow_private_networks says")
-	zkAuth := cli.ZKAuthFlag(fs)
+	zkAuth := cli.ZKFlags(fs)
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; :9100 means every interface); off when empty")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {

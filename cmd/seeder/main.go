@@ -56,7 +56,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	shards := fs.Int("shards", 256, "number of queue shards (znode parents), fixed when the crawl is created")
 	spread := fs.Int("host-spread", 8, "shards one host's URLs spread over (1..64; divides --shards), fixed at creation: a host can queue about 10,000 x this many URLs")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
-	zkAuth := cli.ZKAuthFlag(fs)
+	zkAuth := cli.ZKFlags(fs)
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
 		return err

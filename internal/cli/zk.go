@@ -12,20 +12,34 @@ const ZKAuthHelp = "authenticate to ZooKeeper as SCHEME:CREDENTIALS, e.g. digest
 	"and every command of the crawl needs the same value (prefer the environment variable: " +
 	"a command line is visible to other local users)"
 
-// ZKAuthFlag adds --zk-auth (env ZKCRAWL_ZK_AUTH) to fs and returns a
-// function that, once fs is parsed, gives the coord.Connect options it asks
-// for: coord.WithAuth when set, none when empty. Its error is a usage error
+// ZKTLSHelp is the --zk-tls-ca flag's help text.
+const ZKTLSHelp = "connect to ZooKeeper with TLS (the servers' secureClientPort), " +
+	"verifying their certificates against the PEM CA certificates in this file; plain TCP when empty"
+
+// ZKFlags adds --zk-auth (env ZKCRAWL_ZK_AUTH) and --zk-tls-ca (env
+// ZKCRAWL_ZK_TLS_CA) to fs and returns a function that, once fs is parsed,
+// gives the coord.Connect options they ask for: coord.WithAuth and a
+// coord.TLSDialer when set, none when empty. Its error is a usage error
 // naming the flag and the problem, never the credentials.
-func ZKAuthFlag(fs *pflag.FlagSet) func() ([]coord.Option, error) {
+func ZKFlags(fs *pflag.FlagSet) func() ([]coord.Option, error) {
 	auth := fs.String("zk-auth", "", ZKAuthHelp)
+	caFile := fs.String("zk-tls-ca", "", ZKTLSHelp)
 	return func() ([]coord.Option, error) {
-		if *auth == "" {
-			return nil, nil
+		var opts []coord.Option
+		if *auth != "" {
+			a, err := coord.ParseAuth(*auth)
+			if err != nil {
+				return nil, Usage("--zk-auth: %v", err)
+			}
+			opts = append(opts, coord.WithAuth(a))
 		}
-		a, err := coord.ParseAuth(*auth)
-		if err != nil {
-			return nil, Usage("--zk-auth: %v", err)
+		if *caFile != "" {
+			dial, err := coord.TLSDialer(*caFile)
+			if err != nil {
+				return nil, Usage("--zk-tls-ca: %v", err)
+			}
+			opts = append(opts, coord.WithDialer(dial))
 		}
-		return []coord.Option{coord.WithAuth(a)}, nil
+		return opts, nil
 	}
 }
