@@ -345,17 +345,23 @@ func (p *Politeness) applyLocked(hs *hostState) {
 // Crawl-delay set so far), with a Crawl-delay set later applying from then
 // on. For a request made elsewhere, e.g. by a worker that owned the host
 // before (shard handoff): a fresh limiter would allow an immediate burst.
-// No effect without a rate limit or Crawl-delay.
+// It only ever makes the host stricter: no effect without a rate limit or
+// Crawl-delay, while a request to host is in flight here, or when the
+// host's bucket already holds no more tokens than a spent one would.
 func (p *Politeness) Spend(host string, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	hs := p.hostLocked(host, time.Now())
+	now := time.Now()
+	hs := p.hostLocked(host, now)
 	lim, burst := p.effectiveLimit(hs.crawlDelay)
-	if lim == rate.Inf {
+	if lim == rate.Inf || hs.inFlight > 0 {
 		return
 	}
 	fresh := rate.NewLimiter(lim, burst)
 	fresh.AllowN(at, burst)
+	if hs.lim.Limit() != rate.Inf && hs.lim.TokensAt(now) <= fresh.TokensAt(now) {
+		return
+	}
 	hs.lim = fresh
 	close(hs.limitsChanged)
 	hs.limitsChanged = make(chan struct{})

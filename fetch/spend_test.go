@@ -40,3 +40,27 @@ func TestPolitenessSpend(t *testing.T) {
 		t.Errorf("host spent a second ago waited %v, want no wait", d)
 	}
 }
+
+// Spend never loosens: a host that just had a request keeps its wait when
+// spent as of an older time.
+func TestPolitenessSpendNeverLoosens(t *testing.T) {
+	p, err := NewPoliteness(PolitenessOptions{RatePerSec: 5, Burst: 1, MaxInFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := p.Acquire(context.Background(), "h:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	p.Spend("h:80", time.Now().Add(-time.Minute))
+	start := time.Now()
+	release, err = p.Acquire(context.Background(), "h:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("second request waited %v after an old Spend, want the 200ms interval", d)
+	}
+}
