@@ -39,23 +39,26 @@ func smallFS(t *testing.T, size int) string {
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// liveStatus reads worker id's status node; false while it has none.
-func liveStatus(c *crawlEnv, id string) (Status, bool) {
-	_, data, err := coord.Members(context.Background(), c.client, c.root)
-	if err != nil {
-		return Status{}, false
+// liveStatus reads worker id's status node, in the worker list or in
+// standby (standby true); false while it has none.
+func liveStatus(c *crawlEnv, id string) (st Status, standby, ok bool) {
+	for _, root := range []string{c.root, StandbyRoot(c.root)} {
+		_, data, err := coord.Members(context.Background(), c.client, root)
+		if err != nil {
+			continue
+		}
+		if d, found := data[id]; found && json.Unmarshal(d, &st) == nil {
+			return st, root != c.root, true
+		}
 	}
-	var st Status
-	if d, ok := data[id]; ok && json.Unmarshal(d, &st) == nil {
-		return st, true
-	}
-	return Status{}, false
+	return Status{}, false, false
 }
 
 // Issue 10 items 1 and 2: a worker whose --out is a tiny filesystem crawls
 // until the disk is full; it then releases its items uncompleted, stops
-// claiming and says why in its status node; once space is freed it claims
-// again; a second worker with a large disk finishes the crawl. Every page of
+// claiming, says why in its status node and moves it to standby (so its
+// shards go to other workers); once space is freed it claims again; a second
+// worker with a large disk finishes the crawl. Every page of
 // the ground truth is in the union of the two crawl logs. Before: 6.7% of the
 // pages were there (items completed without their log line).
 func TestDiskFullLosesNoLogLine(t *testing.T) {
@@ -88,11 +91,11 @@ func TestDiskFullLosesNoLogLine(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	waitFor("w1 to report its storage error", func() bool {
-		st, ok := liveStatus(c, "w1")
-		return ok && st.StorageError != ""
+	waitFor("w1 to report its storage error and move to standby", func() bool {
+		st, standby, ok := liveStatus(c, "w1")
+		return ok && st.StorageError != "" && standby
 	})
-	st, _ := liveStatus(c, "w1")
+	st, _, _ := liveStatus(c, "w1")
 	t.Logf("w1 status: %s", st.StorageError)
 	pagesAtStop := st.Pages
 
@@ -100,11 +103,13 @@ func TestDiskFullLosesNoLogLine(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("w1 to resume after space was freed", func() bool {
-		st, ok := liveStatus(c, "w1")
-		return ok && (st.StorageError == "" || st.Pages > pagesAtStop) && st.Pages > pagesAtStop
+	waitFor("w1 to rejoin and crawl again after space was freed", func() bool {
+		st, _, ok := liveStatus(c, "w1")
+		return ok && st.Pages > pagesAtStop
 	})
 
+	// Fill the disk for good: w1 stays blocked, and w2 must take its shards.
+	_ = os.WriteFile(filler, make([]byte, 512<<10), 0o644) // ENOSPC expected: what fits stays
 	d2 := c.startWorker(ctx, "w2", nil)
 	for i, d := range []<-chan error{d1, d2} {
 		if err := <-d; err != nil {

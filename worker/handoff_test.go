@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
@@ -71,4 +72,63 @@ func TestHandoffKeepsCrawlDelay(t *testing.T) {
 		t.Fatal("no host changed owner: the test proves nothing")
 	}
 	t.Logf("%d hosts fetched robots.txt again after a handoff", robotsAfterFirst)
+}
+
+// Issue 10 item 4: a gaining worker waits for the previous owner's claims
+// for as long as they live, here a fetch of 8 s, longer than the old bound
+// of 2 x session timeout + 2 s (6 s): the site never sees 2 requests at once
+// (per_host_max_in_flight 1). Before: the new owner gave up after 6 s and
+// fetched while the old owner's 8 s request was still running.
+func TestHandoffWaitsForLongFetch(t *testing.T) {
+	zks := testenv.ZooKeeper(t)
+	layout := frontier.Layout{Shards: 4, Spread: 1}
+	w2Groups := map[int]bool{}
+	for _, g := range coord.OwnedShards("w2", layout.Groups(), []string{"w1", "w2"}) {
+		w2Groups[g] = true
+	}
+	// Sites whose host moves to w2 once it joins.
+	var sites []*slowSite
+	var seeds []string
+	for len(sites) < 2 {
+		s := newSlowSite(t, 8*time.Second)
+		u, err := frontier.Normalize(s.srv.URL + "/a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !w2Groups[layout.Shard(u)] {
+			continue
+		}
+		sites = append(sites, s)
+		for _, p := range []string{"/a", "/b", "/c"} {
+			seeds = append(seeds, s.srv.URL+p)
+		}
+	}
+	cfg := testConfig()
+	cfg.PerHostRatePerS = 0
+	cfg.PerHostMaxInFlight = 1
+	cfg.FetchTimeoutMS = 20000
+	c := newCrawl(t, zks.Addr(), "longfetch", cfg, layout, seeds)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	d1 := c.startWorker(ctx, "w1", nil)
+	for {
+		if a, _, _ := sites[0].stats(); a > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("w1 never started fetching")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d2 := c.startWorker(ctx, "w2", nil)
+	for i, d := range []<-chan error{d1, d2} {
+		if err := <-d; err != nil {
+			t.Errorf("w%d: %v", i+1, err)
+		}
+	}
+	for i, s := range sites {
+		if _, maxAct, started := s.stats(); maxAct > 1 || started < 3 {
+			t.Errorf("site %d: %d requests, at most %d at once; want 3, at most 1", i, started, maxAct)
+		}
+	}
 }

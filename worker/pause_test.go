@@ -46,7 +46,7 @@ func TestPauseStopsFetchesOnceReported(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("w1 never reported the paused config")
 		}
-		if st, ok := liveStatus(c, "w1"); ok && st.Paused {
+		if st, _, ok := liveStatus(c, "w1"); ok && st.Paused {
 			reported = time.Now()
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -61,7 +61,7 @@ func TestPauseStopsFetchesOnceReported(t *testing.T) {
 	if len(after) > 0 {
 		t.Errorf("%d requests started after w1 reported the pause: %v", len(after), after)
 	}
-	if st, _ := liveStatus(c, "w1"); st.InFlight != 0 {
+	if st, _, _ := liveStatus(c, "w1"); st.InFlight != 0 {
 		t.Errorf("w1 still has %d fetches in flight while paused", st.InFlight)
 	}
 }

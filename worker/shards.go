@@ -81,7 +81,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				<-sctx.Done()
 				return
 			}
-			if !slices.Contains(ids, w.opts.ID) {
+			if !slices.Contains(ids, w.opts.ID) && !w.standby.Load() {
 				ids = append(ids, w.opts.ID)
 				slices.Sort(ids)
 			}

@@ -77,19 +77,27 @@ func (w *Worker) join(ctx context.Context, sess *coord.Session) (*coord.Member, 
 }
 
 // heartbeat refreshes the status node and the cluster page count until ctx
-// ends.
+// ends, and moves the status node to standby and back as the outputs fail
+// and recover (updatePresence).
 func (w *Worker) heartbeat(ctx context.Context, m *coord.Member) {
 	t := time.NewTicker(w.opts.HeartbeatInterval)
 	defer t.Stop()
+	p := &presence{member: m}
+	defer func() {
+		if p.standby != nil { // the next session starts in the worker list
+			w.standby.Store(false)
+			lctx, cancel := context.WithTimeout(context.Background(), w.opts.SessionTimeout)
+			_ = p.standby.Leave(lctx)
+			cancel()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := m.Update(ctx, w.status(m.Session())); err != nil && ctx.Err() == nil {
-			w.log.Warn("status node update failed", "error", err)
-		}
+		w.updatePresence(ctx, p)
 		if w.current().cfg.MaxPages > 0 {
 			w.refreshClusterPages(ctx)
 		}

@@ -109,6 +109,7 @@ type Worker struct {
 	counters counters
 	metrics  *Metrics
 	handoffs *handoffState // shards handed over to us, hosts spent for them
+	standby  atomic.Bool   // out of the worker list while output writes fail
 }
 
 // liveConfig is one applied config version with what is derived from it.
@@ -249,8 +250,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		w.runSession(claimCtx, workCtx, sess, &inflight)
 		if claimCtx.Err() == nil && sess.Err() == nil {
 			// Suspended by guardConnection: the session may still live.
-			w.awaitSessionConfirmed(claimCtx, sess)
-			continue
+			if w.awaitSessionConfirmed(claimCtx, sess) {
+				continue
+			}
 		}
 		if claimCtx.Err() == nil {
 			w.log.Warn("ZooKeeper session expired: in-flight items abandoned, rejoining", "session", sess.String())

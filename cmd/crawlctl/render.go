@@ -73,7 +73,10 @@ func renderStatus(w io.Writer, d *statusDoc) {
 		}
 		tw.Flush()
 		for _, wk := range d.Workers {
-			if wk.StorageError != "" {
+			switch {
+			case wk.Standby:
+				fmt.Fprintf(w, "  ! %s (standby, owns no shard): %s\n", wk.ID, wk.StorageError)
+			case wk.StorageError != "":
 				fmt.Fprintf(w, "  ! %s: %s\n", wk.ID, wk.StorageError)
 			}
 		}
