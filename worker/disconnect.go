@@ -9,25 +9,27 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// Disconnection guard (issue 10 item 3). go-zookeeper reports Disconnected
-// when nothing arrived from the server for 2/3 of the session timeout (its
-// read deadline; pings go every 1/3), or at once when the connection breaks.
-// The server expires the session one session timeout after it last heard
-// from us, and then another worker may claim our items. So a worker that
-// stays disconnected for a tenth of the session timeout more, about 0.77 of
-// the timeout after its last word from the server at worst, cancels every
-// in-flight fetch and claim loop of the session, and claims nothing until it
-// has reconnected and the server has confirmed the session lives (or it has
-// a new one). A brief drop that reconnects within the grace costs nothing.
+// Disconnection guard (issue 10 item 3). The server expires a session one
+// session timeout after it last heard from the client, and then another
+// worker may claim our items. So once the client is Disconnected, the worker
+// cancels every in-flight fetch and claim loop of the session when 2/3 of
+// the session timeout have passed since the last packet from the server
+// (coord.Client.LastHeard), and claims nothing until it has reconnected and
+// the server has confirmed the session lives (or it has a new one).
+// go-zookeeper reports Disconnected only after 2/3 of the timeout of silence
+// on a black-holed link (its read deadline), so there the cancellation is
+// immediate; on a reset connection a reconnect within the remaining time
+// costs nothing.
 
-// disconnectGrace is how long Disconnected must last before the session's
-// work is cancelled.
-func disconnectGrace(sessionTimeout time.Duration) time.Duration { return sessionTimeout / 10 }
+// cutOffLimit is how long after the last word from the server an
+// unreachable worker cancels its session's work.
+func cutOffLimit(sessionTimeout time.Duration) time.Duration { return sessionTimeout * 2 / 3 }
 
-// guardConnection calls suspend once the client has stayed disconnected for
-// disconnectGrace while ctx (the session's context) lives.
+// guardConnection calls suspend once the client is disconnected and has
+// heard nothing from the server for cutOffLimit, while ctx (the session's
+// context) lives.
 func (w *Worker) guardConnection(ctx context.Context, sess *coord.Session, suspend func()) {
-	grace := disconnectGrace(w.client.SessionTimeout())
+	limit := cutOffLimit(w.client.SessionTimeout())
 	var timer <-chan time.Time
 	changes := w.client.Subscribe(ctx)
 	for {
@@ -41,14 +43,18 @@ func (w *Worker) guardConnection(ctx context.Context, sess *coord.Session, suspe
 			switch ch.State {
 			case coord.StateDisconnected:
 				if timer == nil {
-					timer = time.After(grace)
+					wait := limit
+					if last := w.client.LastHeard(); !last.IsZero() {
+						wait = max(0, time.Until(last.Add(limit)))
+					}
+					timer = time.After(wait)
 				}
 			default:
 				timer = nil
 			}
 		case <-timer:
 			w.log.Warn("cut off from ZooKeeper too long: cancelling in-flight fetches, claiming nothing until the session is confirmed",
-				"session", sess.String(), "session_timeout", w.client.SessionTimeout())
+				"session", sess.String(), "session_timeout", w.client.SessionTimeout(), "last_heard", w.client.LastHeard())
 			suspend()
 			return
 		}
