@@ -153,7 +153,7 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 		err := Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
 			_, _, err := b.q.c.multi(ctx, nil,
 				&zk.CheckVersionRequest{Path: b.inboxPath(g), Version: -1},
-				&zk.CreateRequest{Path: b.inboxPath(g) + "/" + postPrefix, Data: data, Acl: openACL, Flags: zk.FlagSequence})
+				&zk.CreateRequest{Path: b.inboxPath(g) + "/" + postPrefix, Data: data, Acl: b.q.c.ACL(), Flags: zk.FlagSequence})
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {

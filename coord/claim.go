@@ -150,7 +150,7 @@ func (q *Queue) tryClaimOnce(ctx context.Context, sess *Session, shard int, name
 		ops := []any{
 			&zk.CheckVersionRequest{Path: fence, Version: -1},
 			&zk.CheckVersionRequest{Path: ip, Version: ist.Version},
-			&zk.CreateRequest{Path: cp, Data: rec, Acl: openACL, Flags: zk.FlagEphemeral},
+			&zk.CreateRequest{Path: cp, Data: rec, Acl: q.c.ACL(), Flags: zk.FlagEphemeral},
 		}
 		claimVersion := int32(0)
 		orphan := func(_ []zk.MultiResponse, err error) {
@@ -423,7 +423,7 @@ func (cl *Claim) Fail(ctx context.Context, data []byte) error {
 	return cl.finish(ctx, "Fail", 3, []any{
 		&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
 		&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
-		&zk.CreateRequest{Path: cl.q.failedPath(ShardName(cl.shard) + "-" + cl.name), Data: data, Acl: openACL, Flags: zk.FlagPersistent},
+		&zk.CreateRequest{Path: cl.q.failedPath(ShardName(cl.shard) + "-" + cl.name), Data: data, Acl: cl.q.c.ACL(), Flags: zk.FlagPersistent},
 		&zk.DeleteRequest{Path: cl.q.itemPath(cl.shard, cl.name), Version: -1},
 		&zk.DeleteRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
 	})

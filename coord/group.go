@@ -387,7 +387,7 @@ func (gr *Group) Apply(ctx context.Context, s Step) (res StepResult, err error) 
 	for seq := range touched {
 		data := encodeRecords(newRecs[seq])
 		if slices.Contains(created, seq) {
-			add(&zk.CreateRequest{Path: b.batchPath(g, seq), Data: data, Acl: openACL, Flags: zk.FlagPersistent})
+			add(&zk.CreateRequest{Path: b.batchPath(g, seq), Data: data, Acl: b.q.c.ACL(), Flags: zk.FlagPersistent})
 		} else {
 			add(&zk.SetDataRequest{Path: b.batchPath(g, seq), Data: data, Version: -1})
 		}
@@ -401,7 +401,7 @@ func (gr *Group) Apply(ctx context.Context, s Step) (res StepResult, err error) 
 			return res, fmt.Errorf("coord: Group.Apply %s: move of %v: no such pending record: %w", GroupName(g), m.Ref, ErrInvalidArgument)
 		}
 		next.batches[i].setMoved(m.Ref.Index)
-		add(&zk.CreateRequest{Path: b.q.shardPath(queueDir, m.Shard) + "/" + itemPrefix, Data: m.Data, Acl: openACL, Flags: zk.FlagSequence})
+		add(&zk.CreateRequest{Path: b.q.shardPath(queueDir, m.Shard) + "/" + itemPrefix, Data: m.Data, Acl: b.q.c.ACL(), Flags: zk.FlagSequence})
 	}
 
 	// Retirement: batches fully moved and not appended to in this step.
@@ -438,7 +438,7 @@ func (gr *Group) Apply(ctx context.Context, s Step) (res StepResult, err error) 
 			}
 			n := min(ChunkKeys, len(fold))
 			lastChunk = slices.Clone(fold[:n])
-			add(&zk.CreateRequest{Path: b.chunkPath(g, next.nextChunk), Data: encodeKeys(lastChunk), Acl: openACL, Flags: zk.FlagPersistent})
+			add(&zk.CreateRequest{Path: b.chunkPath(g, next.nextChunk), Data: encodeKeys(lastChunk), Acl: b.q.c.ACL(), Flags: zk.FlagPersistent})
 			next.chunks = append(next.chunks, chunkState{seq: next.nextChunk, count: n})
 			next.nextChunk++
 			fold = fold[n:]

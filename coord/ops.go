@@ -10,10 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// openACL is the ACL of every znode coord creates (world:anyone, all
-// permissions): zkcrawl relies on network isolation, not ZooKeeper ACLs.
-var openACL = zk.WorldACL(zk.PermAll)
-
 // call runs fn (ZooKeeper operation op: "get", "children", "exists",
 // "create", "set", "delete", "multi"; reported to the WithObserver hook) on its own goroutine so that the caller returns as soon as ctx
 // is done (go-zookeeper's calls take no context). Non-idempotent calls pass
@@ -77,6 +73,8 @@ func (c *Client) mapErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrSessionExpired, err)
 	case errors.Is(err, zk.ErrClosing), (errors.Is(err, zk.ErrConnectionClosed) && c.isClosed()):
 		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
+		return fmt.Errorf("%w: %w", ErrNotAuthorized, err)
 	}
 	return err
 }
@@ -158,7 +156,7 @@ func (c *Client) existsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan 
 
 func (c *Client) create(ctx context.Context, p string, data []byte, flags int32, orphan func(string, error)) (string, error) {
 	return call(ctx, c, "create", func() (string, error) {
-		return c.conn.Create(p, data, flags, openACL)
+		return c.conn.Create(p, data, flags, c.ACL())
 	}, orphan)
 }
 

@@ -325,8 +325,8 @@ func (q *Queue) putOnce(ctx context.Context, shard int, key string, data []byte)
 	_, _ = rand.Read(nonce[:])
 	mark := []byte(hex.EncodeToString(nonce[:]))
 	ops := []any{
-		&zk.CreateRequest{Path: seen, Data: mark, Acl: openACL, Flags: zk.FlagPersistent},
-		&zk.CreateRequest{Path: q.shardPath(queueDir, shard) + "/" + itemPrefix, Data: data, Acl: openACL, Flags: zk.FlagSequence},
+		&zk.CreateRequest{Path: seen, Data: mark, Acl: q.c.ACL(), Flags: zk.FlagPersistent},
+		&zk.CreateRequest{Path: q.shardPath(queueDir, shard) + "/" + itemPrefix, Data: data, Acl: q.c.ACL(), Flags: zk.FlagSequence},
 	}
 	retried := false
 	for attempt := 1; ; {
@@ -1056,7 +1056,7 @@ func (q *Queue) Requeue(ctx context.Context, failedName string, data []byte) (st
 		}
 		res, idx, err := q.c.multi(ctx, nil,
 			&zk.DeleteRequest{Path: fp, Version: st.Version},
-			&zk.CreateRequest{Path: q.shardPath(queueDir, shard) + "/" + itemPrefix, Data: d, Acl: openACL, Flags: zk.FlagSequence},
+			&zk.CreateRequest{Path: q.shardPath(queueDir, shard) + "/" + itemPrefix, Data: d, Acl: q.c.ACL(), Flags: zk.FlagSequence},
 		)
 		switch {
 		case err == nil:

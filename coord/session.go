@@ -28,6 +28,7 @@ type options struct {
 	dialer  zk.Dialer
 	retry   RetryPolicy
 	observe Observer
+	auth    *Auth
 }
 
 // Observer receives the duration and outcome of every ZooKeeper request a
@@ -58,7 +59,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithDialer sets the dialer go-zookeeper uses for each server connection
-// (default net.DialTimeout). Tests use it to route through a proxy.
+// (default net.DialTimeout). Tests use it to route through a proxy;
+// TLSDialer gives one that speaks TLS.
 func WithDialer(d zk.Dialer) Option {
 	return func(o *options) { o.dialer = d }
 }
@@ -81,6 +83,8 @@ type Client struct {
 	servers string
 	// observer is the WithObserver hook, nil when none.
 	observer Observer
+	// auth is the WithAuth authentication, nil when none; see ACL.
+	auth *Auth
 
 	mu            sync.Mutex
 	state         State
@@ -198,6 +202,7 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 		timeout:     o.timeout,
 		retry:       o.retry,
 		observer:    o.observe,
+		auth:        o.auth,
 		servers:     servers,
 		state:       StateDisconnected,
 		sessWait:    make(chan struct{}),
@@ -238,6 +243,16 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 			return nil, fmt.Errorf("coord: Connect %q: no session established (last attempt: %v): %w", servers, *last, err)
 		}
 		return nil, fmt.Errorf("coord: Connect %q: no session established: %w", servers, err)
+	}
+	if c.auth != nil {
+		// Before any other request; go-zookeeper resends it on reconnect.
+		_, err := call(ctx, c, "auth", func() (struct{}, error) {
+			return struct{}{}, conn.AddAuth(c.auth.Scheme, c.auth.Credentials)
+		}, nil)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("coord: Connect %q: authenticating with scheme %s: %w", servers, c.auth.Scheme, err)
+		}
 	}
 	if chroot != "" {
 		if err := c.ensurePath(ctx, chroot); err != nil {

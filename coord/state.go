@@ -145,3 +145,11 @@ func (c *Client) reconnected() <-chan struct{} {
 	defer c.mu.Unlock()
 	return c.reconnectCh
 }
+
+// LastHeard returns when a packet last arrived from a ZooKeeper server on
+// this client's connection (a reply, a ping reply or a watch event), the zero
+// time before the first. The server expires the session one session timeout
+// after it last heard from the client, which is about the same moment, so
+// the time since LastHeard tells how close an unreachable client is to
+// losing its session.
+func (c *Client) LastHeard() time.Time { return c.conn.LastRecv() }

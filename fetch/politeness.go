@@ -423,6 +423,33 @@ func (p *Politeness) applyLocked(hs *hostState) {
 	hs.limitsChanged = make(chan struct{})
 }
 
+// Spend empties host's token bucket as of at, so that its next request
+// waits one full interval from at: the effective one, max(1/rate, the
+// Crawl-delay set so far), with a Crawl-delay set later applying from then
+// on. For a request made elsewhere, e.g. by a worker that owned the host
+// before (shard handoff): a fresh limiter would allow an immediate burst.
+// It only ever makes the host stricter: no effect without a rate limit or
+// Crawl-delay, while a request to host is in flight here, or when the
+// host's bucket already holds no more tokens than a spent one would.
+func (p *Politeness) Spend(host string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	hs := p.hostLocked(host, now)
+	lim, burst := p.effectiveLimit(hs.crawlDelay)
+	if lim == rate.Inf || hs.inFlight > 0 {
+		return
+	}
+	fresh := rate.NewLimiter(lim, burst)
+	fresh.AllowN(at, burst)
+	if hs.lim.Limit() != rate.Inf && hs.lim.TokensAt(now) <= fresh.TokensAt(now) {
+		return
+	}
+	hs.lim = fresh
+	close(hs.limitsChanged)
+	hs.limitsChanged = make(chan struct{})
+}
+
 // Hosts returns how many hosts currently have politeness state (for metrics
 // and tests).
 func (p *Politeness) Hosts() int {

@@ -214,10 +214,6 @@ func cssUnescape(b []byte) string {
 	return sb.String()
 }
 
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
 func hexVal(c byte) byte {
 	switch {
 	case c <= '9':

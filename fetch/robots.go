@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/temoto/robotstxt"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -29,6 +29,10 @@ const (
 	DefaultMaxCrawlDelay = 30 * time.Second
 	// DefaultRobotsCacheEntries bounds the number of origins cached.
 	DefaultRobotsCacheEntries = 100_000
+	// DefaultRobotsCacheBytes bounds the estimated heap the cached, parsed
+	// robots.txt files keep: 64 MiB, about 100 files at the caps
+	// (MaxRobotsBytes, MaxRobotsRules) or thousands of ordinary ones.
+	DefaultRobotsCacheBytes = 64 << 20
 	// MaxRobotsBytes is how much of a robots.txt is read and parsed: 500 KiB,
 	// the minimum RFC 9309 section 2.5 requires crawlers to parse.
 	MaxRobotsBytes = 500 << 10
@@ -47,15 +51,22 @@ type RobotsOptions struct {
 	MaxCrawlDelay time.Duration
 	// MaxEntries bounds the cache (origins). Default DefaultRobotsCacheEntries.
 	MaxEntries int
+	// MaxBytes bounds the cache by the estimated bytes its parsed files keep;
+	// the least recently used origins are dropped first. Default
+	// DefaultRobotsCacheBytes.
+	MaxBytes int
 	// Logger for debug and warning lines. Default slog.Default().
 	Logger *slog.Logger
 }
 
 // Robots answers robots.txt questions (RFC 9309) with a cache per origin
 // (scheme://host:port). robots.txt is fetched with the crawl's own Fetcher, so
-// the SSRF guard, user agent and timeouts apply, and parsed with
-// github.com/temoto/robotstxt. Concurrent questions about an origin not yet
-// cached share one fetch (golang.org/x/sync/singleflight).
+// the SSRF guard, user agent and timeouts apply, and parsed by parseRobots
+// (robots_rules.go; capped at MaxRobotsRules rules and MaxRobotsAgents
+// User-agent lines, matched in linear time). The cache is a least recently
+// used list (github.com/hashicorp/golang-lru/v2/simplelru) capped by entries
+// and by bytes. Concurrent questions about an origin not yet cached share one
+// fetch (golang.org/x/sync/singleflight).
 //
 // Outcomes of fetching /robots.txt (RFC 9309 section 2.3.1):
 //   - 2xx: the rules are parsed (the first MaxRobotsBytes only).
@@ -75,14 +86,23 @@ type Robots struct {
 	sf   singleflight.Group
 
 	mu    sync.Mutex
-	cache map[string]*robotsEntry
+	cache *simplelru.LRU[string, *robotsEntry]
+	bytes int // sum of the cached entries' size
 }
 
 // robotsEntry is one cached robots.txt outcome.
 type robotsEntry struct {
-	data    *robotstxt.RobotsData // rules; nil when unreachable
-	err     error                 // why robots.txt is unreachable (complete disallow)
+	data    *robotsRules // rules; nil when unreachable
+	err     error        // why robots.txt is unreachable (complete disallow)
 	expires time.Time
+}
+
+// size estimates the heap e keeps, for the cache's byte cap.
+func (e *robotsEntry) size() int {
+	if e.data != nil {
+		return e.data.size
+	}
+	return robotsBaseBytes
 }
 
 // NewRobots returns a Robots that fetches with f.
@@ -99,20 +119,26 @@ func NewRobots(f *Fetcher, opts RobotsOptions) *Robots {
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = DefaultRobotsCacheEntries
 	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultRobotsCacheBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Robots{f: f, opts: opts, cache: make(map[string]*robotsEntry)}
+	r := &Robots{f: f, opts: opts}
+	// NewLRU fails only for a size <= 0, excluded above.
+	r.cache, _ = simplelru.NewLRU(opts.MaxEntries, func(_ string, e *robotsEntry) { r.bytes -= e.size() })
+	return r
 }
 
 // Allowed reports whether robots.txt of rawURL's origin lets userAgent fetch
 // rawURL (RFC 9309 section 2.2.2: the longest matching rule wins, Allow on a
-// tie, matched against the path and query). The group is chosen by the
-// product token of userAgent ("zkcrawl/0.1 (+...)" -> "zkcrawl", section
-// 2.2.1, case-insensitive), falling back to "*"; an empty userAgent uses the
-// Fetcher's. Note: temoto/robotstxt selects the group whose name is the
-// longest prefix of the token, a little looser than the RFC's exact match.
-// /robots.txt itself is always allowed.
+// tie, matched against the path and query, '*' and a final '$' as wildcards).
+// The groups are those naming the product token of userAgent ("zkcrawl/0.1
+// (+...)" -> "zkcrawl", section 2.2.1, case-insensitive), else those of "*";
+// an empty userAgent uses the Fetcher's. /robots.txt itself is always
+// allowed. Cost: at most one linear scan of the path per rule, and at most
+// MaxRobotsRules rules.
 //
 // A disallowed URL gives (false, nil); callers log CodeRobotsPrecluded. If
 // robots.txt is unreachable the answer is (false, *FetchError) with Code
@@ -142,14 +168,14 @@ func (r *Robots) Allowed(ctx context.Context, rawURL, userAgent string) (bool, e
 	if u.RawQuery != "" {
 		path += "?" + u.RawQuery
 	}
-	return e.data.TestAgent(path, r.productToken(userAgent)), nil
+	return e.data.allowed(normalizeRobotsPath(path), r.productToken(userAgent)), nil
 }
 
 // CrawlDelay returns the Crawl-delay robots.txt sets for userAgent's group
 // on origin, capped at RobotsOptions.MaxCrawlDelay; 0 if there is none, if
 // robots.txt is unreachable, or if ctx ends first. Crawl-delay is not part of
-// RFC 9309; it is the de-facto extension (seconds between requests) that
-// temoto/robotstxt parses. origin is any absolute URL of the site
+// RFC 9309; it is the de-facto extension (seconds between requests, the
+// largest when several groups apply). origin is any absolute URL of the site
 // ("https://example.com", a page URL) or a bare "host:port", taken as http.
 func (r *Robots) CrawlDelay(ctx context.Context, origin, userAgent string) time.Duration {
 	if !strings.Contains(origin, "://") {
@@ -163,7 +189,7 @@ func (r *Robots) CrawlDelay(ctx context.Context, origin, userAgent string) time.
 	if err != nil || e.err != nil {
 		return 0
 	}
-	d := e.data.FindGroup(r.productToken(userAgent)).CrawlDelay
+	d := e.data.crawlDelay(r.productToken(userAgent))
 	if d > r.opts.MaxCrawlDelay {
 		d = r.opts.MaxCrawlDelay
 	}
@@ -171,6 +197,17 @@ func (r *Robots) CrawlDelay(ctx context.Context, origin, userAgent string) time.
 		d = 0
 	}
 	return d
+}
+
+// Cached reports whether an unexpired robots.txt outcome for rawURL's origin
+// is cached, so Allowed and CrawlDelay will not fetch. False for a URL that
+// is not absolute http(s).
+func (r *Robots) Cached(rawURL string) bool {
+	u, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return false
+	}
+	return r.cached(originKey(u)) != nil
 }
 
 // parseHTTPURL parses an absolute http or https URL, or returns a
@@ -251,33 +288,30 @@ func (r *Robots) entry(ctx context.Context, u *url.URL) (*robotsEntry, error) {
 func (r *Robots) cached(key string) *robotsEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e := r.cache[key]; e != nil && time.Now().Before(e.expires) {
+	if e, ok := r.cache.Get(key); ok && time.Now().Before(e.expires) {
 		return e
 	}
 	return nil
 }
 
-// store caches e under key, evicting expired entries, and then arbitrary
-// ones, when the cache is full.
+// store caches e under key, then drops the least recently used entries while
+// the cache holds more than MaxBytes (MaxEntries is enforced by the LRU).
 func (r *Robots) store(key string, e *robotsEntry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.cache) >= r.opts.MaxEntries {
-		now := time.Now()
-		for k, old := range r.cache {
-			if now.After(old.expires) {
-				delete(r.cache, k)
-			}
-		}
-		// Still full: drop about a tenth, in map order (effectively random).
-		for k := range r.cache {
-			if len(r.cache) < r.opts.MaxEntries*9/10 {
-				break
-			}
-			delete(r.cache, k)
-		}
+	r.cache.Remove(key) // a replaced entry's size is subtracted by the eviction callback
+	r.bytes += e.size()
+	r.cache.Add(key, e)
+	for r.bytes > r.opts.MaxBytes && r.cache.Len() > 1 {
+		r.cache.RemoveOldest()
 	}
-	r.cache[key] = e
+}
+
+// cacheBytes returns the estimated bytes the cache keeps.
+func (r *Robots) cacheBytes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bytes
 }
 
 // load fetches robots.txt at robotsURL, following redirects, and turns the
@@ -286,8 +320,7 @@ func (r *Robots) load(ctx context.Context, robotsURL string) *robotsEntry {
 	log := r.opts.Logger
 	allowAll := func(why string) *robotsEntry {
 		log.Debug("robots.txt unavailable: allow all", "url", robotsURL, "why", why)
-		data, _ := robotstxt.FromStatusAndBytes(404, nil)
-		return &robotsEntry{data: data, expires: time.Now().Add(r.opts.TTL)}
+		return &robotsEntry{data: parseRobots(nil), expires: time.Now().Add(r.opts.TTL)}
 	}
 	unreachable := func(err error) *robotsEntry {
 		log.Debug("robots.txt unreachable: disallow all", "url", robotsURL, "err", err)
@@ -329,7 +362,9 @@ func (r *Robots) load(ctx context.Context, robotsURL string) *robotsEntry {
 // parse decodes and parses a 2xx robots.txt response. Only the first
 // MaxRobotsBytes are used; a cut-off last line is dropped. A body that
 // cannot be decoded is an error (the caller treats it as unreachable).
-func (r *Robots) parse(target string, res *Result) (*robotstxt.RobotsData, error) {
+// Invalid lines are ignored (RFC 9309 section 2.2), and so are the rules
+// over MaxRobotsRules, with a warning.
+func (r *Robots) parse(target string, res *Result) (*robotsRules, error) {
 	body, err := res.DecodedBody(MaxRobotsBytes)
 	partial := res.Truncated || errors.Is(err, ErrDecodedTooLarge)
 	if err != nil && !partial {
@@ -340,57 +375,12 @@ func (r *Robots) parse(target string, res *Result) (*robotstxt.RobotsData, error
 			body = body[:i+1]
 		}
 	}
-	data, err := robotstxt.FromBytes(body)
-	if err == nil {
-		return data, nil
+	rules := parseRobots(body)
+	if rules.dropped > 0 {
+		r.opts.Logger.Warn("robots.txt over the caps; ignored its later lines", "url", target,
+			"ignored_lines", rules.dropped, "max_rules", MaxRobotsRules, "max_agents", MaxRobotsAgents)
 	}
-	// temoto/robotstxt rejects the whole file for one bad line (a rule
-	// before any User-agent, an unparsable Crawl-delay). RFC 9309 section
-	// 2.2 wants the valid lines used, so parse again without the bad ones.
-	data, err2 := robotstxt.FromBytes(lenientRobots(body))
-	if err2 == nil {
-		r.opts.Logger.Warn("robots.txt has invalid lines; ignored them", "url", target, "err", err)
-		return data, nil
-	}
-	r.opts.Logger.Warn("robots.txt unparsable; allowing all", "url", target, "err", err2)
-	return robotstxt.FromStatusAndBytes(404, nil)
-}
-
-// lenientRobots returns body without the lines temoto/robotstxt rejects:
-// group rules before the first User-agent line (RFC 9309 section 2.1: rules
-// belong to a group), and any line that fails to parse on its own inside a
-// group. Hand-written because the library offers no lenient mode; it only
-// decides which lines to keep, the parsing stays the library's.
-func lenientRobots(body []byte) []byte {
-	var out bytes.Buffer
-	seenAgent := false
-	for _, line := range splitLines(body) {
-		content, _, _ := bytes.Cut(line, []byte("#"))
-		key, _, hasColon := bytes.Cut(content, []byte(":"))
-		k := strings.ToLower(strings.TrimSpace(string(key)))
-		switch {
-		case !hasColon:
-			continue // blank, comment-only or junk
-		case k == "user-agent" || k == "useragent":
-			seenAgent = true
-		case k == "allow" || k == "disallow" || k == "crawl-delay" || k == "crawldelay":
-			if !seenAgent {
-				continue
-			}
-			probe := append([]byte("user-agent: probe\n"), line...)
-			if _, err := robotstxt.FromBytes(probe); err != nil {
-				continue
-			}
-		default:
-			// Other fields (Sitemap, Host, unknown ones) parse on their own.
-			if _, err := robotstxt.FromBytes(line); err != nil {
-				continue
-			}
-		}
-		out.Write(line)
-		out.WriteByte('\n')
-	}
-	return out.Bytes()
+	return rules, nil
 }
 
 // splitLines splits on LF, CRLF and bare CR (RFC 9309 section 2.2 allows

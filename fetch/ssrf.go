@@ -33,6 +33,9 @@ var blockedPrefixes = []blockedPrefix{
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (RFC 1112), incl. broadcast"},
 	{netip.MustParsePrefix("fec0::/10"), "deprecated site-local (RFC 3879)"},
 	{netip.MustParsePrefix("::/96"), "IPv4-compatible IPv6 (deprecated, RFC 4291)"},
+	// The local-use NAT64 prefix's translator and embedded IPv4 layout are
+	// the site's own (RFC 8215 section 3), so the whole range is refused.
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (RFC 8215)"},
 }
 
 // nat64Prefix is the well-known NAT64 prefix (RFC 6052); an address in it
@@ -46,7 +49,8 @@ var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 // address 169.254.169.254, fe80::/10), multicast, CGNAT 100.64/10, 0/8, and
 // the other special-purpose ranges in blockedPrefixes. IPv4-mapped IPv6
 // (::ffff:a.b.c.d) and NAT64 (64:ff9b::/96) addresses are judged by the IPv4
-// address they carry. An invalid ip is refused.
+// address they carry; the local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215) is
+// refused whole. An invalid ip is refused.
 func BlockedAddr(ip netip.Addr) (blocked bool, reason string) {
 	if !ip.IsValid() {
 		return true, "invalid address"

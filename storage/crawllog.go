@@ -12,10 +12,6 @@ import (
 	"time"
 )
 
-// CrawlLogFlushInterval is how often a CrawlLog flushes its buffer to the
-// file on its own.
-const CrawlLogFlushInterval = time.Second
-
 // crawlLogTimeLayout is RFC 3339 with milliseconds, UTC ("Z").
 const crawlLogTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
@@ -92,48 +88,39 @@ func (e *LogEntry) UnmarshalJSON(b []byte) error {
 
 // CrawlLog appends LogEntry lines (JSON Lines) to a file. Each Write hands
 // its line to the OS in one write call (O_APPEND, so workers sharing a file
-// do not interleave lines); Close fsyncs. It
-// is safe for concurrent use; each line is written whole.
+// do not interleave lines); Sync and Close fsync. It is safe for concurrent
+// use; each line is written whole or, after a write error, not at all (the
+// file is cut back to its last whole line), and a write error is not sticky:
+// the next Write tries again, so a disk that filled up and was freed is used
+// again.
 type CrawlLog struct {
 	mu     sync.Mutex
 	f      *os.File
-	bw     *bufio.Writer
-	err    error // first write error, sticky
+	w      io.Writer // f, or a test's wrapper of it (storage's write seam)
+	size   int64     // bytes of whole lines in f
 	closed bool
-	stop   chan struct{}
-	done   chan struct{}
 }
 
-// OpenCrawlLog opens path for appending (creating it, mode 0644) and starts
-// the periodic flush. It returns an error naming path when it cannot be
+// OpenCrawlLog opens path for appending (creating it, mode 0644). It returns an error naming path when it cannot be
 // opened.
 func OpenCrawlLog(path string) (*CrawlLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open crawl log: %w", err)
 	}
-	l := &CrawlLog{f: f, bw: bufio.NewWriterSize(f, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
-	go l.flusher()
-	return l, nil
-}
-
-func (l *CrawlLog) flusher() {
-	defer close(l.done)
-	t := time.NewTicker(CrawlLogFlushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			l.Flush()
-		}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: open crawl log: %w", err)
 	}
+	return &CrawlLog{f: f, w: f, size: st.Size()}, nil
 }
 
 // Write appends e as one JSON line, filling a zero TS with the current
-// time. It returns ErrClosed after Close and the first write error again
-// once one occurred.
+// time, and hands it to the OS before it returns (not fsynced: see Sync). It
+// returns ErrClosed after Close, or the write error naming the file; after a
+// write error the file is cut back to its last whole line, and the next
+// Write tries again.
 func (l *CrawlLog) Write(e LogEntry) error {
 	if e.TS.IsZero() {
 		e.TS = time.Now()
@@ -148,41 +135,46 @@ func (l *CrawlLog) Write(e LogEntry) error {
 	if l.closed {
 		return fmt.Errorf("storage: crawl log entry for %q: %w", e.URL, ErrClosed)
 	}
-	if l.err != nil {
-		return l.err
-	}
-	if _, err := l.bw.Write(b); err != nil {
-		l.err = fmt.Errorf("storage: write crawl log %s: %w", l.f.Name(), err)
-		return l.err
-	}
 	// Write-through: the line reaches the OS before Write returns, so a
 	// worker killed with SIGKILL right after logging (and before completing
 	// the item) loses no line. The crawler logs before it completes an item.
-	return l.flushLocked()
+	n, err := l.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		werr := fmt.Errorf("storage: write crawl log %s: %w", l.f.Name(), err)
+		if n > 0 {
+			// Drop the partial line so the file stays valid JSON Lines.
+			if terr := l.f.Truncate(l.size); terr != nil {
+				werr = errors.Join(werr, fmt.Errorf("storage: cut crawl log %s back to its last line: %w", l.f.Name(), terr))
+			}
+		}
+		return werr
+	}
+	l.size += int64(n)
+	return nil
 }
 
-// Flush writes buffered lines to the file (no fsync).
-func (l *CrawlLog) Flush() error {
+// Flush is kept for callers of the buffered version: lines are written
+// through, so there is nothing to flush. It returns nil.
+func (l *CrawlLog) Flush() error { return nil }
+
+// Sync fsyncs the lines written so far to stable storage (fsync(2)). It
+// returns nil after Close (Close syncs) and the error naming the file.
+func (l *CrawlLog) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil
 	}
-	return l.flushLocked()
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("storage: sync crawl log %s: %w", l.f.Name(), err)
+	}
+	return nil
 }
 
-func (l *CrawlLog) flushLocked() error {
-	if l.err != nil {
-		return l.err
-	}
-	if err := l.bw.Flush(); err != nil {
-		l.err = fmt.Errorf("storage: flush crawl log %s: %w", l.f.Name(), err)
-	}
-	return l.err
-}
-
-// Close stops the periodic flush, flushes, fsyncs and closes the file. It is
-// idempotent.
+// Close fsyncs and closes the file. It is idempotent.
 func (l *CrawlLog) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -190,16 +182,14 @@ func (l *CrawlLog) Close() error {
 		return nil
 	}
 	l.closed = true
-	close(l.stop)
-	err := l.flushLocked()
-	if e := l.f.Sync(); err == nil && e != nil {
+	var err error
+	if e := l.f.Sync(); e != nil {
 		err = fmt.Errorf("storage: sync crawl log %s: %w", l.f.Name(), e)
 	}
 	if e := l.f.Close(); err == nil && e != nil {
 		err = fmt.Errorf("storage: close crawl log %s: %w", l.f.Name(), e)
 	}
 	l.mu.Unlock()
-	<-l.done
 	return err
 }
 

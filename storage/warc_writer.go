@@ -103,7 +103,7 @@ type ResponseInfo struct {
 // warcinfo record. File names follow the Heritrix/IIPC convention
 // <prefix>-<yyyyMMddHHmmssSSS UTC>-<serial %05d>-<worker id>.warc.gz.
 // Every record is flushed to the operating system as soon as it is written
-// (no fsync per record; files are fsynced when closed). A Writer is safe for
+// (no fsync per record: Sync, usually through a GroupSync, and Close fsync). A Writer is safe for
 // concurrent use; the two records of an exchange are always adjacent.
 type Writer struct {
 	dir, prefix, suffix string
@@ -378,6 +378,24 @@ func (w *Writer) abandon(start int64, cause error) error {
 	}
 	w.log.Warn("WARC file closed after write error", "file", wf.name, "err", cause)
 	return cause
+}
+
+// Sync fsyncs the current file (fsync(2)): every record written so far is
+// then on stable storage (closed files were fsynced when closed). It returns
+// nil when no file is open or after Close, and the error naming the file.
+func (w *Writer) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.cur == nil {
+		return nil
+	}
+	if err := w.cur.bw.Flush(); err != nil {
+		return fmt.Errorf("storage: flush WARC file %s: %w", w.cur.openPath, err)
+	}
+	if err := w.cur.f.Sync(); err != nil {
+		return fmt.Errorf("storage: sync WARC file %s: %w", w.cur.openPath, err)
+	}
+	return nil
 }
 
 // Close flushes and closes the current file, renaming it to drop

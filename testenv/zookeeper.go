@@ -90,6 +90,9 @@ type ZKConfig struct {
 	// JavaOpts are extra JVM arguments placed after the defaults, so a
 	// -Dname=value here overrides one of ours.
 	JavaOpts []string
+	// ExtraConfig are extra zoo.cfg lines ("key=value"), written after
+	// ours, e.g. secureClientPort and the ssl.* keys of a TLS test.
+	ExtraConfig []string
 	// StartTimeout bounds the wait until the server or quorum serves
 	// (default DefaultStartTimeout, 30 s).
 	StartTimeout time.Duration
@@ -292,6 +295,9 @@ func newZKServer(cfg ZKConfig, dir string, owns bool, id, port int, peers []zkPe
 	fmt.Fprintf(&b, "preAllocSize=4096\n")
 	for _, p := range peers {
 		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", p.id, p.peerPort, p.electionPort)
+	}
+	for _, line := range cfg.ExtraConfig {
+		fmt.Fprintf(&b, "%s\n", line)
 	}
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(b.String()), 0o644); err != nil {

@@ -29,6 +29,7 @@ type crawlEnv struct {
 	queue  *coord.Queue
 	front  *frontier.Frontier
 	out    string
+	zkOpts []coord.Option // extra Connect options of the crawl's clients and workers
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -42,13 +43,20 @@ func testLogger(t testing.TB) *slog.Logger {
 // seeds.
 func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, layout frontier.Layout, seeds []string) *crawlEnv {
 	t.Helper()
+	return newCrawlWith(t, zkAddr, name, cfg, layout, seeds, nil)
+}
+
+// newCrawlWith is newCrawl whose client and workers connect with the extra
+// zkOpts (e.g. coord.WithAuth).
+func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout frontier.Layout, seeds []string, zkOpts []coord.Option) *crawlEnv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	root, err := Root(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := coord.Connect(ctx, zkAddr, coord.WithSessionTimeout(2*time.Second), coord.WithLogger(testLogger(t)))
+	client, err := coord.Connect(ctx, zkAddr, append([]coord.Option{coord.WithSessionTimeout(2 * time.Second), coord.WithLogger(testLogger(t))}, zkOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +80,7 @@ func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, layout front
 	if _, err := front.Enqueue(ctx, items); err != nil {
 		t.Fatal(err)
 	}
-	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, front: front, out: t.TempDir()}
+	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, front: front, out: t.TempDir(), zkOpts: zkOpts}
 }
 
 // setConfig writes a new config version.
@@ -91,6 +99,7 @@ func (c *crawlEnv) startWorker(ctx context.Context, id string, mutate func(*Opti
 		Servers: c.zk, Crawl: c.name, OutDir: filepath.Join(c.out, id), ID: id,
 		SessionTimeout: 2 * time.Second, ExitWhenDone: true, QuietPeriod: 1500 * time.Millisecond,
 		HeartbeatInterval: 500 * time.Millisecond, StopTimeout: 5 * time.Second, Logger: testLogger(c.t).With("w", id),
+		ZK: c.zkOpts,
 	}
 	if mutate != nil {
 		mutate(&opts)

@@ -95,7 +95,7 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		UserAgent:            cfg.UserAgent,
 		Timeout:              cfg.FetchTimeout(),
 		MaxBodyBytes:         cfg.MaxBodyBytes,
-		AllowPrivateNetworks: cfg.AllowPrivateNetworks,
+		AllowPrivateNetworks: cfg.AllowPrivateNetworks && !w.opts.ForbidPrivateNetworks,
 		Logger:               w.log,
 	}
 	if w.fetcher == nil {

@@ -32,9 +32,13 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
 	}
 	host := frontier.Host(it.URL)
+	if w.pausedRelease(ctx, claim, it, nil) {
+		return
+	}
+	w.coolAfterHandoff(ctx, claim.Shard(), host, it.URL, cfg)
 
 	if cfg.ObeyRobots {
-		ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
+		ok, err := w.robotsAllowed(ctx, it, host, cfg)
 		if ctx.Err() != nil {
 			w.abandon(ctx, claim, it, ctx.Err())
 			return
@@ -54,14 +58,14 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 			w.finishDone(ctx, claim, it, entry)
 			return
 		}
-		if d := w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent); d > 0 {
-			w.polite.SetCrawlDelay(host, d)
-		}
 	}
 
 	release, err := w.polite.Acquire(ctx, host)
 	if err != nil {
 		w.abandon(ctx, claim, it, err)
+		return
+	}
+	if w.pausedRelease(ctx, claim, it, release) {
 		return
 	}
 	start := time.Now()
@@ -93,11 +97,10 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 		Truncated:         res.Truncated,
 	})
 	if err != nil {
-		// A full disk must not lose the URL: leave it for a retry.
-		w.log.Error("WARC write failed", "url", it.URL, "error", err)
-		entry.Status, entry.Error = fetch.CodeRuntimeError, "WARC write: "+err.Error()
-		w.counters.errors.Add(1)
-		w.finishFailed(ctx, claim, it, entry, true)
+		// A full disk must not lose the URL, nor use up its attempts:
+		// release it uncompleted and stop claiming until writes work.
+		w.outputFailed(ctx, err)
+		w.abandon(ctx, claim, it, err)
 		return
 	}
 	entry.Status, entry.Bytes, entry.MIME = res.Status, int64(len(res.Body)), res.MIME
@@ -237,9 +240,15 @@ func (w *Worker) enqueue(ctx context.Context, links []frontier.Item) error {
 	return err
 }
 
-// finishDone logs the fetch and completes the item (fenced multi).
+// finishDone logs the fetch and, once the line and the WARC records are
+// fsynced, completes the item (fenced multi). If the line cannot be written
+// or synced, the item is released uncompleted instead (outputFailed).
 func (w *Worker) finishDone(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry) {
-	w.writeLog(entry)
+	if err := w.record(ctx, entry); err != nil {
+		w.outputFailed(ctx, err)
+		w.abandon(ctx, claim, it, err)
+		return
+	}
 	if err := w.persist(ctx, "complete", it, claim.Complete); err != nil {
 		w.lost(ctx, claim, it, "complete", err)
 		return
@@ -256,10 +265,15 @@ func (w *Worker) readyFreed(claim *coord.Claim, it frontier.Item) {
 }
 
 // finishFailed logs a failed attempt and either schedules a retry
-// (retryable and attempts left) or moves the item to R/failed.
+// (retryable and attempts left) or moves the item to R/failed; as
+// finishDone, only once the line is written and fsynced.
 func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry, retryable bool) {
 	cfg := w.current().cfg
-	w.writeLog(entry)
+	if err := w.record(ctx, entry); err != nil {
+		w.outputFailed(ctx, err)
+		w.abandon(ctx, claim, it, err)
+		return
+	}
 	if retryable && it.Attempts+1 < cfg.MaxAttempts {
 		next := it
 		next.Attempts++
@@ -322,6 +336,11 @@ func (w *Worker) abandon(ctx context.Context, claim *coord.Claim, it frontier.It
 	err := claim.Release(rctx)
 	if coord.IsConnectionLoss(err) && ctx.Err() == nil {
 		err = w.persist(ctx, "release", it, claim.Release)
+	} else if coord.IsConnectionLoss(err) || errors.Is(err, context.DeadlineExceeded) {
+		// Cut off from ZooKeeper (ctx was cancelled by the disconnection
+		// guard or a stop): the session may survive, so release later.
+		go w.releaseWhenConnected(claim, it)
+		return
 	}
 	if err != nil && !errors.Is(err, coord.ErrClaimLost) {
 		w.log.Debug("release after abandon failed", "url", it.URL, "error", err)
@@ -373,12 +392,4 @@ func (w *Worker) lost(ctx context.Context, claim *coord.Claim, it frontier.Item,
 	}
 	w.log.Error(op+" failed; releasing the claim", "url", it.URL, "error", err)
 	w.abandon(ctx, claim, it, err)
-}
-
-func (w *Worker) writeLog(e storage.LogEntry) {
-	e.TS = time.Now()
-	w.progress.logged(e.Status)
-	if err := w.clog.Write(e); err != nil {
-		w.log.Error("crawl log write failed", "url", e.URL, "error", err)
-	}
 }

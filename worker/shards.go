@@ -33,6 +33,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 		case <-swork.Done():
 		}
 	}()
+	go w.guardConnection(sctx, sess, func() { cancelWork(); cancel() })
 
 	var member *coord.Member
 	for {
@@ -84,7 +85,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				<-sctx.Done()
 				return
 			}
-			if !slices.Contains(ids, w.opts.ID) {
+			if !slices.Contains(ids, w.opts.ID) && !w.standby.Load() {
 				ids = append(ids, w.opts.ID)
 				slices.Sort(ids)
 			}
@@ -185,8 +186,7 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 		it, err := frontier.DecodeItem(claim.Data())
 		if err != nil {
 			// Undecodable item: a dead letter, not a crash.
-			w.log.Error("undecodable queue item moved to failed", "item", claim.Name(), "error", err)
-			_ = claim.Fail(work, failedRecord(claim.Data(), err.Error()))
+			w.failUndecodable(work, claim, err)
 			continue
 		}
 		host := frontier.Host(it.URL) // its claim slot was reserved by acceptFor
@@ -209,16 +209,20 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 // there. It waits until (1) every other live worker has acknowledged the
 // member list this worker computed its ownership from (their status nodes
 // carry the view), so no worker still believes it owns the shard and is
-// still claiming in it; (2) no other worker holds a claim in the shard (the
-// previous owner finishes or releases its in-flight items; a dead owner's
-// claims vanish with its session); (3) one politeness interval more, as the
-// previous owner's last request may have just ended. So a host's request
-// spacing holds across ownership changes, not only inside one worker. Each
-// wait is bounded by twice the session timeout plus a margin. If the member
-// list changes meanwhile and the shard stays ours, the newest view counts; if
-// the shard is lost, ctx is cancelled.
+// still claiming in it (bounded by twice the session timeout plus a margin);
+// (2) no other worker holds a claim in the shard (the previous owner
+// finishes or releases its in-flight items; a dead owner's claims vanish
+// with its session), for as long as that takes: a claim lives only as long
+// as its owner's session, and a fetch longer than any fixed bound must not
+// overlap ours. If another worker was there, the shard is then recorded as
+// handed over (handedOver), so the first request to each of its hosts waits
+// one effective interval, Crawl-delay included (coolAfterHandoff). So a
+// host's request spacing holds across ownership changes, not only inside one
+// worker. If the member list changes meanwhile and the shard stays ours, the
+// newest view counts; if the shard is lost, ctx is cancelled.
 func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error {
 	deadline := time.Now().Add(2*w.opts.SessionTimeout + 2*time.Second)
+	others := true // unknown until the member list is read: assume a handoff
 	pause := func() error {
 		select {
 		case <-ctx.Done():
@@ -239,6 +243,7 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 		if v := w.view.Load(); v != nil {
 			view = *v // a newer member list that still gives us the shard
 		}
+		others = len(ids) > 1 || (len(ids) == 1 && ids[0] != w.opts.ID)
 		acked := true
 		for _, id := range ids {
 			var st Status
@@ -254,27 +259,11 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 			return err
 		}
 	}
-	for time.Now().Before(deadline) {
-		claims, err := w.queue.ShardClaims(ctx, shard)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			break
-		}
-		if !slices.ContainsFunc(claims, func(c coord.ClaimInfo) bool { return c.Owner != w.opts.ID }) {
-			break
-		}
-		if err := pause(); err != nil {
-			return err
-		}
+	if err := w.awaitOthersClaims(ctx, shard, pause); err != nil {
+		return err
 	}
-	if rate := w.current().cfg.PerHostRatePerS; rate > 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(float64(time.Second) / rate)):
-		}
+	if others {
+		w.handedOver(shard, time.Now())
 	}
 	return nil
 }
@@ -317,6 +306,9 @@ func (w *Worker) reserveFor(shard int) coord.Reserve {
 		}
 		if !it.NotBefore.IsZero() && time.Now().Before(it.NotBefore) {
 			return nil, false
+		}
+		if w.current().cfg.Paused {
+			return nil, false // paused since waitRunnable looked: claim nothing
 		}
 		limit := w.current().cfg.PerHostMaxInFlight + 1
 		host := frontier.Host(it.URL)
@@ -370,7 +362,7 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 	for {
 		wake := w.wake.Wait()
 		cfg := w.current().cfg
-		if !cfg.Paused && !w.capped(cfg) {
+		if !cfg.Paused && !w.capped(cfg) && w.outputsWritable() {
 			return nil
 		}
 		select {

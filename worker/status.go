@@ -60,12 +60,16 @@ type Status struct {
 	Heartbeat     time.Time `json:"heartbeat"`
 	ConfigVersion int32     `json:"config_version"`
 	ConfigError   string    `json:"config_error,omitempty"`
-	Paused        bool      `json:"paused"`
-	Pages         int64     `json:"pages"`
-	Errors        int64     `json:"errors"`
-	Bytes         int64     `json:"bytes"`
-	InFlight      int64     `json:"in_flight"`
-	ShardsOwned   int64     `json:"shards_owned"`
+	// StorageError says why the worker stopped claiming: writing or
+	// fsyncing its crawl log or WARC file failed (e.g. disk full). Empty
+	// while writes work.
+	StorageError string `json:"storage_error,omitempty"`
+	Paused       bool   `json:"paused"`
+	Pages        int64  `json:"pages"`
+	Errors       int64  `json:"errors"`
+	Bytes        int64  `json:"bytes"`
+	InFlight     int64  `json:"in_flight"`
+	ShardsOwned  int64  `json:"shards_owned"`
 	// Dropped counts the links this worker's shard groups did not queue,
 	// by reason (duplicate, per_host, total, bytes, url_length,
 	// bad_record): docs/design.md "Quotas".
@@ -95,6 +99,7 @@ func (w *Worker) status(sess *coord.Session) []byte {
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
 	}
+	st.StorageError = w.outputError()
 	if v := w.view.Load(); v != nil {
 		st.View = *v
 	}
@@ -108,19 +113,27 @@ func (w *Worker) join(ctx context.Context, sess *coord.Session) (*coord.Member, 
 }
 
 // heartbeat refreshes the status node and the cluster page count until ctx
-// ends.
+// ends, and moves the status node to standby and back as the outputs fail
+// and recover (updatePresence).
 func (w *Worker) heartbeat(ctx context.Context, m *coord.Member) {
 	t := time.NewTicker(w.opts.HeartbeatInterval)
 	defer t.Stop()
+	p := &presence{member: m}
+	defer func() {
+		if p.standby != nil { // the next session starts in the worker list
+			w.standby.Store(false)
+			lctx, cancel := context.WithTimeout(context.Background(), w.opts.SessionTimeout)
+			_ = p.standby.Leave(lctx)
+			cancel()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := m.Update(ctx, w.status(m.Session())); err != nil && ctx.Err() == nil {
-			w.log.Warn("status node update failed", "error", err)
-		}
+		w.updatePresence(ctx, p)
 		if w.current().cfg.MaxPages > 0 {
 			w.refreshClusterPages(ctx)
 		}

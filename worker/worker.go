@@ -64,6 +64,15 @@ type Options struct {
 	// Version is the zkcrawl version written to every WARC file's warcinfo
 	// ("software: zkcrawl/<Version>") and the status node; "" means "dev".
 	Version string
+	// ZK are extra coord.Connect options, e.g. coord.WithAuth (then every
+	// znode the worker creates is readable and writable by those
+	// credentials only).
+	ZK []coord.Option
+	// ForbidPrivateNetworks refuses private, loopback, link-local and other
+	// special addresses (fetch.BlockedAddr) whatever the crawl config's
+	// allow_private_networks says: whoever can write the config cannot
+	// point this worker at its own network.
+	ForbidPrivateNetworks bool
 }
 
 // CrawlsRoot is the znode under which every crawl's root lives (under the
@@ -105,6 +114,8 @@ type Worker struct {
 	polite  *fetch.Politeness
 	warc    *storage.Writer
 	clog    *storage.CrawlLog
+	syncer  *storage.GroupSync // group fsync of clog and warc before completions
+	outputs outputHealth       // whether writes to clog and warc work
 
 	live   atomic.Pointer[liveConfig] // the config in force
 	cfgErr atomic.Pointer[string]     // last rejected config, "" when none
@@ -120,6 +131,8 @@ type Worker struct {
 	metrics  *Metrics
 	progress *progress             // progress lines and the stop summary (progress.go)
 	owned    atomic.Pointer[[]int] // shards owned now, sorted (gauges.go)
+	handoffs *handoffState // shards handed over to us, hosts spent for them
+	standby  atomic.Bool   // out of the worker list while output writes fail
 }
 
 // liveConfig is one applied config version with what is derived from it.
@@ -183,9 +196,10 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		slots:    newHostSlots(),
 		metrics:  opts.Metrics,
 		progress: newProgress(),
+		handoffs: newHandoffState(),
 	}
-	w.client, err = coord.Connect(ctx, opts.Servers, coord.WithSessionTimeout(opts.SessionTimeout),
-		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK))
+	w.client, err = coord.Connect(ctx, opts.Servers, append([]coord.Option{coord.WithSessionTimeout(opts.SessionTimeout),
+		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK)}, opts.ZK...)...)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w: %w", ErrUnreachable, err)
 	}
@@ -282,6 +296,12 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		w.log.Info("session established", "session", sess.String())
 		w.runSession(claimCtx, workCtx, sess, &inflight)
+		if claimCtx.Err() == nil && sess.Err() == nil {
+			// Suspended by guardConnection: the session may still live.
+			if w.awaitSessionConfirmed(claimCtx, sess) {
+				continue
+			}
+		}
 		if claimCtx.Err() == nil {
 			w.log.Warn("ZooKeeper session expired: in-flight items abandoned, rejoining", "session", sess.String())
 			w.metrics.sessionExpired()
@@ -321,6 +341,7 @@ func (w *Worker) openOutputs() error {
 		w.warc.Close()
 		return fmt.Errorf("worker: crawl log in %s: %w", w.opts.OutDir, err)
 	}
+	w.syncer = storage.NewGroupSync(0, w.clog.Sync, w.warc.Sync)
 	return nil
 }
 

@@ -91,6 +91,7 @@ type globals struct {
 	crawl     string
 	timeout   time.Duration
 	newLogger func(io.Writer) (*slog.Logger, error)
+	zkAuth    func() ([]coord.Option, error)
 }
 
 func addGlobals(fs *pflag.FlagSet) *globals {
@@ -98,6 +99,7 @@ func addGlobals(fs *pflag.FlagSet) *globals {
 	fs.StringVar(&g.zk, "zk", "127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port...][/chroot]")
 	fs.StringVar(&g.crawl, "crawl", "", "crawl name (required), as given to seeder; its znodes live under /zkcrawl/NAME")
 	fs.DurationVar(&g.timeout, "timeout", 5*time.Second, "give up when ZooKeeper does not answer within this time")
+	g.zkAuth = cli.ZKFlags(fs)
 	g.newLogger = cli.LogFlags(fs)
 	// An operator tool prints its results on stdout; ZooKeeper session
 	// chatter at info level would only clutter the terminal.
@@ -268,7 +270,11 @@ func (c *ctl) connect(ctx context.Context) (*coord.Client, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	client, err := coord.Connect(cctx, c.g.zk, coord.WithLogger(c.log))
+	zkOpts, err := c.g.zkAuth()
+	if err != nil {
+		return nil, err
+	}
+	client, err := coord.Connect(cctx, c.g.zk, append(zkOpts, coord.WithLogger(c.log))...)
 	if err != nil {
 		return nil, cli.ZKConnectError(c.g.zk, c.g.timeout, err)
 	}

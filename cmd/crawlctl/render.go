@@ -76,6 +76,14 @@ func renderStatus(w io.Writer, d *statusDoc) {
 				wk.ID, wk.Host, wk.PID, cv, wk.Pages, pr, wk.Errors, wk.InFlight, age(wk.HeartbeatAgeS), dash(wk.ConfigError))
 		}
 		tw.Flush()
+		for _, wk := range d.Workers {
+			switch {
+			case wk.Standby:
+				fmt.Fprintf(w, "  ! %s (standby, owns no shard): %s\n", wk.ID, wk.StorageError)
+			case wk.StorageError != "":
+				fmt.Fprintf(w, "  ! %s: %s\n", wk.ID, wk.StorageError)
+			}
+		}
 		switch {
 		case len(d.Config.WorkersBehind) == 0:
 		case d.Config.Valid:

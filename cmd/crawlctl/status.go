@@ -125,6 +125,9 @@ type workerDoc struct {
 	OnConfig      bool     `json:"on_config_version"`
 	PagesPerS     *float64 `json:"pages_per_s"`
 	StatusError   string   `json:"status_error,omitempty"`
+	// Standby: out of the worker list (owns no shard) because its output
+	// writes fail; StorageError says why.
+	Standby bool `json:"standby,omitempty"`
 }
 
 type queueDoc struct {
@@ -234,6 +237,11 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 		total = roundTo(total, 1)
 		doc.PagesPerS = &total
 	}
+	standby, err := standbyWorkers(cctx, client, c.root, doc.Time)
+	if err != nil {
+		return nil, err
+	}
+	doc.Workers = append(doc.Workers, standby...)
 
 	// Queue, claims, dead letters.
 	st, err := q.Stats(cctx)

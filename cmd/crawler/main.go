@@ -36,7 +36,7 @@ error (including another live worker with the same --id), 2 bad usage, 3
 a drain is pending on the crawl: lift it with 'crawlctl drain --cancel'.`
 
 const examples = `  crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1
-  crawler --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --out /data/w7 --metrics-addr :9100
+  crawler --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --out /data/w7 --metrics-addr 127.0.0.1:9100
   crawler --zk 127.0.0.1:2181 --crawl docs --out ./out/w1 --exit-when-done   # batch crawl`
 
 func main() { cli.Main("crawler", run) }
@@ -64,7 +64,9 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", 1<<30, "rotate WARC files past this size, in bytes")
 	fs.DurationVar(&opts.ProgressInterval, "progress-interval", worker.DefaultProgressInterval, "log a progress line (pages, pages/s, bytes, errors by class, claims, owned shards) this often; 0: never (a summary is logged at stop anyway)")
 	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "give up starting when ZooKeeper cannot be reached within this time")
-	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9100); off when empty")
+	fs.BoolVar(&opts.ForbidPrivateNetworks, "forbid-private-networks", false, "never fetch from private, loopback, link-local or other special addresses, whatever the crawl config's allow_private_networks says")
+	zkAuth := cli.ZKFlags(fs)
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; :9100 means every interface); off when empty")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
 		return err
@@ -96,6 +98,9 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 		opts.ProgressInterval = -1 // the flag's 0 means off; Options' 0 means the default
 	}
 	opts.Version = cli.Version()
+	if opts.ZK, err = zkAuth(); err != nil {
+		return err
+	}
 
 	if *metricsAddr != "" {
 		reg := prometheus.NewRegistry()

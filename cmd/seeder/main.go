@@ -61,8 +61,13 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	spread := fs.Int("host-spread", frontier.DefaultLayout.Spread, "shards one host's ready items spread over (1..64; divides --shards); shard groups = shards / host-spread are the unit of ownership, fixed at creation")
 	every := fs.Duration("progress-interval", 5*time.Second, "log seeding progress (lines read, enqueued, duplicates, rejected, lines/s) this often on large inputs; 0: never")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
+	zkAuth := cli.ZKFlags(fs)
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
+		return err
+	}
+	zkOpts, err := zkAuth()
+	if err != nil {
 		return err
 	}
 	log, err := newLogger(stderr)
@@ -108,7 +113,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 
 	cctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	client, err := coord.Connect(cctx, *zkServers, coord.WithLogger(log))
+	client, err := coord.Connect(cctx, *zkServers, append(zkOpts, coord.WithLogger(log))...)
 	if err != nil {
 		return cli.ZKConnectError(*zkServers, *timeout, err)
 	}

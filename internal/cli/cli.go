@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/zkcrawl/zkcrawl/coord"
 )
 
 // EnvPrefix starts every environment variable that sets a flag: --zk is
@@ -117,25 +119,38 @@ func LogFlags(fs *pflag.FlagSet) func(w io.Writer) (*slog.Logger, error) {
 }
 
 // Main runs a command's run function with a context cancelled by SIGINT or
-// SIGTERM and exits: 0 on success or --help, 2 on a usage error, the status
-// given to WithExitStatus, 1 otherwise, printing the error to stderr.
+// SIGTERM and exits with Outcome's status, printing its message to stderr:
+// 0 on success or --help, 2 on a usage error, the status given to
+// WithExitStatus, 1 otherwise.
 func Main(name string, run func(ctx context.Context, args []string) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()
-	var st exitStatus
+	msg, code := Outcome(name, err)
+	if msg != "" {
+		fmt.Fprint(os.Stderr, msg)
+	}
+	os.Exit(code)
+}
+
+// Outcome turns a command's error into what Main prints on stderr and its
+// exit status: nothing and 0 on success or --help; the error and a pointer
+// to --help, 2, on a usage error; the error and the flag that fixes it, 1,
+// when ZooKeeper refused the credentials; the error, 1, otherwise.
+func Outcome(name string, err error) (string, int) {
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
-		os.Exit(0)
-	case errors.As(err, &st):
-		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-		os.Exit(st.code)
+		return "", 0
+	case errors.As(err, new(exitStatus)):
+		var st exitStatus
+		errors.As(err, &st)
+		return fmt.Sprintf("%s: %v\n", name, err), st.code
 	case IsUsage(err):
-		fmt.Fprintf(os.Stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
-		os.Exit(2)
+		return fmt.Sprintf("%s: %v\nRun '%s --help' for usage.\n", name, err, name), 2
+	case errors.Is(err, coord.ErrNotAuthorized):
+		return fmt.Sprintf("%s: %v: the crawl's znodes are readable by its credentials only; give the seeder's --zk-auth (or ZKCRAWL_ZK_AUTH)\n", name, err), 1
 	default:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-		os.Exit(1)
+		return fmt.Sprintf("%s: %v\n", name, err), 1
 	}
 }
 

@@ -70,6 +70,7 @@ type authCreds struct {
 // Conn is the client connection and tracks all details for communication with the server.
 type Conn struct {
 	lastZxid         int64 // zkcrawl patch: accessed atomically (upstream data race samuel/go-zookeeper#260, go-zookeeper/zk PR #35)
+	lastRecv         int64 // zkcrawl patch: UnixNano of the last packet received from a server, accessed atomically
 	sessionID        int64
 	state            State // must be 32-bit aligned
 	xid              uint32
@@ -819,6 +820,7 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 		if err != nil {
 			return err
 		}
+		atomic.StoreInt64(&c.lastRecv, time.Now().UnixNano()) // zkcrawl patch: see LastRecv
 
 		res := responseHeader{}
 		_, err = decodePacket(buf[:16], &res)
@@ -1346,6 +1348,17 @@ func (c *Conn) internalReconfig(request *reconfigRequest) (*Stat, error) {
 	response := &reconfigReponse{}
 	_, err := c.request(opReconfig, request, response, nil)
 	return &response.Stat, err
+}
+
+// LastRecv returns when the last packet (a reply, a ping reply or a watch
+// event) arrived from a server, the zero time if none has. zkcrawl patch: a
+// client uses it to tell how long it has been cut off, since the server
+// expires the session one session timeout after it last heard from it.
+func (c *Conn) LastRecv() time.Time {
+	if ns := atomic.LoadInt64(&c.lastRecv); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // Server returns the current or last-connected server name.

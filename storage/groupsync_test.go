@@ -1,0 +1,124 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Many concurrent callers share few fsync rounds, and each caller's round
+// starts after its call (group commit).
+func TestGroupSyncBatches(t *testing.T) {
+	var calls atomic.Int64
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g := NewGroupSync(2*time.Millisecond, func() error { calls.Add(1); return f.Sync() })
+	const callers = 200
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := g.Sync(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := calls.Load(); n < 1 || n > callers/4 {
+		t.Errorf("%d fsyncs for %d callers, want a few", n, callers)
+	}
+	if g.Rounds() != calls.Load() {
+		t.Errorf("Rounds %d, fsyncs %d", g.Rounds(), calls.Load())
+	}
+}
+
+// A failing sync function fails the callers of that round only; the next
+// round succeeds again.
+func TestGroupSyncErrorNotSticky(t *testing.T) {
+	var fail atomic.Bool
+	boom := errors.New("boom")
+	g := NewGroupSync(time.Millisecond, func() error {
+		if fail.Load() {
+			return boom
+		}
+		return nil
+	})
+	fail.Store(true)
+	if err := g.Sync(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("Sync = %v, want boom", err)
+	}
+	fail.Store(false)
+	if err := g.Sync(context.Background()); err != nil {
+		t.Fatalf("Sync after recovery = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := g.Sync(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sync(cancelled) = %v", err)
+	}
+}
+
+// failingWriter fails every write after cutting it short, as ENOSPC does.
+type failingWriter struct {
+	f    *os.File
+	fail atomic.Bool
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.fail.Load() {
+		n, _ := w.f.Write(p[:len(p)/2])
+		return n, errors.New("no space left on device")
+	}
+	return w.f.Write(p)
+}
+
+// A crawl-log write error is reported, leaves no partial line, and is not
+// sticky: once the disk takes writes again, lines are written again (issue
+// 10 item 1; before, the first error was returned for ever).
+func TestCrawlLogWriteErrorNotSticky(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crawl.log")
+	l, err := OpenCrawlLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := &failingWriter{f: l.f}
+	l.w = fw // the write seam
+	if err := l.Write(LogEntry{URL: "http://a/1"}); err != nil {
+		t.Fatal(err)
+	}
+	fw.fail.Store(true)
+	if err := l.Write(LogEntry{URL: "http://a/2"}); err == nil {
+		t.Fatal("write on a full disk succeeded")
+	}
+	fw.fail.Store(false)
+	if err := l.Write(LogEntry{URL: "http://a/3"}); err != nil {
+		t.Fatalf("write after the disk was freed: %v", err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := ReadCrawlLog(f)
+	if err != nil {
+		t.Fatalf("crawl log unreadable after the failed write: %v", err)
+	}
+	if len(got) != 2 || got[0].URL != "http://a/1" || got[1].URL != "http://a/3" {
+		t.Errorf("crawl log %+v, want lines 1 and 3", got)
+	}
+}

@@ -1,0 +1,112 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+)
+
+// Shard handoff politeness (issue 10 item 4). When this worker gains a shard
+// from another one, awaitHandoff waits until the previous owner's claims are
+// gone (they end with its session, so the wait lasts as long as that session
+// does) and records the time (handoffs). The previous owner's last request
+// to a host of that shard ended before then, so this worker's first request
+// to such a host waits one effective interval (the stricter of the rate and
+// the Crawl-delay known so far) from that time: Politeness.Spend. The
+// robots.txt fetch that may come first goes through politeness as well, and
+// the Crawl-delay it reveals is set before its slot is freed, so the page
+// fetch after it waits the Crawl-delay.
+
+// handoffHostsRemembered bounds the hosts remembered as already spent after
+// a handoff (an LRU: a forgotten host is at worst spent once more).
+const handoffHostsRemembered = 100_000
+
+// handoffState is what the worker remembers of shard handoffs.
+type handoffState struct {
+	gained *lru.Cache[int, time.Time]    // shard -> when it was handed over to us
+	spent  *lru.Cache[string, time.Time] // host -> the handoff its bucket was spent for
+}
+
+func newHandoffState() *handoffState {
+	g, _ := lru.New[int, time.Time](1 << 16) // sizes > 0: cannot fail
+	s, _ := lru.New[string, time.Time](handoffHostsRemembered)
+	return &handoffState{gained: g, spent: s}
+}
+
+// handedOver records that shard was handed over to this worker at t.
+func (w *Worker) handedOver(shard int, t time.Time) { w.handoffs.gained.Add(shard, t) }
+
+// coolAfterHandoff spends host's politeness bucket as of the handoff of
+// shard, once per handoff, so the first request to host after a handoff
+// waits the effective interval from it. A cached robots.txt Crawl-delay is
+// set first, so it counts.
+func (w *Worker) coolAfterHandoff(ctx context.Context, shard int, host, rawURL string, cfg config.Config) {
+	at, ok := w.handoffs.gained.Get(shard)
+	if !ok {
+		return
+	}
+	if prev, ok := w.handoffs.spent.Get(host); ok && prev.Equal(at) {
+		return
+	}
+	if cfg.ObeyRobots && w.robots.Cached(rawURL) {
+		if d := w.robots.CrawlDelay(ctx, rawURL, cfg.UserAgent); d > 0 {
+			w.polite.SetCrawlDelay(host, d)
+		}
+	}
+	w.polite.Spend(host, at)
+	w.handoffs.spent.Add(host, at)
+}
+
+// robotsAllowed asks robots.txt about it (Robots.Allowed) and sets the
+// host's Crawl-delay. When robots.txt is not cached it is fetched inside a
+// politeness slot of the host, like any request to it, and the Crawl-delay
+// is set before the slot is freed, so the next request waits it. Errors:
+// Robots.Allowed's, or ctx's while waiting for the slot.
+func (w *Worker) robotsAllowed(ctx context.Context, it frontier.Item, host string, cfg config.Config) (bool, error) {
+	if !w.robots.Cached(it.URL) {
+		release, err := w.polite.Acquire(ctx, host)
+		if err != nil {
+			return false, err
+		}
+		defer release()
+	}
+	ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
+	if err == nil && ok {
+		if d := w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent); d > 0 {
+			w.polite.SetCrawlDelay(host, d)
+		}
+	}
+	return ok, err
+}
+
+// awaitOthersClaims returns once no other worker holds a claim in shard. It
+// has no deadline: a claim lives exactly as long as its owner's session, so
+// this waits out the previous owner's in-flight fetches however long they
+// take, or its session's expiry. pause sleeps between checks; a read error
+// is retried the same way. Errors: ctx's.
+func (w *Worker) awaitOthersClaims(ctx context.Context, shard int, pause func() error) error {
+	started, warned := time.Now(), time.Time{}
+	for {
+		claims, err := w.queue.ShardClaims(ctx, shard)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil && !slices.ContainsFunc(claims, func(c coord.ClaimInfo) bool { return c.Owner != w.opts.ID }) {
+			return nil
+		}
+		if time.Since(started) > 2*w.opts.SessionTimeout && time.Since(warned) > 30*time.Second {
+			w.log.Warn("gained shard: still waiting for the previous owner's claims to end (they end with its session)",
+				"shard", coord.ShardName(shard), "waited", time.Since(started).Round(time.Second), "error", err)
+			warned = time.Now()
+		}
+		if err := pause(); err != nil {
+			return err
+		}
+	}
+}
