@@ -105,6 +105,7 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 			srv := trapServer(t, tc.link)
 			cfg := testConfig()
 			cfg.MaxDepth = -1
+			cfg.Sitemaps, cfg.PageRequisites = false, false // links only: the bounds count them
 			tc.tune(&cfg)
 			name := strings.ReplaceAll("trap "+tc.name, " ", "-")
 			c := newCrawl(t, zk.Addr(), name, cfg, frontier.Layout{Shards: 4, Spread: 1}, []string{srv.URL + "/"})

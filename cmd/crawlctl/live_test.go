@@ -211,7 +211,7 @@ func TestLiveCrawl(t *testing.T) {
 			t.Errorf("last refresh: pages/s %v, %d workers; want a rate and 2 workers", last.PagesPerS, len(last.Workers))
 		}
 
-		wctx2, wcancel2 := context.WithTimeout(context.Background(), 700*time.Millisecond)
+		wctx2, wcancel2 := context.WithTimeout(context.Background(), 2*time.Second)
 		defer wcancel2()
 		r = runCtlTTY(wctx2, "--zk", c.zk, "--crawl", c.name, "status", "--watch", "--interval", "300ms")
 		if r.err != nil || strings.Count(r.stdout, clearScreen) < 2 || !strings.Contains(r.stdout, "workers:  2 live") {
@@ -219,7 +219,7 @@ func TestLiveCrawl(t *testing.T) {
 		}
 		// Not a terminal (a buffer, as a file or pipe): plain snapshots
 		// appended, no screen-control codes.
-		wctx3, wcancel3 := context.WithTimeout(context.Background(), 700*time.Millisecond)
+		wctx3, wcancel3 := context.WithTimeout(context.Background(), 2*time.Second)
 		defer wcancel3()
 		r = c.ctlWith(wctx3, nil, "status", "--watch", "--interval", "300ms")
 		if r.err != nil || strings.Contains(r.stdout, "\x1b") || strings.Count(r.stdout, "crawl "+c.name+" (") < 2 {
