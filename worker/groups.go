@@ -34,7 +34,7 @@ const (
 // channel, that ready items of the group were finished here (completed or
 // dead-lettered), so their hosts' ready windows have room.
 type groupWakes struct {
-	m  sync.Map // int -> *groupSignal
+	m sync.Map // int -> *groupSignal
 }
 
 type groupSignal struct {

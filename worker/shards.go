@@ -61,19 +61,11 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	}()
 
 	members := coord.WatchMembers(sctx, w.client, w.root)
-	type loop struct {
-		stop context.CancelFunc
-		done chan struct{}
-	}
-	running := map[int]loop{}  // claim loops by shard
-	managers := map[int]loop{} // group managers by group
+	running := newLoops(sctx, &loops)  // claim loops by shard
+	managers := newLoops(sctx, &loops) // group managers by group
 	defer func() {
-		for _, l := range running {
-			l.stop()
-		}
-		for _, l := range managers {
-			l.stop()
-		}
+		running.stopAll()
+		managers.stopAll()
 		loops.Wait()
 	}()
 	for {
@@ -98,57 +90,23 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 					keep[s] = true
 				}
 			}
-			for g, l := range managers {
-				if !owned[g] {
-					l.stop()
-					<-l.done
-					delete(managers, g)
-				}
-			}
+			managers.keepOnly(owned)
 			w.counters.shardsOwned.Store(int64(len(keep)))
 			w.setOwnedShards(keep)
 			// Give up lost shards first and wait until their loops have
 			// stopped claiming; only then acknowledge the new member list,
 			// which is what a gaining worker waits for (awaitHandoff).
-			for s, l := range running {
-				if !keep[s] {
-					l.stop()
-					<-l.done
-					delete(running, s)
-				}
-			}
+			running.keepOnly(keep)
 			view := memberView(ids)
 			w.view.Store(&view)
 			if err := member.Update(sctx, w.status(sess)); err != nil && sctx.Err() == nil {
 				w.log.Warn("could not acknowledge the member list", "error", err)
 			}
 			for s := range keep {
-				if _, ok := running[s]; ok {
-					continue
-				}
-				lctx, stop := context.WithCancel(sctx)
-				l := loop{stop: stop, done: make(chan struct{})}
-				running[s] = l
-				loops.Add(1)
-				go func() {
-					defer loops.Done()
-					defer close(l.done)
-					w.claimLoop(lctx, swork, sess, s, inflight, view)
-				}()
+				running.start(s, func(ctx context.Context) { w.claimLoop(ctx, swork, sess, s, inflight, view) })
 			}
 			for g := range owned {
-				if _, ok := managers[g]; ok {
-					continue
-				}
-				mctx, stop := context.WithCancel(sctx)
-				l := loop{stop: stop, done: make(chan struct{})}
-				managers[g] = l
-				loops.Add(1)
-				go func() {
-					defer loops.Done()
-					defer close(l.done)
-					w.manageGroup(mctx, sess, g)
-				}()
+				managers.start(g, func(ctx context.Context) { w.manageGroup(ctx, sess, g) })
 			}
 			w.log.Info("shard ownership", "members", len(ids), "owned", len(keep))
 		}
@@ -266,6 +224,58 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 		w.handedOver(shard, time.Now())
 	}
 	return nil
+}
+
+// loops are goroutines keyed by shard or group, each with its own
+// cancellable context under parent, counted in wg.
+type loops struct {
+	parent context.Context
+	wg     *sync.WaitGroup
+	m      map[int]loopHandle
+}
+
+type loopHandle struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func newLoops(parent context.Context, wg *sync.WaitGroup) *loops {
+	return &loops{parent: parent, wg: wg, m: map[int]loopHandle{}}
+}
+
+// start runs fn for key unless a loop for key runs already.
+func (ls *loops) start(key int, fn func(ctx context.Context)) {
+	if _, ok := ls.m[key]; ok {
+		return
+	}
+	ctx, stop := context.WithCancel(ls.parent)
+	h := loopHandle{stop: stop, done: make(chan struct{})}
+	ls.m[key] = h
+	ls.wg.Add(1)
+	go func() {
+		defer ls.wg.Done()
+		defer close(h.done)
+		fn(ctx)
+	}()
+}
+
+// keepOnly stops the loops whose key is not in keep and waits until they
+// have returned.
+func (ls *loops) keepOnly(keep map[int]bool) {
+	for k, h := range ls.m {
+		if !keep[k] {
+			h.stop()
+			<-h.done
+			delete(ls.m, k)
+		}
+	}
+}
+
+// stopAll cancels every loop (without waiting).
+func (ls *loops) stopAll() {
+	for _, h := range ls.m {
+		h.stop()
+	}
 }
 
 // memberView names a member list: a short hash of the sorted ids.

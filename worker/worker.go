@@ -131,8 +131,8 @@ type Worker struct {
 	metrics  *Metrics
 	progress *progress             // progress lines and the stop summary (progress.go)
 	owned    atomic.Pointer[[]int] // shards owned now, sorted (gauges.go)
-	handoffs *handoffState // shards handed over to us, hosts spent for them
-	standby  atomic.Bool   // out of the worker list while output writes fail
+	handoffs *handoffState         // shards handed over to us, hosts spent for them
+	standby  atomic.Bool           // out of the worker list while output writes fail
 }
 
 // liveConfig is one applied config version with what is derived from it.
