@@ -7,11 +7,16 @@
 # every log, crawl log and results.json in OUT (default
 # ./out/bench-<timestamp>).
 #
-#   ./scripts/bench.sh                  # all four parts, about 4 minutes on 2 cores
-#   ./scripts/bench.sh --skip-scale     # without the 1,000,000-URL frontier
+#   ./scripts/bench.sh                  # all six parts, about 10 minutes on 2 cores
+#   ./scripts/bench.sh --skip-big       # without the 10,000,000-URL frontier (1.5 minutes)
+#   ./scripts/bench.sh --only trap      # one part (synth, real, queued, big, trap, ceiling, takeover)
 #   ./scripts/bench.sh --workers 3      # any crawlbench flag (see bin/crawlbench --help)
 #
-# Environment: OUT, BIN (default ./bin), SKIP_SCALE=1 (same as --skip-scale).
+# Environment: OUT, BIN (default ./bin), SKIP_BIG=1 (same as --skip-big),
+# BASELINE_REV (default 329a982, the last commit of frontier layout 1; "none"
+# skips it): part 1 also crawls with that commit's seeder and crawler, built
+# here from git into OUT/baseline, so that issue 9's "no slower than today's
+# code" is measured in the same run.
 # Every process the driver starts (ZooKeeper, nginx, crawlers) is stopped
 # when it ends, on Ctrl-C and if it dies (parent-death signal).
 set -euo pipefail
@@ -44,14 +49,24 @@ done
 go build -o "$BIN/crawlbench" ./cmd/crawlbench
 
 args=("$@")
-[ -n "${SKIP_SCALE:-}" ] && args+=(--skip-scale)
+extra=()
+BASELINE_REV=${BASELINE_REV:-329a982}
+if [ "$BASELINE_REV" != none ]; then
+	mkdir -p "$OUT/baseline/src"
+	echo "bench: building the baseline's seeder and crawler (git $BASELINE_REV) into $OUT/baseline/bin"
+	git -C "$ROOT" archive "$BASELINE_REV" | tar -x -C "$OUT/baseline/src"
+	basebin=$(cd "$OUT/baseline" && pwd)/bin
+	(cd "$OUT/baseline/src" && go build -o "$basebin/" ./cmd/seeder ./cmd/crawler)
+	extra+=(--baseline-bin "$basebin" --baseline-name "layout 1 (git $BASELINE_REV)")
+fi
+[ -n "${SKIP_BIG:-}" ] && args+=(--skip-big)
 mkdir -p "$OUT"
 echo "bench: $(nproc) CPUs; load average now: $(cut -d' ' -f1-3 /proc/loadavg) (the figures are slower while other jobs run)"
 echo "bench: output in $OUT; progress below, the table at the end"
 cmdline="make bench"
 [ "${#args[@]}" -gt 0 ] && cmdline="./scripts/bench.sh ${args[*]}"
 rc=0
-"$BIN/crawlbench" --bin "$BIN" --out "$OUT" --md BENCHMARKS.md --command "$cmdline" ${args[@]+"${args[@]}"} \
+"$BIN/crawlbench" --bin "$BIN" --out "$OUT" --md BENCHMARKS.md --command "$cmdline" ${extra[@]+"${extra[@]}"} ${args[@]+"${args[@]}"} \
 	>"$OUT/table.md" 2> >(tee "$OUT/crawlbench.log" >&2) || rc=$?
 echo
 cat "$OUT/table.md"

@@ -99,6 +99,13 @@ type ZKConfig struct {
 	// Logger receives lifecycle events (default slog.Default()). Starts and
 	// stops log at Debug, unexpected exits at Warn.
 	Logger *slog.Logger
+	// ForceSync writes forceSync=yes into zoo.cfg: every transaction log
+	// write is fsynced before the server acknowledges it, as ZooKeeper
+	// does by default in production (ZooKeeper Administrator's Guide,
+	// "Advanced Configuration", zookeeper.forceSync). false (the default,
+	// for tests) writes forceSync=no: the data survives a process kill
+	// (the page cache does) but not a machine crash.
+	ForceSync bool
 }
 
 // withDefaults returns cfg with zero fields filled in, or an error naming
@@ -289,8 +296,13 @@ func newZKServer(cfg ZKConfig, dir string, owns bool, id, port int, peers []zkPe
 	fmt.Fprintf(&b, "4lw.commands.whitelist=*\n")
 	fmt.Fprintf(&b, "admin.enableServer=false\n")
 	// Test data need not survive a machine crash, only a process kill
-	// (the page cache survives that), so skip fsync: faster on shared CI.
-	fmt.Fprintf(&b, "forceSync=no\n")
+	// (the page cache survives that), so tests skip fsync: faster on shared
+	// CI. Benchmarks ask for ZooKeeper's production default.
+	if cfg.ForceSync {
+		fmt.Fprintf(&b, "forceSync=yes\n")
+	} else {
+		fmt.Fprintf(&b, "forceSync=no\n")
+	}
 	// Pre-allocate transaction logs 4 MB at a time instead of 64 MB.
 	fmt.Fprintf(&b, "preAllocSize=4096\n")
 	for _, p := range peers {

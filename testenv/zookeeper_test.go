@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +241,26 @@ func TestStartErrors(t *testing.T) {
 			t.Errorf("FreePorts(5) = %v: bad or duplicate port %d", ports, p)
 		}
 		seen[p] = true
+	}
+}
+
+func TestZooCfgForceSync(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		cfg, err := ZKConfig{ForceSync: force}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := newZKServer(cfg, t.TempDir(), false, 0, 2181, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(s.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: "forceSync=no\n", true: "forceSync=yes\n"}[force]
+		if !strings.Contains(string(data), want) || strings.Count(string(data), "forceSync=") != 1 {
+			t.Errorf("ForceSync=%v: zoo.cfg has no single %q:\n%s", force, want, data)
+		}
 	}
 }

@@ -5,21 +5,20 @@ package main
 // port, and reading their crawl logs afterwards.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"golang.org/x/sync/errgroup"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -30,25 +29,33 @@ func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[str
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cfgPath := filepath.Join(dir, "config.json")
-	data, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
-		return err
-	}
 	seedPath := filepath.Join(dir, "seeds.txt")
 	if err := os.WriteFile(seedPath, []byte(strings.Join(seeds, "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	_, err := b.runSeeder(ctx, zkAddr, crawl, dir, cfg, seedPath, time.Minute)
+	return err
+}
+
+// runSeeder writes cfg as dir/config.json and runs bin/seeder --config
+// with --seeds seedPath, bounded by timeout; it returns the seeder's
+// output. Errors: the seeder's exit status and output.
+func (b *bench) runSeeder(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seedPath string, timeout time.Duration) (string, error) {
+	cfgPath := filepath.Join(dir, "config.json")
+	data, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+		return "", err
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, b.bin("seeder"), "--zk", zkAddr, "--crawl", crawl,
 		"--config", cfgPath, "--seeds", seedPath, "--log-level", "warn")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("seeder --crawl %s: %w\n%s", crawl, err, out)
+		return string(out), fmt.Errorf("seeder --crawl %s: %w\n%s", crawl, err, out)
 	}
 	b.log.Debug("seeded", "crawl", crawl, "output", strings.TrimSpace(string(out)))
-	return nil
+	return string(out), nil
 }
 
 // workerProc is one running bin/crawler.
@@ -111,51 +118,6 @@ func (w *workerProc) stop() {
 	}
 }
 
-// logLine is the part of a crawl log line the benchmark reads.
-type logLine struct {
-	URL     string `json:"url"`
-	Status  int    `json:"status"`
-	Attempt int    `json:"attempt"`
-	TS      string `json:"ts"`
-	Worker  string `json:"worker"`
-}
-
-// readCrawlLogs reads every line of the given crawl logs. A line that is
-// not JSON is an error naming the file and line.
-func readCrawlLogs(paths []string) ([]logLine, error) {
-	var out []logLine
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		n := 0
-		for sc.Scan() {
-			n++
-			if len(strings.TrimSpace(sc.Text())) == 0 {
-				continue
-			}
-			var l logLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				f.Close()
-				return nil, fmt.Errorf("%s:%d: %w", p, n, err)
-			}
-			out = append(out, l)
-		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-	}
-	return out, nil
-}
-
 // fileSizes returns the sizes of paths (0 for a missing file).
 func fileSizes(paths []string) []int64 {
 	out := make([]int64, len(paths))
@@ -167,19 +129,13 @@ func fileSizes(paths []string) []int64 {
 	return out
 }
 
-// gaps returns the longest pause between consecutive crawl log lines (by
-// their ts, milliseconds) and the summed length of the pauses longer than
-// minGap: time in which the crawl fetched nothing at all.
-func gaps(lines []logLine, minGap time.Duration) (longest, total time.Duration) {
-	var ts []time.Time
-	for _, l := range lines {
-		if t, err := time.Parse(time.RFC3339Nano, l.TS); err == nil {
-			ts = append(ts, t)
-		}
-	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	for i := 1; i < len(ts); i++ {
-		d := ts[i].Sub(ts[i-1])
+// gaps returns the longest pause between consecutive crawl log lines (in
+// time order, as testenv.ReadCrawlLogs returns them) and the summed length
+// of the pauses longer than minGap: time in which the crawl fetched
+// nothing at all.
+func gaps(lines []storage.LogEntry, minGap time.Duration) (longest, total time.Duration) {
+	for i := 1; i < len(lines); i++ {
+		d := lines[i].TS.Sub(lines[i-1].TS)
 		longest = max(longest, d)
 		if d > minGap {
 			total += d
@@ -188,14 +144,13 @@ func gaps(lines []logLine, minGap time.Duration) (longest, total time.Duration) 
 	return longest, total
 }
 
-// stopAll stops the workers and reads their crawl logs.
-func stopAll(workers []*workerProc) ([]logLine, error) {
-	var logs []string
+// stopAll stops the workers and reads the crawl logs under dir (one
+// output directory per worker, testenv.ReadCrawlLogs), in time order.
+func stopAll(workers []*workerProc, dir string) ([]storage.LogEntry, error) {
 	for _, w := range workers {
 		w.stop()
-		logs = append(logs, w.CrawlLog())
 	}
-	return readCrawlLogs(logs)
+	return testenv.ReadCrawlLogs(dir)
 }
 
 // forEach runs fn(0..n-1) on `parallel` goroutines and returns the first
@@ -207,4 +162,12 @@ func forEach(ctx context.Context, n, parallel int, fn func(ctx context.Context, 
 		g.Go(func() error { return fn(ctx, i) })
 	}
 	return g.Wait()
+}
+
+// fileModTime returns a file's modification time (zero when missing).
+func fileModTime(p string) time.Time {
+	if st, err := os.Stat(p); err == nil {
+		return st.ModTime()
+	}
+	return time.Time{}
 }

@@ -224,3 +224,11 @@ func labelCounts(fams map[string]*dto.MetricFamily, name, label string) map[stri
 	}
 	return out
 }
+
+// finite returns v, or 0 for NaN and ±Inf (which JSON cannot hold).
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}

@@ -2,11 +2,13 @@ package main
 
 // Part 2: a real site. scripts/demo-real.sh's logic, timed the way part 1
 // is: nginx serves Debian's PostgreSQL 15 HTML manual on a free loopback
-// port; `wget -r -np -nv` mirrors it (timed); then zkcrawl crawls the same
-// start URL with bin/seeder and 3 bin/crawler workers, timed from the
-// seeder's start to the last crawl log line (the crawl then confirmed done
-// with Queue.Pending; no --exit-when-done quiet period). Every HTML page
-// wget fetched must be in the crawl logs exactly once with status 200.
+// port; `wget -r -np -nv --warc-file` mirrors it and writes WARC too
+// (timed); then zkcrawl crawls the same start URL with bin/seeder and 3
+// bin/crawler workers, on the forceSync=yes and on the forceSync=no
+// ZooKeeper, each timed from the seeder's start to the last crawl log line
+// (the crawl then confirmed done with frontier.Pending; no
+// --exit-when-done quiet period). Every HTML page wget fetched must be in
+// the crawl logs exactly once with status 200.
 //
 // One host is one shard group, and a group has one owner, so one worker
 // does all the fetching (politeness in one process, by design); the
@@ -33,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -53,6 +55,8 @@ type realResult struct {
 // realRun is one wget-vs-zkcrawl pair.
 type realRun struct {
 	LatencyMS      float64 // added to every response by the proxy (0: none)
+	ForceSync      bool    // of the ZooKeeper zkcrawl ran on
+	WgetWARCMB     float64 // wget's WARC file
 	WgetPages      int     // .html files in wget's mirror
 	WgetS          float64 // wget -r wall time
 	WgetExitStatus int
@@ -74,6 +78,7 @@ type realRun struct {
 	ZKOps          map[string]float64 // requests and queue steps by op, all workers
 	ZKOpErrors     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
 	ZKWrites       int64              // zxid delta, seeding included
+	WritesPerLine  float64            // ZKWrites / ZKLines
 	WorkerCPUS     float64
 	ZKCPUS         float64
 	LoadBefore     string
@@ -113,22 +118,22 @@ func (b *bench) runReal(ctx context.Context) (*realResult, error) {
 	defer stop()
 	origin := fmt.Sprintf("http://127.0.0.1:%d/", port)
 
-	run, err := b.realPair(ctx, origin, filepath.Join(dir, "loopback"), "pgdocs", res, 0)
+	runs, err := b.realPair(ctx, origin, filepath.Join(dir, "loopback"), "pgdocs", res, 0, []bool{true, false})
+	res.Runs = append(res.Runs, runs...)
 	if err != nil {
 		return res, err
 	}
-	res.Runs = append(res.Runs, *run)
 	if d := b.opts.realLatency; d > 0 {
 		proxy, stopProxy, err := startDelayProxy(origin, d)
 		if err != nil {
 			return res, err
 		}
 		defer stopProxy()
-		run, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), "pgdocs-latency", res, d)
+		runs, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), "pgdocs-latency", res, d, []bool{true})
+		res.Runs = append(res.Runs, runs...)
 		if err != nil {
 			return res, err
 		}
-		res.Runs = append(res.Runs, *run)
 	}
 	return res, nil
 }
@@ -145,10 +150,11 @@ func (b *bench) startNginx(ctx context.Context, nginx, dir string, workers int) 
 			_ = os.Chmod(d, st.Mode().Perm()|0o055)
 		}
 	}
-	port, err := freePort()
+	ports, err := testenv.FreePorts(1)
 	if err != nil {
 		return 0, nil, err
 	}
+	port := ports[0]
 	conf := fmt.Sprintf(`# nginx for crawlbench part 2: foreground, everything under %[2]s.
 daemon off;
 worker_processes %[1]d;
@@ -228,30 +234,38 @@ func startDelayProxy(origin string, d time.Duration) (string, func(), error) {
 	return "http://" + ln.Addr().String() + "/", func() { _ = srv.Close() }, nil
 }
 
-// realPair mirrors base with wget, then crawls it with zkcrawl.
-func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *realResult, latency time.Duration) (*realRun, error) {
-	run := &realRun{LatencyMS: float64(latency) / float64(time.Millisecond)}
+// realPair mirrors base with wget, then crawls it with zkcrawl once on
+// the shared ZooKeeper of each forceSync setting in modes.
+func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *realResult, latency time.Duration, modes []bool) ([]realRun, error) {
+	w := realRun{LatencyMS: float64(latency) / float64(time.Millisecond)}
 	start := base + "index.html"
 	u, _ := url.Parse(base)
 
-	// wget -r -np -nv: one request at a time on one keep-alive connection.
+	// wget -r -np -nv --warc-file: one request at a time on one keep-alive
+	// connection, every response also written to wget.warc.gz.
 	mirrorDir := filepath.Join(dir, "wget")
 	if err := os.MkdirAll(mirrorDir, 0o755); err != nil {
 		return nil, err
 	}
-	wget := exec.CommandContext(ctx, "wget", "-r", "-np", "-nv", "-o", filepath.Join(dir, "wget.log"), start)
+	warc := filepath.Join(dir, "wget")
+	wget := exec.CommandContext(ctx, "wget", "-r", "-np", "-nv", "--warc-file="+warc, "-o", filepath.Join(dir, "wget.log"), start)
 	wget.Dir = mirrorDir
 	t0 := time.Now()
 	err := wget.Run()
-	run.WgetS = time.Since(t0).Seconds()
+	w.WgetS = time.Since(t0).Seconds()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		// 8: some URL answered an HTTP error (robots.txt is 404, and the
 		// manual links a non-existent relative "pgsql-docs@..." page);
 		// the pages it fetched count.
-		run.WgetExitStatus = ee.ExitCode()
+		w.WgetExitStatus = ee.ExitCode()
 	} else if err != nil {
 		return nil, fmt.Errorf("wget: %w", err)
+	}
+	if st, err := os.Stat(warc + ".warc.gz"); err == nil {
+		w.WgetWARCMB = float64(st.Size()) / (1 << 20)
+	} else {
+		return nil, fmt.Errorf("wget --warc-file wrote no %s.warc.gz (a wget built without WARC support?): %w", warc, err)
 	}
 	want := map[string]bool{}
 	mirror := filepath.Join(mirrorDir, u.Host)
@@ -270,14 +284,30 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 	if err != nil {
 		return nil, fmt.Errorf("wget mirror %s: %w", mirror, err)
 	}
-	run.WgetPages = len(want)
-	b.log.Info("part 2: wget done", "latency", latency, "pages", run.WgetPages, "s", round(run.WgetS, 2), "exit", run.WgetExitStatus)
+	w.WgetPages = len(want)
+	b.log.Info("part 2: wget done", "latency", latency, "pages", w.WgetPages, "s", round(w.WgetS, 2), "exit", w.WgetExitStatus)
 
-	zk, err := b.sharedServer(ctx)
-	if err != nil {
-		return nil, err
+	var runs []realRun
+	for _, fsync := range modes {
+		run := w
+		run.ForceSync = fsync
+		name := crawl + map[bool]string{true: "-fsync", false: "-nosync"}[fsync]
+		if err := b.realCrawl(ctx, start, filepath.Join(dir, name), name, res, want, &run); err != nil {
+			return runs, err
+		}
+		runs = append(runs, run)
 	}
-	zkAddr, zkpid, client := zk.srv.Addr(), zk.pid, zk.client
+	return runs, nil
+}
+
+// realCrawl seeds start and crawls it with 3 workers on the shared
+// ZooKeeper of run.ForceSync, filling in run's zkcrawl figures.
+func (b *bench) realCrawl(ctx context.Context, start, dir, crawl string, res *realResult, want map[string]bool, run *realRun) error {
+	zk, err := b.sharedServer(ctx, run.ForceSync, nil)
+	if err != nil {
+		return err
+	}
+	zkAddr, client := zk.srv.Addr(), zk.client
 	cfg := map[string]any{
 		"allow_private_networks": true,
 		"per_host_rate_per_s":    0,
@@ -289,15 +319,15 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 	run.LoadBefore = loadavg()
 	s0, err := readSrvr(ctx, zkAddr)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	z0, err := readProc(zkpid)
+	z0, err := readProc(zk.pid)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	if err := b.seed(ctx, zkAddr, crawl, dir, cfg, []string{start}); err != nil {
-		return nil, err
+		return err
 	}
 	t1 := time.Now()
 	run.SeedS = t1.Sub(t0).Seconds()
@@ -310,17 +340,20 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 	for i := 1; i <= 3; i++ {
 		w, err := b.startWorker(ctx, zkAddr, crawl, dir, fmt.Sprintf("w%d", i))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		workers = append(workers, w)
 	}
-	q, err := coord.OpenQueue(ctx, client, "/zkcrawl/"+crawl)
+	front, err := frontier.Open(ctx, client, "/zkcrawl/"+crawl)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	done, err := waitDone(ctx, q, workers, 5*time.Minute)
+	done, err := waitDone(ctx, func(ctx context.Context) (bool, error) {
+		p, err := front.Pending(ctx)
+		return p.Empty(), err
+	}, workers, 5*time.Minute)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	end := lastWrite(workers)
 	run.DetectS = time.Since(done).Seconds()
@@ -331,11 +364,11 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 	var claim hist
 	for _, w := range workers {
 		if err := w.awaitMetrics(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		fams, err := scrape(ctx, w.Metrics)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		claim, _ = claim.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_claim"))
 		run.ZKOps = addCounts(run.ZKOps, opCounts(fams))
@@ -343,19 +376,22 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 		cpu, _ := w.CPUTime()
 		run.WorkerCPUS += cpu.Seconds()
 	}
-	run.ClaimP50Ms, run.ClaimP99Ms = claim.quantile(0.5)*1000, claim.quantile(0.99)*1000
-	if z1, err := readProc(zkpid); err == nil {
+	run.ClaimP50Ms, run.ClaimP99Ms = finite(claim.quantile(0.5)*1000), finite(claim.quantile(0.99)*1000)
+	if z1, err := readProc(zk.pid); err == nil {
 		run.ZKCPUS = (z1.CPU - z0.CPU).Seconds()
 	}
 	if s1, err := readSrvr(ctx, zkAddr); err == nil {
 		run.ZKWrites = s1.Zxid - s0.Zxid
 	}
 	run.LoadAfter = loadavg()
-	lines, err := stopAll(workers)
+	lines, err := stopAll(workers, dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	run.ZKLines = len(lines)
+	if run.ZKLines > 0 {
+		run.WritesPerLine = float64(run.ZKWrites) / float64(run.ZKLines)
+	}
 	longest, idle := gaps(lines, 250*time.Millisecond)
 	run.LongestGapS, run.IdleGapsS = longest.Seconds(), idle.Seconds()
 	ok200 := map[string]int{}
@@ -382,19 +418,10 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 			run.Extra++
 		}
 	}
-	b.log.Info("part 2 run done", "latency", latency, "wget_s", round(run.WgetS, 2), "zkcrawl_s", round(run.ZKS, 2),
-		"ratio", round(run.Ratio, 2), "idle_gaps_s", round(run.IdleGapsS, 2), "pages", run.ZKPages, "missing", run.Missing, "dups", run.Dups)
-	return run, nil
-}
-
-// freePort returns a loopback port that is free right now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", round(run.WgetS, 2), "zkcrawl_s", round(run.ZKS, 2),
+		"ratio", round(run.Ratio, 2), "writes_per_line", round(run.WritesPerLine, 2), "idle_gaps_s", round(run.IdleGapsS, 2),
+		"pages", run.ZKPages, "missing", run.Missing, "dups", run.Dups)
+	return nil
 }
 
 // waitHTTP polls u until it answers 200, up to d.

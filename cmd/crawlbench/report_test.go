@@ -2,9 +2,11 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -88,14 +90,65 @@ func TestCheckTruthCountsMissingDuplicateExtraAndWrongStatus(t *testing.T) {
 		"http://a/3": {Status: 404},
 		"http://a/x": {Status: 0}, // must not be fetched
 	}
-	lines := []logLine{
-		{URL: "http://a/1", Status: 200, TS: "1"},
-		{URL: "http://a/1", Status: 200, TS: "2"},
-		{URL: "http://a/3", Status: 200, TS: "1"},
-		{URL: "http://a/x", Status: 200, TS: "1"},
+	t0 := time.Now()
+	lines := []storage.LogEntry{ // in time order, as testenv.ReadCrawlLogs returns them
+		{URL: "http://a/1", Status: 200, TS: t0},
+		{URL: "http://a/3", Status: 200, TS: t0},
+		{URL: "http://a/x", Status: 200, TS: t0},
+		{URL: "http://a/1", Status: 200, TS: t0.Add(time.Second)},
 	}
 	c := checkTruth(lines, truth)
 	if c.urls != 3 || c.missing != 1 || c.dups != 1 || c.extra != 1 || c.wrong != 1 {
 		t.Errorf("checkTruth = %+v", c)
+	}
+}
+
+// tableRow returns the table line whose measure contains measure.
+func tableRow(t *testing.T, table, measure string) string {
+	t.Helper()
+	for _, l := range strings.Split(table, "\n") {
+		if strings.Contains(l, measure) {
+			return l
+		}
+	}
+	t.Fatalf("no row %q in\n%s", measure, table)
+	return ""
+}
+
+func TestTableJudgesTargets(t *testing.T) {
+	r := &report{
+		Queued: &queuedResult{URLs: 300000, Hosts: 3000, SeedPerS: 40000, PostedDataPerURL: 3, DrainedDataPerURL: 49,
+			PostedZnodesPerURL: 0.001, DrainedZnodesPerURL: 0.02},
+		Trap: &trapResult{Links: 10000, URLLength: 1900, TimeS: 40, AbortMB: 512, Runs: []trapRun{
+			{Flavour: "repetitive", GrowthMB: 1, PeakGrowthMB: 2},
+			{Flavour: "subdomain", GrowthMB: 30, PeakGrowthMB: 33, Dropped: map[string]int64{"bytes": 5}},
+		}},
+		Real: &realResult{MaxInFlight: 8, Runs: []realRun{
+			{ForceSync: true, WgetS: 2, ZKS: 1, Ratio: 0.5, WritesPerLine: 1.3, ZKPages: 10, WgetPages: 10},
+			{ForceSync: false, WgetS: 2, ZKS: 3, Ratio: 1.5, WritesPerLine: 1.2, ZKPages: 10, WgetPages: 10},
+		}},
+	}
+	table := r.table()
+	for measure, want := range map[string]string{
+		"seeding rate":                   "**NOT MET**",
+		"znodes per queued URL":          "met",
+		"ZooKeeper data per queued URL":  "**NOT MET**", // 49 B after the drain
+		"repetitive: ZooKeeper data":     "met",
+		"subdomain: ZooKeeper data":      "**NOT MET**", // the peak counts
+		"loopback: ratio zkcrawl / wget": "met",         // judged on forceSync=yes
+		"writes per crawl log line":      "**NOT MET**",
+		"pages zkcrawl of wget; missing": "met",
+	} {
+		row := tableRow(t, table, measure)
+		cells := strings.Split(strings.TrimSuffix(strings.TrimSpace(row), "|"), "|")
+		if got := strings.TrimSpace(cells[len(cells)-1]); got != want {
+			t.Errorf("row %q: verdict %q, want %q:\n%s", measure, got, want, row)
+		}
+	}
+	if row := tableRow(t, table, "loopback: ratio"); !strings.Contains(row, "0.50 (forceSync=no: 1.50)") {
+		t.Errorf("ratio row does not show forceSync=no beside yes: %s", row)
+	}
+	if row := tableRow(t, table, "subdomain: ZooKeeper data"); !strings.Contains(row, "bytes 5") {
+		t.Errorf("trap row lacks the dropped counts: %s", row)
 	}
 }

@@ -1,22 +1,29 @@
 package main
 
 // Part 1: the synthetic web with rate limits off, crawled by 1, 2 and 3
-// bin/crawler processes. Each run gets a fresh crawl name on one ZooKeeper
-// and is measured from the first worker's start to the moment the queue and
-// the claims are empty (Queue.Pending, confirmed twice), then checked
-// against the web's ground truth.
+// bin/crawler processes, each count on a ZooKeeper with forceSync=yes and
+// on one with forceSync=no. Each run gets a fresh crawl name and is
+// measured from the first worker's start to the moment the frontier is
+// empty (frontier.Pending: ready, claimed, backlog and posts all 0,
+// confirmed twice), then checked against the web's ground truth. Then the
+// driver waits until the crawl's backlog batches have retired into seen
+// chunks (Backlog.Stats) and reads what the finished crawl left in
+// ZooKeeper: the seen-set of every fetched URL (part 3b).
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -27,13 +34,19 @@ type synthResult struct {
 	Scope                             string
 	MaxInFlight                       int
 	Expected                          int        // ground-truth URLs a correct crawl fetches
-	Runs                              []synthRun // the fastest attempt of each worker count
+	Runs                              []synthRun // the fastest attempt of each worker count and forceSync
 	Attempts                          []synthRun // every run, in order
+	// The previous frontier layout's build (--baseline-bin), 3 workers,
+	// run in the same rounds: the fastest per forceSync, and every attempt.
+	BaselineName               string
+	Baseline, BaselineAttempts []synthRun
 }
 
 // synthRun is one crawl with Workers processes.
 type synthRun struct {
 	Workers     int
+	ForceSync   bool
+	Baseline    bool // run with --baseline-bin
 	Attempt     int
 	Crawl       string
 	Pages       int     // crawl log lines (fetch attempts)
@@ -51,20 +64,36 @@ type synthRun struct {
 	ZKCPUMsPerPage                 float64
 	ZKWrites                       int64 // zxid delta over the run
 	ZKWritesPerPage                float64
-	Claims                         float64 // queue_claim observations, all workers
-	ClaimP50Ms, ClaimP99Ms         float64
-	ClaimMeanMs                    float64
-	CompleteP50Ms, PutP50Ms        float64
-	LinksQueued, LinksDuplicate    float64
-	ZKOps                          map[string]float64 // requests and queue steps by op, all workers
-	ZKOpErrors                     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
-	PeakRSSMB                      []float64          // per worker, VmHWM
-	PagesPerWorker                 []int
-	LoadBefore, LoadAfter          string
-	FirstWorkerReadyS              float64 // until every worker served metrics
-	DetectS                        float64 // the last crawl log write to done confirmed
-	LongestGapS                    float64 // longest pause between two crawl log lines
-	IdleGapsS                      float64 // summed pauses over 250 ms: nothing fetched at all
+	// Group commit, from the workers' metrics: fenced steps (claims,
+	// completions, group steps, posts) and the ZooKeeper multis that
+	// carried them (coord's Client.CommitStats is not exported by the
+	// worker, so this is the ratio of the two counters).
+	FencedSteps, Multis      float64
+	StepsPerMulti            float64
+	Claims                   float64 // queue_claim observations, all workers
+	ClaimP50Ms, ClaimP99Ms   float64
+	ClaimMeanMs              float64
+	CompleteP50Ms, PostP50Ms float64
+	LinksQueued, LinksDup    float64
+	Dropped                  map[string]float64 // zkcrawl_links_dropped_total by reason
+	ZKOps                    map[string]float64 // requests and queue steps by op, all workers
+	ZKOpErrors               map[string]float64 // of which returned an error
+	PeakRSSMB                []float64          // per worker, VmHWM
+	PagesPerWorker           []int
+	LoadBefore, LoadAfter    string
+	FirstWorkerReadyS        float64 // until every worker served metrics
+	DetectS                  float64 // the last crawl log write to done confirmed
+	LongestGapS              float64 // longest pause between two crawl log lines
+	IdleGapsS                float64 // summed pauses over 250 ms: nothing fetched at all
+	// What the finished crawl left in ZooKeeper (part 3b), once its
+	// batches retired: mntr data size and znode count delta from before
+	// seeding to after the workers stopped, the seen chunks' data and keys.
+	Retired                     bool // every batch retired within the wait
+	RetireWaitS                 float64
+	DataDelta, ZnodeDelta       int64
+	SeenKeys, SeenChunks        int
+	SeenChunkBytes              int64
+	DataPerURL, ChunkBytesPerKy float64
 }
 
 // synthConfig is the crawl config of part 1.
@@ -80,22 +109,42 @@ func (b *bench) synthConfig() map[string]any {
 	}
 }
 
-func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
+// startSynthWeb starts part 1's synthetic web and computes its ground truth.
+func (b *bench) startSynthWeb(ctx context.Context) (*testenv.Web, map[string]testenv.WebExpect, error) {
 	o := b.opts
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{
 		Seed: 1, Hosts: o.hosts, PagesPerHost: o.pagesPerHost, LinksPerPage: o.links,
 		CrossHostShare: o.cross, Logger: b.quiet,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer web.Close()
 	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, Scope: o.scope, ObeyRobots: true})
+	if err != nil {
+		web.Close()
+		return nil, nil, err
+	}
+	return web, truth, nil
+}
+
+// warmCrawl returns the warm-up of a shared server: one unrecorded
+// 3-worker crawl of the synthetic web.
+func (b *bench) warmCrawl(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect) func(z *benchZK) error {
+	return func(z *benchZK) error {
+		_, err := b.synthRun(ctx, web, truth, z, 3, 0, false)
+		return err
+	}
+}
+
+func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
+	o := b.opts
+	web, truth, err := b.startSynthWeb(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer web.Close()
 	res := &synthResult{Hosts: o.hosts, PagesPerHost: o.pagesPerHost, LinksPerPage: o.links,
-		CrossHostShare: o.cross, Scope: o.scope, MaxInFlight: o.synthInFlight}
+		CrossHostShare: o.cross, Scope: o.scope, MaxInFlight: o.synthInFlight, BaselineName: o.baselineName}
 	for _, e := range truth {
 		if e.Status > 0 {
 			res.Expected++
@@ -104,45 +153,106 @@ func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
 	b.log.Info("part 1: synthetic web", "hosts", o.hosts, "pages_per_host", o.pagesPerHost,
 		"links", o.links, "cross", o.cross, "scope", o.scope, "expected_urls", res.Expected)
 
-	zk, err := b.sharedServer(ctx)
-	if err != nil {
-		return nil, err
+	// Rounds of 1, 2, 3 workers, each on forceSync=yes then no, --repeat
+	// times; the table keeps the fastest run of each (other jobs on the
+	// machine only slow a run down), results.json every attempt.
+	type key struct {
+		n    int
+		sync bool
 	}
-	// Rounds of 1, 2, 3 workers, --repeat times; the table keeps each
-	// count's fastest run (other jobs on the machine only slow a run down),
-	// results.json and the details keep every attempt.
-	best := map[int]*synthRun{}
+	best := map[key]*synthRun{}
 	for a := 1; a <= max(o.repeat, 1); a++ {
 		for _, n := range o.workers {
-			run, err := b.synthRun(ctx, web, truth, zk, n, a)
-			if err != nil {
-				return res, fmt.Errorf("part 1, %d workers, attempt %d: %w", n, a, err)
+			for _, fsync := range []bool{true, false} {
+				zk, err := b.sharedServer(ctx, fsync, b.warmCrawl(ctx, web, truth))
+				if err != nil {
+					return res, err
+				}
+				run, err := b.synthRun(ctx, web, truth, zk, n, a, false)
+				if err != nil {
+					return res, fmt.Errorf("part 1, %d workers, %s, attempt %d: %w", n, syncName(fsync), a, err)
+				}
+				if o.baselineBin != "" && n == 3 {
+					if err := b.baselineRun(ctx, web, truth, zk, a, res); err != nil {
+						return res, err
+					}
+				}
+				res.Attempts = append(res.Attempts, *run)
+				if k := (key{n, fsync}); best[k] == nil || run.PagesPerS > best[k].PagesPerS {
+					best[k] = run
+				}
+				b.log.Info("part 1 run done", "workers", n, "fsync", fsync, "attempt", a, "pages", run.Pages, "wall_s", round(run.WallS, 2),
+					"pages_per_s", round(run.PagesPerS, 0), "zk_writes_per_page", round(run.ZKWritesPerPage, 2),
+					"steps_per_multi", round(run.StepsPerMulti, 2), "data_per_url", round(run.DataPerURL, 1),
+					"missing", run.Missing, "dups", run.Dups, "load", run.LoadAfter)
 			}
-			res.Attempts = append(res.Attempts, *run)
-			if best[n] == nil || run.PagesPerS > best[n].PagesPerS {
-				best[n] = run
-			}
-			b.log.Info("part 1 run done", "workers", n, "attempt", a, "pages", run.Pages, "wall_s", round(run.WallS, 2),
-				"pages_per_s", round(run.PagesPerS, 0), "zk_writes_per_page", round(run.ZKWritesPerPage, 2),
-				"claim_p50_ms", round(run.ClaimP50Ms, 2), "claim_p99_ms", round(run.ClaimP99Ms, 2),
-				"idle_gaps_s", round(run.IdleGapsS, 2), "missing", run.Missing, "dups", run.Dups, "load", run.LoadAfter)
 		}
 	}
-	for _, n := range o.workers {
-		res.Runs = append(res.Runs, *best[n])
+	for _, fsync := range []bool{true, false} {
+		for _, n := range o.workers {
+			res.Runs = append(res.Runs, *best[key{n, fsync}])
+		}
 	}
 	return res, nil
 }
 
-func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *sharedZK, n, attempt int) (*synthRun, error) {
-	zkAddr, zkpid, client := zk.srv.Addr(), zk.pid, zk.client
-	run := &synthRun{Workers: n, Attempt: attempt, Crawl: fmt.Sprintf("synth-w%d-a%d-%d", n, attempt, time.Now().Unix())}
-	dir := filepath.Join(b.outDir, "synth", fmt.Sprintf("w%d-a%d", n, attempt))
+// baselineRun runs 3 workers of the --baseline-bin build on zk and keeps
+// the fastest run per forceSync in res.Baseline.
+func (b *bench) baselineRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, attempt int, res *synthResult) error {
+	b.binDir = b.opts.baselineBin
+	run, err := b.synthRun(ctx, web, truth, zk, 3, attempt, true)
+	b.binDir = ""
+	if err != nil {
+		return fmt.Errorf("part 1, %s baseline, %s, attempt %d: %w", b.opts.baselineName, syncName(zk.forceSync), attempt, err)
+	}
+	res.BaselineAttempts = append(res.BaselineAttempts, *run)
+	i := slices.IndexFunc(res.Baseline, func(x synthRun) bool { return x.ForceSync == run.ForceSync })
+	switch {
+	case i < 0:
+		res.Baseline = append(res.Baseline, *run)
+	case run.PagesPerS > res.Baseline[i].PagesPerS:
+		res.Baseline[i] = *run
+	}
+	b.log.Info("part 1 baseline run done", "build", b.opts.baselineName, "fsync", run.ForceSync, "attempt", attempt, "pages_per_s", round(run.PagesPerS, 0),
+		"zk_writes_per_page", round(run.ZKWritesPerPage, 2), "data_per_url", round(run.DataPerURL, 1), "missing", run.Missing, "dups", run.Dups)
+	return nil
+}
+
+// synthRun crawls the web with n workers on zk. attempt 0 is a warm-up.
+// A baseline run uses the previous layout's binaries (b.bin), whose crawl
+// this code cannot open as a frontier: it is found done by the queue alone
+// (ready items and claims), and part 3b's seen chunks are not read.
+func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (*synthRun, error) {
+	zkAddr, client := zk.srv.Addr(), zk.client
+	tag := fmt.Sprintf("w%d-%s-a%d", n, map[bool]string{true: "fsync", false: "nosync"}[zk.forceSync], attempt)
+	if baseline {
+		tag = "baseline-" + tag
+	}
+	run := &synthRun{Workers: n, ForceSync: zk.forceSync, Baseline: baseline, Attempt: attempt, Crawl: fmt.Sprintf("synth-%s-%d", tag, time.Now().Unix())}
+	dir := filepath.Join(b.outDir, "synth", tag) // attempt 0: the warm-up
+	before, err := zk.footprint(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := b.seed(ctx, zkAddr, run.Crawl, dir, b.synthConfig(), web.Seeds()); err != nil {
 		return nil, err
 	}
-	q, err := coord.OpenQueue(ctx, client, "/zkcrawl/"+run.Crawl)
-	if err != nil {
+	root := "/zkcrawl/" + run.Crawl
+	var front *frontier.Frontier
+	pending := func(ctx context.Context) (bool, error) {
+		p, err := front.Pending(ctx)
+		return p.Empty(), err
+	}
+	if baseline {
+		q, err := coord.OpenQueue(ctx, client, root)
+		if err != nil {
+			return nil, err
+		}
+		pending = func(ctx context.Context) (bool, error) {
+			p, err := q.Pending(ctx)
+			return p.Queued == 0 && p.Claimed == 0, err
+		}
+	} else if front, err = frontier.Open(ctx, client, root); err != nil {
 		return nil, err
 	}
 	web.Reset()
@@ -154,7 +264,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	if err != nil {
 		return nil, err
 	}
-	z0, err := readProc(zkpid)
+	z0, err := readProc(zk.pid)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +289,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 		}
 	}
 	run.FirstWorkerReadyS = time.Since(t0).Seconds()
-	done, err := waitDone(ctx, q, workers, b.opts.crawlTimeout)
+	done, err := waitDone(ctx, pending, workers, b.opts.crawlTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +297,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	run.DetectS = time.Since(done).Seconds()
 
 	// Measure before stopping anything: metrics, /proc, zxid.
-	var claim, complete, put hist
+	var claim, complete, post hist
 	for _, w := range workers {
 		fams, err := scrape(ctx, w.Metrics)
 		if err != nil {
@@ -197,11 +307,12 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 			return nil, err
 		}
 		complete, _ = complete.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_complete"))
+		post, _ = post.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "backlog_post"))
 		run.ZKOps = addCounts(run.ZKOps, opCounts(fams))
 		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
-		put, _ = put.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_put"))
+		run.Dropped = addCounts(run.Dropped, labelCounts(fams, "zkcrawl_links_dropped_total", "reason"))
 		run.LinksQueued += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "queued"})
-		run.LinksDuplicate += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "duplicate"})
+		run.LinksDup += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "duplicate"})
 		cpu, err := w.CPUTime()
 		if err != nil {
 			return nil, err
@@ -213,7 +324,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 		}
 		run.PeakRSSMB = append(run.PeakRSSMB, float64(peak)/1024)
 	}
-	z1, err := readProc(zkpid)
+	z1, err := readProc(zk.pid)
 	if err != nil {
 		return nil, err
 	}
@@ -226,16 +337,46 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	run.ZKCPUS = (z1.CPU - z0.CPU).Seconds()
 	run.ZKWrites = s1.Zxid - s0.Zxid
 	run.Claims = claim.Count
-	run.ClaimP50Ms = claim.quantile(0.5) * 1000
-	run.ClaimP99Ms = claim.quantile(0.99) * 1000
-	run.ClaimMeanMs = claim.mean() * 1000
-	run.CompleteP50Ms = complete.quantile(0.5) * 1000
-	run.PutP50Ms = put.quantile(0.5) * 1000
+	// A histogram without observations (the baseline posts nothing) has
+	// no quantile: 0, since JSON has no NaN.
+	run.ClaimP50Ms = finite(claim.quantile(0.5) * 1000)
+	run.ClaimP99Ms = finite(claim.quantile(0.99) * 1000)
+	run.ClaimMeanMs = finite(claim.mean() * 1000)
+	run.CompleteP50Ms = finite(complete.quantile(0.5) * 1000)
+	run.PostP50Ms = finite(post.quantile(0.5) * 1000)
+	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
+		run.FencedSteps += run.ZKOps[op]
+	}
+	run.Multis = run.ZKOps["multi"]
+	if run.Multis > 0 {
+		run.StepsPerMulti = run.FencedSteps / run.Multis
+	}
 
-	lines, err := stopAll(workers)
+	// Part 3b: wait (bounded) until every backlog batch has retired into
+	// the seen chunks, while the workers (the groups' owners) still run.
+	if !baseline {
+		t1 := time.Now()
+		if run.Retired, err = waitRetired(ctx, front, 15*time.Second); err != nil {
+			return nil, err
+		}
+		run.RetireWaitS = time.Since(t1).Seconds()
+	}
+
+	lines, err := stopAll(workers, dir)
 	if err != nil {
 		return nil, err
 	}
+	after, err := zk.footprint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
+	if !baseline {
+		if run.SeenKeys, run.SeenChunks, run.SeenChunkBytes, err = seenChunks(ctx, client, front); err != nil {
+			return nil, err
+		}
+	}
+
 	c := checkTruth(lines, truth)
 	longest, idle := gaps(lines, 250*time.Millisecond)
 	run.LongestGapS, run.IdleGapsS = longest.Seconds(), idle.Seconds()
@@ -248,24 +389,93 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 		run.PagesPerWorker = append(run.PagesPerWorker, per[w.ID])
 	}
 	if c.examples != "" {
-		b.log.Warn("part 1: crawl differs from the ground truth", "workers", n, "examples", c.examples)
+		b.log.Warn("part 1: crawl differs from the ground truth", "workers", n, "fsync", zk.forceSync, "examples", c.examples)
 	}
 	if run.Pages > 0 {
-		run.PagesPerS = float64(run.Pages) / run.WallS
-		run.WorkerCPUMsPerPage = run.WorkerCPUS * 1000 / float64(run.Pages)
-		run.ZKCPUMsPerPage = run.ZKCPUS * 1000 / float64(run.Pages)
-		run.ZKWritesPerPage = float64(run.ZKWrites) / float64(run.Pages)
+		p := float64(run.Pages)
+		run.PagesPerS = p / run.WallS
+		run.WorkerCPUMsPerPage = run.WorkerCPUS * 1000 / p
+		run.ZKCPUMsPerPage = run.ZKCPUS * 1000 / p
+		run.ZKWritesPerPage = float64(run.ZKWrites) / p
+		run.DataPerURL = float64(run.DataDelta) / p
+	}
+	if run.SeenKeys > 0 {
+		run.ChunkBytesPerKy = float64(run.SeenChunkBytes) / float64(run.SeenKeys)
 	}
 	return run, nil
 }
 
-// waitDone returns the moment the crawl was first seen done: every queue
-// shard empty and no claim held (Queue.Pending), confirmed by a second
-// reading 50 ms later with no crawl log growing in between. Pending reads
-// 2 x shards numChildren, so it is only asked once the crawl logs have
-// stopped growing for 100 ms; while pages are being fetched the check costs
-// a stat per log. Errors: every worker exited, ctx ended, or timeout.
-func waitDone(ctx context.Context, q *coord.Queue, workers []*workerProc, timeout time.Duration) (time.Time, error) {
+// waitRetired polls Backlog.Stats until no group has a live batch (every
+// accepted URL moved to the ready window and folded into the seen chunks)
+// or timeout; it reports whether that happened.
+func waitRetired(ctx context.Context, front *frontier.Frontier, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := front.Backlog().Stats(ctx)
+		if err != nil {
+			return false, err
+		}
+		live := 0
+		for _, g := range st {
+			live += g.Batches
+		}
+		if live == 0 {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// seenChunks sums the keys (Backlog.Stats) and the data bytes (a stat of
+// every R/backlog/<g>/s-N) of a crawl's seen chunks.
+func seenChunks(ctx context.Context, c *coord.Client, front *frontier.Frontier) (keys, chunks int, bytes int64, err error) {
+	st, err := front.Backlog().Stats(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	root := front.Queue().Root()
+	conn := c.Conn()
+	for _, g := range st {
+		keys += g.Seen
+		dir := path.Join(root, "backlog", g.Name)
+		names, _, err := conn.Children(dir)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, n := range names {
+			if !strings.HasPrefix(n, "s-") {
+				continue
+			}
+			_, zs, err := conn.Exists(dir + "/" + n)
+			if err != nil {
+				return 0, 0, 0, fmt.Errorf("stat %s/%s: %w", dir, n, err)
+			}
+			if zs != nil {
+				chunks++
+				bytes += int64(zs.DataLength)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	return keys, chunks, bytes, nil
+}
+
+// waitDone returns the moment the crawl was first seen done: empty
+// reports nothing left (frontier.Pending: nothing ready, claimed, in the
+// backlog or in an inbox), confirmed by a second reading 50 ms later with
+// no crawl log growing in between. It reads every shard's and group's
+// counts, so it is only asked once the crawl logs have stopped growing for
+// 100 ms. Errors: every worker exited, ctx ended, or timeout.
+func waitDone(ctx context.Context, empty func(context.Context) (bool, error), workers []*workerProc, timeout time.Duration) (time.Time, error) {
 	var logs []string
 	for _, w := range workers {
 		logs = append(logs, w.CrawlLog())
@@ -305,11 +515,11 @@ func waitDone(ctx context.Context, q *coord.Queue, workers []*workerProc, timeou
 			continue
 		}
 		now := time.Now()
-		p, err := q.Pending(ctx)
+		done, err := empty(ctx)
 		if err != nil {
 			return time.Time{}, err
 		}
-		if p.Queued != 0 || p.Claimed != 0 {
+		if !done {
 			firstZero = time.Time{}
 			continue
 		}
@@ -327,8 +537,8 @@ func waitDone(ctx context.Context, q *coord.Queue, workers []*workerProc, timeou
 func lastWrite(workers []*workerProc) time.Time {
 	var t time.Time
 	for _, w := range workers {
-		if st, err := os.Stat(w.CrawlLog()); err == nil && st.ModTime().After(t) {
-			t = st.ModTime()
+		if t1 := fileModTime(w.CrawlLog()); t1.After(t) {
+			t = t1
 		}
 	}
 	return t
@@ -360,48 +570,30 @@ type correctness struct {
 	examples                          string
 }
 
-func checkTruth(lines []logLine, truth map[string]testenv.WebExpect) correctness {
-	count := map[string]int{}
-	final := map[string]logLine{}
-	for _, l := range lines {
-		count[l.URL]++
-		if f, ok := final[l.URL]; !ok || l.TS >= f.TS {
-			final[l.URL] = l
-		}
-	}
-	var c correctness
-	c.urls = len(count)
-	var ex []string
-	note := func(kind, u string) {
-		if len(ex) < 6 {
-			ex = append(ex, kind+" "+u)
-		}
-	}
-	for u, e := range truth {
-		if e.Status <= 0 {
-			continue
-		}
-		f, ok := final[u]
+// checkTruth counts the differences testenv.DiffTruth reports by kind,
+// and the URLs logged more than once.
+func checkTruth(lines []storage.LogEntry, truth map[string]testenv.WebExpect) correctness {
+	final, count := testenv.FinalStatus(lines)
+	diff := testenv.DiffTruth(truth, final)
+	c := correctness{urls: len(count)}
+	for _, d := range diff {
 		switch {
-		case !ok:
+		case strings.HasPrefix(d, "missing "):
 			c.missing++
-			note("missing", u)
-		case f.Status != e.Status:
+		case strings.HasPrefix(d, "status "):
 			c.wrong++
-			note(fmt.Sprintf("status %d (want %d)", f.Status, e.Status), u)
+		default: // "unexpected" or "fetched ... must not be"
+			c.extra++
 		}
 	}
+	var dups []string
 	for u, n := range count {
-		if e, ok := truth[u]; !ok || e.Status <= 0 {
-			c.extra++
-			note("extra", u)
-		}
 		if n > 1 {
 			c.dups++
-			note(fmt.Sprintf("fetched %dx", n), u)
+			dups = append(dups, fmt.Sprintf("fetched %dx %s", n, u))
 		}
 	}
-	sort.Strings(ex)
-	c.examples = strings.Join(ex, "; ")
+	sort.Strings(dups)
+	c.examples = testenv.FirstLines(append(diff, dups...), 6)
 	return c
 }

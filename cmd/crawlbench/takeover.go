@@ -1,6 +1,6 @@
 package main
 
-// Part 4: kill-to-takeover. Three workers crawl the synthetic web with a
+// Part 6: kill-to-takeover. Three workers crawl the synthetic web with a
 // per-host rate, so every worker holds claims on items waiting for their
 // politeness turn. The worker holding the most claims is killed with
 // SIGKILL; its claims stay until ZooKeeper expires its session, then the
@@ -15,10 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +30,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// takeoverResult is part 4.
+// takeoverResult is part 6.
 type takeoverResult struct {
 	TickMS               int64
 	Hosts, PagesPerHost  int
@@ -66,7 +66,7 @@ type takeoverResult struct {
 func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 	o := b.opts
 	res := &takeoverResult{TickMS: o.killTick.Milliseconds(), Hosts: o.killHosts, PagesPerHost: o.killPages, SessionTimeoutS: o.killSession.Seconds(), RatePerS: o.killRate}
-	b.log.Info("part 4: kill-to-takeover", "tick", o.killTick, "session_timeout", o.killSession, "rate_per_s", o.killRate)
+	b.log.Info("part 6: kill-to-takeover", "tick", o.killTick, "session_timeout", o.killSession, "rate_per_s", o.killRate)
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{
 		Seed: 2, Hosts: o.killHosts, PagesPerHost: o.killPages, LinksPerPage: 8, CrossHostShare: 0.2, Logger: b.quiet,
 	})
@@ -74,22 +74,12 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 		return nil, err
 	}
 	defer web.Close()
-	zks, err := testenv.StartZooKeeper(ctx, testenv.ZKConfig{
-		TickTime: o.killTick, Dir: filepath.Join(b.outDir, "takeover", "zk"), JavaOpts: b.zkJavaOpts("1g"), Logger: b.quiet,
-	})
+	bz, err := b.startZK(ctx, zkSpec{dir: filepath.Join("takeover", "zk"), forceSync: true, heap: "1g", tick: o.killTick})
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		_ = zks.Close()
-		_ = os.RemoveAll(filepath.Join(zks.Dir(), "data"))
-	}()
-	b.noteZK(ctx, zks.Addr())
-	client, err := coord.Connect(ctx, zks.Addr(), coord.WithLogger(b.quiet))
-	if err != nil {
-		return nil, err
-	}
-	defer client.Close()
+	defer bz.close()
+	zks, client := bz.srv, bz.client
 
 	crawl := fmt.Sprintf("takeover-%d", time.Now().Unix())
 	root := "/zkcrawl/" + crawl
@@ -191,23 +181,36 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 		if h, ok := hostOf[it]; ok {
 			return h
 		}
+		// Only a host found is remembered: a read that failed (a
+		// connection loss under load) is tried again at the next poll.
 		h := ""
-		if data, err := q.Get(ctx, it.shard, it.name); err == nil {
+		data, err := q.Get(ctx, it.shard, it.name)
+		if err == nil {
 			if fi, err := frontier.DecodeItem(data); err == nil {
 				h = frontier.Host(fi.URL)
+				hostOf[it] = h
 			}
+		} else {
+			b.log.Debug("part 6: item unreadable", "shard", it.shard, "item", it.name, "error", err)
 		}
-		hostOf[it] = h
 		return h
 	}
 	victimHosts := map[string]bool{}
-	for _, it := range items {
-		if h := lookupHost(it); h != "" {
-			victimHosts[h] = true
+	for try := 0; try < 5 && len(hostOf) < len(items); try++ {
+		if try > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, it := range items {
+			if h := lookupHost(it); h != "" {
+				victimHosts[h] = true
+			}
 		}
 	}
+	if len(hostOf) < len(items) {
+		b.log.Warn("part 6: the hosts of some of the killed worker's items could not be read", "read", len(hostOf), "items", len(items))
+	}
 	hostDone := map[string]time.Duration{}
-	b.log.Info("part 4: killed the worker with the most claims", "worker", res.Victim, "claims", len(items), "all_before", res.ClaimsBefore,
+	b.log.Info("part 6: killed the worker with the most claims", "worker", res.Victim, "claims", len(items), "all_before", res.ClaimsBefore,
 		"max_claims_per_host", res.MaxClaimsPerHost, "hosts_claimed_by_two_workers", res.HostsWithTwoOwners)
 
 	resolved := make([]time.Duration, len(items))
@@ -297,7 +300,7 @@ func (b *bench) runTakeover(ctx context.Context) (*takeoverResult, error) {
 	res.ShardsTakenOver, res.ShardMinS, res.ShardMedianS, res.ShardMaxS = spread(slices.Collect(maps.Values(shardDone)))
 	res.Items, res.MinS, res.MedianS, res.MaxS = spread(ds)
 	res.Unresolved = len(items) - len(ds)
-	b.log.Info("part 4 done", "hosts", res.VictimHosts, "hosts_taken_over", res.HostsTakenOver,
+	b.log.Info("part 6 done", "hosts", res.VictimHosts, "hosts_taken_over", res.HostsTakenOver,
 		"host_median_s", round(res.HostMedianS, 2), "host_max_s", round(res.HostMaxS, 2), "shards", res.Shards, "shards_taken_over", res.ShardsTakenOver,
 		"shard_median_s", round(res.ShardMedianS, 2), "shard_max_s", round(res.ShardMaxS, 2), "items", res.Items, "unresolved", res.Unresolved, "expired_s", round(res.ExpiredS, 2),
 		"min_s", round(res.MinS, 2), "median_s", round(res.MedianS, 2), "max_s", round(res.MaxS, 2))
@@ -313,10 +316,12 @@ func (b *bench) perHostClaims(ctx context.Context, q *coord.Queue, st *coord.Que
 		for _, c := range s.Claims {
 			data, err := q.Get(ctx, s.Shard, c.Item)
 			if err != nil {
-				continue // completed meanwhile
+				b.log.Debug("part 6: claimed item unreadable (completed meanwhile?)", "shard", s.Shard, "item", c.Item, "error", err)
+				continue
 			}
 			it, err := frontier.DecodeItem(data)
 			if err != nil {
+				b.log.Warn("part 6: claimed item does not decode", "shard", s.Shard, "item", c.Item, "error", err)
 				continue
 			}
 			h := frontier.Host(it.URL)
@@ -370,3 +375,5 @@ func spread(ds []time.Duration) (n int, minS, medianS, maxS float64) {
 	sortDur(ds)
 	return len(ds), ds[0].Seconds(), exactQuantile(ds, 0.5).Seconds(), ds[len(ds)-1].Seconds()
 }
+
+func sortDur(d []time.Duration) { sort.Slice(d, func(i, j int) bool { return d[i] < d[j] }) }
