@@ -92,6 +92,10 @@ type Config struct {
 	// MaxURLLength is the longest normalized URL, in bytes, that is
 	// enqueued; longer links are dropped and counted.
 	MaxURLLength int `json:"max_url_length"`
+	// MaxDeadLetters caps the dead letters kept in R/failed; past it a URL
+	// that fails for good is only logged in the crawl log (and counted),
+	// so a site of dead links cannot fill ZooKeeper. 0 = no cap.
+	MaxDeadLetters int64 `json:"max_dead_letters"`
 	// PageRequisites makes workers fetch and store every page's embedded
 	// resources (images incl. srcset, scripts, style sheets and the url()s
 	// and @imports in them, icons, preloads, media, object and embed) at
@@ -149,6 +153,7 @@ func Default() Config {
 		MaxQueuedPerHost:   100_000,
 		MaxFrontierBytes:   1 << 30,
 		MaxURLLength:       2048,
+		MaxDeadLetters:     10_000,
 		PageRequisites:     true,
 		RequisitesScope:    ScopeAny,
 		Sitemaps:           true,
@@ -248,6 +253,8 @@ func (c Config) Validate() error {
 		return bad("max_frontier_bytes", "%d is outside 1048576..1099511627776 (1 MiB..1 TiB)", c.MaxFrontierBytes)
 	case c.MaxURLLength < 64 || c.MaxURLLength > 2048: // 2048 = frontier.MaxURLLength, what Normalize accepts
 		return bad("max_url_length", "%d is outside 64..2048", c.MaxURLLength)
+	case c.MaxDeadLetters < 0 || c.MaxDeadLetters > 1e9:
+		return bad("max_dead_letters", "%d is outside 0..1000000000 (0 = no cap)", c.MaxDeadLetters)
 	case c.RequisitesScope != ScopeSameHost && c.RequisitesScope != ScopeSameDomain && c.RequisitesScope != ScopeAny:
 		return bad("requisites_scope", "%q is not one of %s, %s, %s", c.RequisitesScope, ScopeSameHost, ScopeSameDomain, ScopeAny)
 	case !(c.DelayFactor >= 0 && c.DelayFactor <= 100):

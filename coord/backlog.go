@@ -135,11 +135,11 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 			size += len(records[n])
 			n++
 		}
-		data := encodeRecords(records[:n])
+		data := encodeRecords(records[:n], true)
 		if len(data) > MaxPostBytes && n > 1 {
 			// Poorly compressible: halve and go again.
 			n /= 2
-			data = encodeRecords(records[:n])
+			data = encodeRecords(records[:n], true)
 			if len(data) > MaxPostBytes {
 				if err := b.Post(ctx, g, records[:n]); err != nil {
 					return err

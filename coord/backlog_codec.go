@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 )
 
 // Encodings of the frontier's compact znodes (docs/design.md, "Frontier
@@ -25,24 +26,51 @@ const maxDecodedBytes = 16 << 20
 // errBadEncoding is wrapped by every decode error of this file.
 var errBadEncoding = errors.New("coord: bad frontier encoding")
 
-// encodeRecords returns records as flate(uvarint n, n x (uvarint len, bytes)):
-// the data of an inbox post and of a backlog batch.
-func encodeRecords(records [][]byte) []byte {
-	var raw bytes.Buffer
-	var tmp [binary.MaxVarintLen64]byte
-	raw.Write(tmp[:binary.PutUvarint(tmp[:], uint64(len(records)))])
+// Record-list encodings: a first byte tells whether the rest is flate.
+const (
+	recordsRaw   = 'R' // uvarint n, n x (uvarint len, bytes)
+	recordsFlate = 'F' // flate of the same
+)
+
+// encodeRecords returns records as a format byte and uvarint n, n x
+// (uvarint len, bytes), flate-compressed when compress is set: the data of
+// an inbox post (compressed) and of a backlog batch (raw while it is the
+// group's open batch and grows with every step, compressed once when it is
+// full, so a step never re-compresses a growing batch).
+func encodeRecords(records [][]byte, compress bool) []byte {
+	size := binary.MaxVarintLen64
 	for _, r := range records {
-		raw.Write(tmp[:binary.PutUvarint(tmp[:], uint64(len(r)))])
-		raw.Write(r)
+		size += len(r) + binary.MaxVarintLen32
 	}
-	return deflate(raw.Bytes())
+	raw := make([]byte, 1, size+1)
+	raw[0] = recordsRaw
+	raw = binary.AppendUvarint(raw, uint64(len(records)))
+	for _, r := range records {
+		raw = binary.AppendUvarint(raw, uint64(len(r)))
+		raw = append(raw, r...)
+	}
+	if !compress {
+		return raw
+	}
+	return append([]byte{recordsFlate}, deflate(raw[1:])...)
 }
 
 // decodeRecords parses encodeRecords' output. Errors wrap errBadEncoding.
 func decodeRecords(data []byte) ([][]byte, error) {
-	raw, err := inflate(data)
-	if err != nil {
-		return nil, err
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty record list", errBadEncoding)
+	}
+	var raw []byte
+	switch data[0] {
+	case recordsRaw:
+		raw = data[1:]
+	case recordsFlate:
+		var err error
+		if raw, err = inflate(data[1:]); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: record list format %q", errBadEncoding, data[0])
 	}
 	n, k := binary.Uvarint(raw)
 	if k <= 0 || n > uint64(len(raw)) {
@@ -229,17 +257,31 @@ func decodeCursor(data []byte) (cursorState, error) {
 	return s, err
 }
 
+// flateWriters pools flate writers: a new one allocates several hundred
+// KiB of tables, too much for every group step.
+var flateWriters = sync.Pool{New: func() any {
+	zw, _ := flate.NewWriter(nil, flate.BestSpeed) // error only for a bad level
+	return zw
+}}
+
+var flateReaders = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+
 func deflate(raw []byte) []byte {
 	var buf bytes.Buffer
-	zw, _ := flate.NewWriter(&buf, flate.BestSpeed) // error only for a bad level
+	zw := flateWriters.Get().(*flate.Writer)
+	zw.Reset(&buf)
 	zw.Write(raw)
 	zw.Close()
+	flateWriters.Put(zw)
 	return buf.Bytes()
 }
 
 func inflate(data []byte) ([]byte, error) {
-	zr := flate.NewReader(bytes.NewReader(data))
-	defer zr.Close()
+	zr := flateReaders.Get().(io.ReadCloser)
+	defer flateReaders.Put(zr)
+	if err := zr.(flate.Resetter).Reset(bytes.NewReader(data), nil); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadEncoding, err)
+	}
 	raw, err := io.ReadAll(io.LimitReader(zr, maxDecodedBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadEncoding, err)

@@ -258,8 +258,8 @@ func (gr *Group) InboxDue() bool {
 func (gr *Group) InboxEvent() <-chan zk.Event { return gr.watch }
 
 // Inbox lists the group's inbox (arming a child watch if none is armed)
-// and reads its oldest posts, in sequence order, until about maxBytes of
-// post data are read. A post that does not decode is returned with Err set,
+// and returns its oldest posts, in sequence order, at most maxBytes of post
+// data (at least one post). A post that does not decode is returned with Err set,
 // so the caller drains it.
 func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 	c := gr.b.q.c
@@ -322,13 +322,21 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 		if err != nil {
 			return nil, fmt.Errorf("coord: inbox of group %s: %w", GroupName(gr.g), err)
 		}
+		taken := 0
 		for i, po := range batch {
+			if po.Name != "" && len(out) > 0 && read+sizes[i] > maxBytes {
+				break // over the budget: left for the next call
+			}
+			taken = i + 1
 			if po.Name != "" {
 				out = append(out, po)
 				read += sizes[i]
 			}
 		}
-		names = names[n:]
+		names = names[taken:]
+		if taken < n {
+			break
+		}
 	}
 	gr.more = len(names) > 0
 	return out, nil
@@ -385,7 +393,10 @@ func (gr *Group) Apply(ctx context.Context, s Step) (res StepResult, err error) 
 		touched[last.seq] = true
 	}
 	for seq := range touched {
-		data := encodeRecords(newRecs[seq])
+		// Raw while the batch is open (it grows with every step); flate
+		// once it is full.
+		full := st.rawSize[seq]+newSize[seq] >= BatchRawBytes
+		data := encodeRecords(newRecs[seq], full)
 		if slices.Contains(created, seq) {
 			add(&zk.CreateRequest{Path: b.batchPath(g, seq), Data: data, Acl: b.q.c.ACL(), Flags: zk.FlagPersistent})
 		} else {

@@ -28,7 +28,21 @@ const (
 	dropBytes     = "bytes"
 	dropURLLength = "url_length"
 	dropBad       = "bad_record"
+	// dropDeadLetter counts URLs that failed for good while R/failed held
+	// max_dead_letters: logged in the crawl log only.
+	dropDeadLetter = "dead_letter_cap"
 )
+
+// hostByteShare is the part of a group's byte budget one host may use, so
+// that one trap host cannot take every other host's room in its group.
+const hostByteShare = 8
+
+// stepMoveBytes bounds the ready item data one step creates, so a step's
+// multi stays well under ZooKeeper's 1 MiB request limit.
+const stepMoveBytes = 256 << 10
+
+// deadLetterRecheck is how often the dead-letter count is read again.
+const deadLetterRecheck = 2 * time.Second
 
 // groupWakes tells the manager of an owned group, through a 1-slot wake
 // channel, that ready items of the group were finished here (completed or
@@ -131,6 +145,7 @@ func (sig *groupSignal) take() []string {
 type hostBacklog struct {
 	pending []pendingRecord // backlog records, oldest first
 	ready   int             // ready items (claimed or not)
+	bytes   int64           // raw bytes of its pending records and ready items
 }
 
 // pendingRecord is a backlog record as the owner tracks it: the record
@@ -142,11 +157,36 @@ type pendingRecord struct {
 
 // groupView is the owner's in-memory model of one group.
 type groupView struct {
-	hosts   map[string]*hostBacklog
-	names   map[string]string // ready item name -> host
-	queued  int64             // pending + ready
-	bytes   int64             // raw bytes of pending records
-	seenCap int64
+	hosts     map[string]*hostBacklog
+	names     map[string]string // ready item name -> host
+	nameBytes map[string]int64  // ready item name -> its data's bytes
+	queued    int64             // pending + ready
+	bytes     int64             // raw bytes of pending records and ready items
+}
+
+// dropReady forgets ready item key (finished or gone).
+func (v *groupView) dropReady(key string) {
+	host, ok := v.names[key]
+	if !ok {
+		return
+	}
+	hb := v.host(host)
+	hb.ready--
+	hb.bytes -= v.nameBytes[key]
+	v.bytes -= v.nameBytes[key]
+	v.queued--
+	delete(v.names, key)
+	delete(v.nameBytes, key)
+}
+
+// addReady records ready item key of host with n bytes of data.
+func (v *groupView) addReady(key, host string, n int64) {
+	v.names[key], v.nameBytes[key] = host, n
+	hb := v.host(host)
+	hb.ready++
+	hb.bytes += n
+	v.bytes += n
+	v.queued++
 }
 
 // backlogLen returns the records not yet moved to the ready window (what
@@ -193,7 +233,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	if err != nil {
 		return err
 	}
-	v := &groupView{hosts: map[string]*hostBacklog{}, names: map[string]string{}}
+	v := &groupView{hosts: map[string]*hostBacklog{}, names: map[string]string{}, nameBytes: map[string]int64{}}
 	grp.Pending(func(ref coord.Ref, rec []byte) {
 		host := ""
 		if it, err := frontier.DecodeRecord(rec); err == nil {
@@ -203,6 +243,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		// sends it to the dead letters with the reason.
 		hb := v.host(host)
 		hb.pending = append(hb.pending, pendingRecord{ref: ref, bytes: int32(len(rec))})
+		hb.bytes += int64(len(rec))
 		v.queued++
 		v.bytes += int64(len(rec))
 	})
@@ -216,11 +257,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	sync := true
 	for {
 		for _, key := range sig.take() {
-			if host, ok := v.names[key]; ok {
-				delete(v.names, key)
-				v.host(host).ready--
-				v.queued--
-			}
+			v.dropReady(key)
 		}
 		if sync {
 			// At load, every groupResync and after a step whose reply was
@@ -280,16 +317,12 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 			if it, err := frontier.DecodeItem(data); err == nil {
 				host = frontier.Host(it.URL)
 			}
-			v.names[key] = host
-			v.host(host).ready++
-			v.queued++
+			v.addReady(key, host, int64(len(data)))
 		}
 	}
-	for key, host := range v.names {
+	for key := range v.names {
 		if !present[key] {
-			delete(v.names, key)
-			v.host(host).ready--
-			v.queued--
+			v.dropReady(key)
 		}
 	}
 	return nil
@@ -327,7 +360,8 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	}
 	var accepted []acceptedRecord
 	inStep := map[uint64]bool{}
-	acceptedFor := map[string]int64{} // host -> records accepted in this step
+	acceptedFor := map[string]int64{}   // host -> records accepted in this step
+	acceptedBytes := map[string]int64{} // host -> their raw bytes
 	drops := map[string]int{}
 	stepBytes := int64(0)
 	for _, p := range posts {
@@ -361,7 +395,8 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 				reason = dropPerHost
 			case cfg.MaxQueuedTotal > 0 && v.queued+int64(len(accepted)) >= (cfg.MaxQueuedTotal+groups-1)/groups:
 				reason = dropTotal
-			case v.bytes+stepBytes+8*int64(grp.SeenCount()+len(inStep)) >= cfg.MaxFrontierBytes/groups:
+			case v.bytes+stepBytes+8*int64(grp.SeenCount()+len(inStep)) >= cfg.MaxFrontierBytes/groups,
+				hb.bytes+acceptedBytes[host] >= cfg.MaxFrontierBytes/groups/hostByteShare:
 				reason = dropBytes
 			}
 			if reason != "" {
@@ -371,6 +406,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 			}
 			inStep[key] = true
 			acceptedFor[host]++
+			acceptedBytes[host] += int64(len(rec))
 			step.Accept = append(step.Accept, rec)
 			accepted = append(accepted, acceptedRecord{host: host, bytes: int32(len(rec))})
 			stepBytes += int64(len(rec))
@@ -391,10 +427,16 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	sort.Slice(order, func(i, j int) bool { return v.hosts[order[i]].ready < v.hosts[order[j]].ready })
 	var moved []mv
 	var shards []int // shard of each move
+	moveBytes := 0
 	for _, h := range order {
 		hb := v.hosts[h]
 		n := min(window-hb.ready, len(hb.pending), stepMaxMoves-len(step.Move))
-		for _, pr := range hb.pending[:n] {
+		for i, pr := range hb.pending[:n] {
+			if moveBytes >= stepMoveBytes {
+				n = i
+				break
+			}
+			moveBytes += int(pr.bytes) + 64
 			rec := grp.Record(pr.ref)
 			it, err := frontier.DecodeRecord(rec)
 			var data []byte
@@ -410,7 +452,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 		if n > 0 {
 			moved = append(moved, mv{h, n})
 		}
-		if len(step.Move) >= stepMaxMoves {
+		if len(step.Move) >= stepMaxMoves || moveBytes >= stepMoveBytes {
 			break
 		}
 	}
@@ -431,22 +473,20 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 		hb := v.hosts[m.host]
 		for _, pr := range hb.pending[:m.n] {
 			v.bytes -= int64(pr.bytes)
+			hb.bytes -= int64(pr.bytes)
+			v.queued--
 			if res.Ready != nil {
-				v.names[coord.ShardName(shards[k])+"/"+res.Ready[k]] = m.host
+				v.addReady(coord.ShardName(shards[k])+"/"+res.Ready[k], m.host, int64(len(step.Move[k].Data)))
 				w.queue.Known(shards[k], res.Ready[k], step.Move[k].Data)
-			}
+			} // else: counted again by syncReady
 			k++
 		}
 		hb.pending = hb.pending[m.n:]
-		if res.Ready != nil {
-			hb.ready += m.n
-		} else {
-			v.queued -= int64(m.n) // counted again by syncReady
-		}
 	}
 	for i, a := range accepted {
 		hb := v.host(a.host)
 		hb.pending = append(hb.pending, pendingRecord{ref: res.Accepted[i], bytes: a.bytes})
+		hb.bytes += int64(a.bytes)
 		v.queued++
 		v.bytes += int64(a.bytes)
 	}
@@ -472,4 +512,24 @@ func (w *Worker) logDrop(host, reason, url string) {
 	w.dropLogged[key] = true
 	w.log.Warn("frontier quota reached: links of this host are dropped (counted in status; logged once per host)",
 		"host", host, "reason", reason, "example", url)
+}
+
+// deadLettersFull reports whether R/failed holds limit (> 0) dead letters or
+// more, from a count read at most every deadLetterRecheck.
+func (w *Worker) deadLettersFull(ctx context.Context, limit int64) bool {
+	if limit <= 0 {
+		return false
+	}
+	w.deadMu.Lock()
+	defer w.deadMu.Unlock()
+	if time.Since(w.deadAt) >= deadLetterRecheck {
+		if c, err := w.queue.CountShards(ctx, nil); err == nil {
+			w.deadCount, w.deadAt = int64(c.Failed), time.Now()
+		}
+	}
+	if w.deadCount >= limit {
+		return true
+	}
+	w.deadCount++ // this one is about to be written
+	return false
 }

@@ -288,7 +288,15 @@ func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it fronti
 		return
 	}
 	failed := failedRecord(claim.Data(), entry.Error+statusNote(entry.Status))
-	if err := w.persist(ctx, "fail", it, func(ctx context.Context) error { return claim.Fail(ctx, failed) }); err != nil {
+	finish := func(ctx context.Context) error { return claim.Fail(ctx, failed) }
+	if w.deadLettersFull(ctx, cfg.MaxDeadLetters) {
+		// R/failed is at max_dead_letters: the crawl log line is the
+		// record; the item is completed instead.
+		finish = claim.Complete
+		w.counters.drop(dropDeadLetter, 1)
+		w.metrics.dropped(dropDeadLetter, 1)
+	}
+	if err := w.persist(ctx, "fail", it, finish); err != nil {
 		w.lost(ctx, claim, it, "fail", err)
 		return
 	}

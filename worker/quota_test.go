@@ -151,3 +151,42 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 		})
 	}
 }
+
+// A site of dead links cannot fill R/failed: past max_dead_letters a URL
+// that fails for good is logged in the crawl log and counted, not kept.
+func TestDeadLetterCap(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/robots.txt":
+			http.NotFound(w, r)
+		case r.URL.Path == "/":
+			w.Header().Set("Content-Type", "text/html")
+			for i := range 30 {
+				fmt.Fprintf(w, `<a href="/dead/%d">x</a>`, i)
+			}
+		default:
+			http.Error(w, "gone wrong", http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig()
+	cfg.MaxAttempts = 1
+	cfg.MaxDeadLetters = 5
+	cfg.Sitemaps, cfg.PageRequisites = false, false
+	c := newCrawl(t, zk.Addr(), "deadcap", cfg, frontier.Layout{Shards: 2, Spread: 1}, []string{srv.URL + "/"})
+	c.runWorkers(1, 60*time.Second)
+	failed, err := c.queue.Failed(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, e := range c.logs() {
+		if e.Status == 500 {
+			lines++
+		}
+	}
+	if len(failed) != 5 || lines != 30 {
+		t.Fatalf("%d dead letters and %d crawl log lines of status 500; want 5 (the cap) and 30", len(failed), lines)
+	}
+}
