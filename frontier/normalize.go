@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/nlnwa/whatwg-url/canonicalizer"
@@ -126,6 +127,14 @@ func Host(u string) string {
 	if len(u) > MaxRawURLLength {
 		return ""
 	}
+	if h, ok := hostFast(u); ok {
+		return h
+	}
+	return hostSlow(u)
+}
+
+// hostSlow is Host by a full WHATWG parse.
+func hostSlow(u string) string {
 	p, err := canon.Parse(u)
 	if err != nil || !httpScheme(p.Scheme()) {
 		return ""
@@ -134,6 +143,80 @@ func Host(u string) string {
 		return ""
 	}
 	return p.Host()
+}
+
+// hostFast returns Host(u) without parsing when u is plainly an already
+// normalized http(s) URL whose authority is a lowercase ASCII DNS name or a
+// dotted-quad IPv4 address, with no userinfo and no default port: the
+// crawler's hot path calls Host on such URLs many times per page. ok is
+// false for anything else (punycode, IPv6, numeric forms WHATWG rewrites,
+// odd lengths), which then takes the full parse. FuzzHostFast checks that
+// both agree.
+func hostFast(u string) (host string, ok bool) {
+	var rest, def string
+	switch {
+	case strings.HasPrefix(u, "http://"):
+		rest, def = u[len("http://"):], "80"
+	case strings.HasPrefix(u, "https://"):
+		rest, def = u[len("https://"):], "443"
+	default:
+		return "", false
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		return "", false // a normalized URL has at least the "/" path
+	}
+	auth := rest[:end]
+	name, port, hasPort := strings.Cut(auth, ":")
+	if hasPort {
+		if port == "" || port == def || port[0] == '0' || len(port) > 5 {
+			return "", false
+		}
+		for i := 0; i < len(port); i++ {
+			if port[i] < '0' || port[i] > '9' {
+				return "", false
+			}
+		}
+		if n, _ := strconv.Atoi(port); n > 65535 {
+			return "", false
+		}
+	}
+	if name == "" || len(name) > 253 || strings.Contains(name, "xn--") {
+		return "", false
+	}
+	labels, numeric := 0, true
+	for _, label := range strings.Split(name, ".") {
+		labels++
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return "", false
+		}
+		allDigits := true
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			switch {
+			case c >= '0' && c <= '9':
+			case c >= 'a' && c <= 'z' || c == '-':
+				allDigits = false
+			default:
+				return "", false
+			}
+		}
+		if allDigits {
+			if n, err := strconv.Atoi(label); err != nil || n > 255 || (len(label) > 1 && label[0] == '0') {
+				numeric = false
+				if labels > 0 {
+					return "", false // a number WHATWG may rewrite
+				}
+			}
+		} else {
+			numeric = false
+		}
+	}
+	last := name[strings.LastIndexByte(name, '.')+1:]
+	if lastDigits := strings.Trim(last, "0123456789") == ""; lastDigits && !(numeric && labels == 4) {
+		return "", false // an IPv4 form other than a dotted quad
+	}
+	return auth, true
 }
 
 // finish applies the rules WHATWG parsing does not cover and checks the

@@ -184,3 +184,32 @@ func FuzzNormalize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHostFast: wherever the fast path answers, it gives Host's full-parse
+// answer.
+func FuzzHostFast(f *testing.F) {
+	for _, s := range []string{"http://example.com/", "https://a.b.c:8443/x?y", "http://127.0.0.1:80/", "http://1.2.3/",
+		"http://0x7f.0.0.1/", "http://exa_mple.com/", "http://a..b/", "http://xn--nxasmq6b/", "http://a-.b/", "http://256.1.1.1/", "http://01.2.3.4/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, u := range []string{raw, mustNormalize(raw)} {
+			if u == "" {
+				continue
+			}
+			if fast, ok := hostFast(u); ok {
+				if slow := hostSlow(u); fast != slow {
+					t.Fatalf("Host(%q): fast %q, full parse %q", u, fast, slow)
+				}
+			}
+		}
+	})
+}
+
+func mustNormalize(raw string) string {
+	u, err := Normalize(raw)
+	if err != nil {
+		return ""
+	}
+	return u
+}
