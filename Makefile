@@ -51,7 +51,7 @@ test: deps vet ## install what is needed, then run every test under the race det
 chaos: deps ## the long fault tests: worker kills, session expiry, ensemble failover, quorum loss (about 10 minutes)
 	ZKCRAWL_CHAOS=long $(GO) test -count=1 -v -timeout 30m ./chaos/
 
-bench: deps build ## the benchmark (pages/s, ZooKeeper writes per page, RSS); writes BENCHMARKS.md
+bench: deps build ## the benchmark (pages/s, ZooKeeper writes and bytes per URL, traps, write ceiling; about 10 minutes); writes BENCHMARKS.md
 	./scripts/bench.sh
 
 demo: deps build ## the guided tour: ZooKeeper, a synthetic web, a seeder and 3 crawlers
