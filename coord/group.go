@@ -258,8 +258,9 @@ func (gr *Group) InboxDue() bool {
 func (gr *Group) InboxEvent() <-chan zk.Event { return gr.watch }
 
 // Inbox lists the group's inbox (arming a child watch if none is armed)
-// and returns its oldest posts, in sequence order, at most maxBytes of post
-// data (at least one post). A post that does not decode is returned with Err set,
+// and returns its oldest posts, in sequence order, at most about maxBytes
+// of post data plus their decoded records (at least one post), so a step
+// that accepts them all stays small. A post that does not decode is returned with Err set,
 // so the caller drains it.
 func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 	c := gr.b.q.c
@@ -315,8 +316,11 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 			if err != nil {
 				return err
 			}
-			sizes[i] = len(d)
 			batch[i].Records, batch[i].Err = decodeRecords(d)
+			sizes[i] = len(d)
+			for _, r := range batch[i].Records {
+				sizes[i] += len(r) // what the records take once accepted
+			}
 			return nil
 		})
 		if err != nil {

@@ -419,8 +419,12 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 		n    int
 	}
 	var order []string
+	// Refill a window once a third of it (at least one item) is free, so
+	// one step moves several items of a busy host instead of one per
+	// finished page.
+	refillAt := window - max(1, window/3)
 	for h, hb := range v.hosts {
-		if len(hb.pending) > 0 && hb.ready < window {
+		if len(hb.pending) > 0 && hb.ready <= refillAt {
 			order = append(order, h)
 		}
 	}
