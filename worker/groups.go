@@ -70,6 +70,7 @@ type offer struct {
 // errManagerStopped answers the offers a stopping manager did not take.
 var errManagerStopped = errors.New("worker: shard group manager stopped")
 
+
 // offer hands records of group g to its manager in this process
 // (frontier.LocalOwner); nil when no manager runs the group here.
 func (gw *groupWakes) offer(g int, records [][]byte) <-chan error {
@@ -100,6 +101,23 @@ func (sig *groupSignal) setActive(on bool) {
 			o.done <- errManagerStopped
 		}
 		sig.offers = nil
+	}
+}
+
+// requeue puts offers back at the front, for the next step.
+func (sig *groupSignal) requeue(offers []offer) {
+	sig.mu.Lock()
+	defer sig.mu.Unlock()
+	if !sig.active {
+		for _, o := range offers {
+			o.done <- errManagerStopped
+		}
+		return
+	}
+	sig.offers = append(offers, sig.offers...)
+	select {
+	case sig.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -267,7 +285,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 			}
 			sync = false
 		}
-		busy, lost, err := w.groupStep(ctx, grp, v, sig.takeOffers())
+		busy, lost, err := w.groupStep(ctx, grp, v, sig, sig.takeOffers())
 		sig.backlog.Store(v.backlogLen())
 		if err != nil {
 			return err
@@ -332,10 +350,26 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 // ready windows, as one Apply. busy reports that there may be more to do
 // at once; lost that the step committed but its reply was lost, so the
 // names of the ready items it created are unknown.
-func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, offers []offer) (busy, lost bool, err error) {
+func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, sig *groupSignal, offers []offer) (busy, lost bool, err error) {
+	// rest holds, per offer, the records this step had no room for
+	// (stepPostBytes): after a committed step they go back to the front of
+	// the offers for the next step, and the offer is answered only once
+	// all its records are through.
+	rest := make([][][]byte, len(offers))
 	answer := func(err error) {
-		for _, o := range offers {
-			o.done <- err
+		var carry []offer
+		for i, o := range offers {
+			switch {
+			case err != nil:
+				o.done <- err // the caller posts the records instead
+			case len(rest[i]) > 0:
+				carry = append(carry, offer{records: rest[i], done: o.done})
+			default:
+				o.done <- nil
+			}
+		}
+		if len(carry) > 0 {
+			sig.requeue(carry)
 		}
 		offers = nil
 	}
@@ -364,7 +398,11 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	acceptedBytes := map[string]int64{} // host -> their raw bytes
 	drops := map[string]int{}
 	stepBytes := int64(0)
-	for _, p := range posts {
+	for i, p := range posts {
+		if p.Name == "" && stepBytes >= stepPostBytes {
+			rest[i-nPosts] = p.Records // an offer, and the step is full
+			continue
+		}
 		if p.Name != "" {
 			step.Drained = append(step.Drained, p.Name)
 		}
@@ -373,7 +411,11 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 			drops[dropBad]++
 			continue
 		}
-		for _, rec := range p.Records {
+		for j, rec := range p.Records {
+			if p.Name == "" && stepBytes >= stepPostBytes {
+				rest[i-nPosts] = p.Records[j:]
+				break
+			}
 			it, err := frontier.DecodeRecord(rec)
 			if err != nil {
 				drops[dropBad]++
