@@ -344,9 +344,12 @@ func (w *Worker) abandon(ctx context.Context, claim *coord.Claim, it frontier.It
 	err := claim.Release(rctx)
 	if coord.IsConnectionLoss(err) && ctx.Err() == nil {
 		err = w.persist(ctx, "release", it, claim.Release)
-	} else if coord.IsConnectionLoss(err) || errors.Is(err, context.DeadlineExceeded) {
+	}
+	if coord.IsConnectionLoss(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		// Cut off from ZooKeeper (ctx was cancelled by the disconnection
-		// guard or a stop): the session may survive, so release later.
+		// guard or a stop, also while persist was retrying): the session
+		// may survive, so release later, or the claim would hold the item
+		// for the session's whole life.
 		go w.releaseWhenConnected(claim, it)
 		return
 	}
