@@ -261,7 +261,9 @@ type Pending struct {
 }
 
 // Empty reports whether nothing is left to do.
-func (p Pending) Empty() bool { return p.Ready == 0 && p.Claimed == 0 && p.Backlog == 0 && p.Posts == 0 }
+func (p Pending) Empty() bool {
+	return p.Ready == 0 && p.Claimed == 0 && p.Backlog == 0 && p.Posts == 0
+}
 
 // Pending reads the counts of p (numChildren of the ready and claim
 // shards, every group's cursor and inbox size): a snapshot, not atomic.

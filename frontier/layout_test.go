@@ -2,8 +2,8 @@ package frontier
 
 import (
 	"errors"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 )
 

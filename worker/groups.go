@@ -70,7 +70,6 @@ type offer struct {
 // errManagerStopped answers the offers a stopping manager did not take.
 var errManagerStopped = errors.New("worker: shard group manager stopped")
 
-
 // offer hands records of group g to its manager in this process
 // (frontier.LocalOwner); nil when no manager runs the group here.
 func (gw *groupWakes) offer(g int, records [][]byte) <-chan error {

@@ -40,7 +40,6 @@ func main() { cli.Main("seeder", run) }
 // group, written concurrently).
 const batchSize = 20000
 
-
 func run(ctx context.Context, args []string) error {
 	return seed(ctx, args, os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
 }
