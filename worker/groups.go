@@ -271,25 +271,25 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	defer sig.backlog.Store(0)
 	resync := time.NewTicker(groupResync)
 	defer resync.Stop()
-	sync := true
+	resyncDue := true
 	for {
 		for _, key := range sig.take() {
 			v.dropReady(key)
 		}
-		if sync {
+		if resyncDue {
 			// At load, every groupResync and after a step whose reply was
 			// lost: learn the ready items others created or finished.
 			if err := w.syncReady(ctx, g, v); err != nil {
 				return err
 			}
-			sync = false
+			resyncDue = false
 		}
 		busy, lost, err := w.groupStep(ctx, grp, v, sig, sig.takeOffers())
 		sig.backlog.Store(v.backlogLen())
 		if err != nil {
 			return err
 		}
-		sync = lost
+		resyncDue = lost
 		if busy {
 			continue
 		}
@@ -301,7 +301,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		case <-grp.InboxEvent():
 		case <-sig.wake:
 		case <-resync.C:
-			sync = true
+			resyncDue = true
 		}
 	}
 }
