@@ -123,13 +123,44 @@ func DecodeRecord(data []byte) (Item, error) {
 	return it, nil
 }
 
-// RecordKey returns the fingerprint of a record's URL (coord.KeyFunc); a
-// record that does not decode gets the fingerprint of its bytes, so it is
-// still deduplicated consistently.
+// RecordKey returns the fingerprint of a record's URL (coord.KeyFunc),
+// reading only the record's first fields (no decode, no allocation: it runs
+// for every record when a group is loaded and for every accepted one); a
+// record whose URL field cannot be read gets the fingerprint of its bytes,
+// so it is still deduplicated consistently. For a valid record it equals
+// Fingerprint(DecodeRecord(record).URL).
 func RecordKey(record []byte) uint64 {
-	it, err := DecodeRecord(record)
-	if err != nil {
-		return Fingerprint(string(record))
+	u, ok := recordURL(record)
+	if !ok {
+		u = record
 	}
-	return Fingerprint(it.URL)
+	sum := sha256.Sum256(u)
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// RecordURL returns the URL of a record without decoding the rest (no
+// validation beyond the URL field). Errors wrap ErrBadItem.
+func RecordURL(record []byte) (string, error) {
+	u, ok := recordURL(record)
+	if !ok || len(u) == 0 {
+		return "", fmt.Errorf("decode record: %w: no url field", ErrBadItem)
+	}
+	return string(u), nil
+}
+
+// recordURL returns the URL bytes of a record: after the depth and
+// attempts uvarints, a uvarint length and the URL.
+func recordURL(data []byte) ([]byte, bool) {
+	for range 2 { // depth, attempts
+		_, k := binary.Uvarint(data)
+		if k <= 0 {
+			return nil, false
+		}
+		data = data[k:]
+	}
+	n, k := binary.Uvarint(data)
+	if k <= 0 || n > uint64(len(data)-k) || n > MaxRawURLLength {
+		return nil, false
+	}
+	return data[k : k+int(n)], true
 }

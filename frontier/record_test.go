@@ -46,6 +46,12 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if RecordKey(data) != Fingerprint(it.URL) {
+			t.Fatalf("RecordKey of a valid record differs from Fingerprint of its URL")
+		}
+		if u, err := RecordURL(data); err != nil || u != it.URL {
+			t.Fatalf("RecordURL = %q, %v; want %q", u, err, it.URL)
+		}
 		again, err := it.Record()
 		if err != nil {
 			t.Fatalf("decoded item does not encode: %v", err)

@@ -252,9 +252,9 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	}
 	v := &groupView{hosts: map[string]*hostBacklog{}, names: map[string]string{}, nameBytes: map[string]int64{}}
 	grp.Pending(func(ref coord.Ref, rec []byte) {
-		host := ""
-		if it, err := frontier.DecodeRecord(rec); err == nil {
-			host = frontier.Host(it.URL)
+		host := "" // accepted records are valid: only the URL is read
+		if u, err := frontier.RecordURL(rec); err == nil {
+			host = frontier.Host(u)
 		}
 		// An undecodable record (host "") is moved as is; the claim loop
 		// sends it to the dead letters with the reason.
