@@ -118,11 +118,27 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 // not_before has passed and whose host has a free claim slot, waits for a
 // fetch slot (worker_concurrency) and starts processing it. No slot is held
 // while waiting for items, so an empty shard never starves a busy one; each
-// shard holds at most one claim that waits for a slot.
+// shard holds at most takersPerShard claims that wait for a slot.
 func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup, view string) {
 	if err := w.awaitHandoff(ctx, shard, view); err != nil {
 		return
 	}
+	var takers sync.WaitGroup
+	for range takersPerShard {
+		takers.Go(func() { w.takeLoop(ctx, work, sess, shard, inflight) })
+	}
+	takers.Wait()
+}
+
+// takersPerShard is how many claims one owned shard has under way at once.
+// A claim is a ZooKeeper write (about a millisecond with forceSync); one
+// taker per shard caps a single-host crawl at one page per claim round trip,
+// while concurrent takers' claims share one group-committed multi.
+const takersPerShard = 4
+
+// takeLoop is one of a shard's takers: claim, wait for a fetch slot, start
+// processing, repeat while ctx lives.
+func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
 	for ctx.Err() == nil {
 		if err := w.waitRunnable(ctx); err != nil {
 			return
