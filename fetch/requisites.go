@@ -2,7 +2,7 @@ package fetch
 
 // Page requisites: the embedded resources a browser loads to render a page
 // (Heritrix's "E" hop, wget's -p). HTML attributes come from the same
-// goquery / tokenizer scan as the links (links.go); CSS is tokenised with
+// tokenizer scan as the links (links.go); CSS is tokenised with
 // github.com/tdewolff/parse/v2/css (CSS Syntax Level 3). The srcset
 // microsyntax has no Go library; it is parsed by hand below, following the
 // HTML Standard's algorithm.
@@ -20,10 +20,6 @@ import (
 	"github.com/tdewolff/parse/v2/css"
 	"golang.org/x/net/html"
 )
-
-// requisiteSelector matches the elements that may carry a requisite URL
-// (see requisiteRefs) or inline CSS.
-const requisiteSelector = "img, source, script[src], link[href], video, audio, track[src], object[data], embed[src], input[src], [style], style"
 
 // requisiteRels are the <link rel> keywords whose href is a requisite
 // (HTML Standard, "link types": external resources a page needs to render).
