@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/klauspost/compress/gzip"
 )
 
 // DefaultMaxFileBytes is the default WARC file size at which the writer
@@ -53,11 +53,12 @@ type WriterOptions struct {
 	Description string
 	Robots      string
 	UserAgent   string
-	// CompressionLevel is the gzip level of every record (compress/gzip:
-	// 1 = gzip.BestSpeed .. 9 = gzip.BestCompression, -1 =
-	// gzip.DefaultCompression); 0 means gzip.DefaultCompression. (On the
-	// PostgreSQL manual benchmark BestSpeed made no measurable difference to
-	// wall time: compression is not the crawler's bottleneck.)
+	// CompressionLevel is the gzip level of every record (1 = BestSpeed ..
+	// 9 = BestCompression, -1 = DefaultCompression); 0 means
+	// DefaultCompression. Records are compressed by
+	// github.com/klauspost/compress/gzip (the same gzip format as
+	// compress/gzip at about twice its speed: on the PostgreSQL manual
+	// benchmark compress/gzip's deflate was a quarter of the worker's CPU).
 	CompressionLevel int
 	// Logger receives file open/close events; nil means slog.Default().
 	Logger *slog.Logger
