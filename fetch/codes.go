@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // Crawl-log status codes for fetches that produced no HTTP status. They are
@@ -82,6 +85,44 @@ func (e *FetchError) Error() string {
 
 // Unwrap returns the cause so errors.Is and errors.As see through FetchError.
 func (e *FetchError) Unwrap() error { return e.Err }
+
+// MaxReasonBytes bounds the text Reason returns.
+const MaxReasonBytes = 512
+
+// Reason returns err's text for a crawl-log line or a dead letter, which
+// record the URL beside it, so the text need not repeat it: a *FetchError
+// anywhere in err's chain gives "<code name> (<code>): <cause>", with the
+// cause's "<op> \"<url>\": " prefix (a *url.Error, as net/http returns) taken
+// off and any remaining copy of the URL written "<url>"; any other error
+// gives its Error(). A hostile URL of 2,000 characters used to appear twice
+// in every such line. The text is at most MaxReasonBytes bytes (cut at a
+// rune boundary, "..." appended); nil gives "".
+func Reason(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	var fe *FetchError
+	if errors.As(err, &fe) {
+		cause := fe.Err
+		var ue *url.Error
+		if errors.As(cause, &ue) && ue.Err != nil {
+			cause = ue.Err
+		}
+		s = fmt.Sprintf("%s (%d): %v", CodeName(fe.Code), fe.Code, cause)
+		if fe.URL != "" {
+			s = strings.ReplaceAll(s, fe.URL, "<url>")
+		}
+	}
+	if len(s) > MaxReasonBytes {
+		cut := MaxReasonBytes - 3
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}
 
 // Code returns the crawl-log status code for err: 0 for nil, the Code of a
 // *FetchError anywhere in err's chain, CodeTimeout for

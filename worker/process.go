@@ -48,7 +48,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 			// connect): status -61, retried like a network error, as
 			// Heritrix does with a failed prerequisite. A 5xx robots.txt
 			// is not an error: it disallows all (RFC 9309 2.3.1.4).
-			entry.Status, entry.Error = fetch.Code(err), err.Error()
+			entry.Status, entry.Error = fetch.Code(err), "robots.txt: "+fetch.Reason(err)
 			w.finishFailed(ctx, claim, it, entry, fetch.Retryable(entry.Status))
 			return
 		}
@@ -79,7 +79,7 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 		return
 	}
 	if ferr != nil {
-		entry.Status, entry.Error = fetch.Code(ferr), ferr.Error()
+		entry.Status, entry.Error = fetch.Code(ferr), fetch.Reason(ferr)
 		w.counters.errors.Add(1)
 		w.finishFailed(ctx, claim, it, entry, fetch.Retryable(entry.Status))
 		return
