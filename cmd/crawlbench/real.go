@@ -289,6 +289,17 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 
 	var runs []realRun
 	for _, fsync := range modes {
+		if b.shared[fsync] == nil {
+			// Part 1 did not warm this server up: one unrecorded crawl of
+			// the manual does (a fresh JVM spends seconds in its JIT).
+			warm := w
+			warm.ForceSync = fsync
+			name := crawl + map[bool]string{true: "-warmup-fsync", false: "-warmup-nosync"}[fsync]
+			if err := b.realCrawl(ctx, start, filepath.Join(dir, name), name, res, want, &warm); err != nil {
+				return runs, fmt.Errorf("warm-up crawl (%s): %w", syncName(fsync), err)
+			}
+			b.warmS = append(b.warmS, warm.ZKS)
+		}
 		run := w
 		run.ForceSync = fsync
 		name := crawl + map[bool]string{true: "-fsync", false: "-nosync"}[fsync]
