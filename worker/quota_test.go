@@ -190,3 +190,40 @@ func TestDeadLetterCap(t *testing.T) {
 		t.Fatalf("%d dead letters and %d crawl log lines of status 500; want 5 (the cap) and 30", len(failed), lines)
 	}
 }
+
+// max_pages is counted durably (R/totals): a worker started after the cap
+// was reached by another, now gone, fetches nothing (issue 10 item 12).
+func TestMaxPagesSurvivesRestart(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			for i := range 200 {
+				fmt.Fprintf(w, `<a href="/p/%d">x</a>`, i)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig()
+	cfg.MaxPages = 10
+	cfg.PerHostMaxInFlight = 1
+	cfg.Sitemaps, cfg.PageRequisites = false, false
+	c := newCrawl(t, zk.Addr(), "maxpages", cfg, frontier.Layout{Shards: 2, Spread: 1}, []string{srv.URL + "/"})
+	c.runWorkers(1, 60*time.Second)
+	first := len(c.logs())
+	if first < 10 || first >= 200 {
+		t.Fatalf("first worker logged %d lines; want the cap of 10 plus at most a heartbeat's overshoot", first)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := <-c.startWorker(ctx, "w9", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.logs()); n != first {
+		t.Fatalf("a worker started after the cap fetched %d more pages; want none", n-first)
+	}
+}

@@ -39,6 +39,9 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	for {
 		var err error
 		if member, err = w.join(sctx, sess); err == nil {
+			if w.current().cfg.MaxPages > 0 {
+				w.refreshClusterPages(sctx) // before any claim: the count survives restarts
+			}
 			break
 		}
 		if sctx.Err() != nil {

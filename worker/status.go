@@ -19,7 +19,11 @@ type counters struct {
 	bytes       atomic.Int64 // response body bytes stored
 	inFlight    atomic.Int64 // fetch slots held
 	shardsOwned atomic.Int64
-	cluster     atomic.Int64 // pages finished by all live workers, from their status nodes
+	cluster     atomic.Int64 // pages finished crawl-wide (refreshClusterPages)
+	// totalsRead and totalsPages: when R/totals was last summed and its
+	// pages; used by the heartbeat goroutine alone.
+	totalsRead  time.Time
+	totalsPages int64
 
 	dropMu sync.Mutex
 	drops  map[string]int64 // links dropped by the owned groups' drains, by reason
@@ -140,8 +144,12 @@ func (w *Worker) heartbeat(ctx context.Context, m *coord.Member) {
 	}
 }
 
-// refreshClusterPages sums the pages of every live worker's status node, for
-// the approximate max_pages cap.
+// refreshClusterPages sets the crawl-wide page count for max_pages: the
+// larger of the live workers' status nodes (fresh, but they count only
+// their current runs) and the durable R/totals nodes (every run of every
+// worker id, also those that died or restarted, rewritten every
+// totalsInterval; read at most that often). So a restarted worker or a
+// replaced cluster does not start the count over (issue 10 item 12).
 func (w *Worker) refreshClusterPages(ctx context.Context) {
 	_, data, err := coord.Members(ctx, w.client, w.root)
 	if err != nil {
@@ -154,11 +162,17 @@ func (w *Worker) refreshClusterPages(ctx context.Context) {
 			total += st.Pages
 		}
 	}
-	w.counters.cluster.Store(max(total, w.counters.pages.Load()))
+	if time.Since(w.counters.totalsRead) >= totalsInterval {
+		if t, _, err := ReadTotals(ctx, w.client, w.root); err == nil {
+			w.counters.totalsRead, w.counters.totalsPages = time.Now(), t.Pages
+		}
+	}
+	w.counters.cluster.Store(max(total, w.counters.totalsPages, w.counters.pages.Load()))
 }
 
-// capped reports whether max_pages is reached (approximately: the sum over
-// live workers' last status, so it can overshoot by one heartbeat's pages).
+// capped reports whether max_pages is reached (approximately: from the
+// last heartbeat's sum and totals up to totalsInterval old, so it can
+// overshoot by a few seconds of crawling).
 func (w *Worker) capped(cfg config.Config) bool {
 	return cfg.MaxPages > 0 && w.counters.cluster.Load() >= cfg.MaxPages
 }
