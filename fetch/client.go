@@ -150,7 +150,7 @@ func (f *Fetcher) Close() { f.transport.CloseIdleConnections() }
 // It sends "Accept-Encoding: gzip" and keeps the body as transferred; use
 // Result.DecodedBody to get the decoded bytes.
 //
-// Errors are *FetchError with a negative crawl-log code (see codes.go):
+// Errors are *Error with a negative crawl-log code (see codes.go):
 // CodeUnfetchableURI for a bad URL or a scheme other than http/https,
 // CodeDNSFailed, CodeConnectFailed, CodeConnectLost, CodeTimeout,
 // CodeBlockedByUser (SSRF guard), CodeCanceled when ctx is cancelled.
@@ -172,14 +172,14 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	wc := &wireCapture{allowPrivate: o.AllowPrivateNetworks, wireLimit: maxBody + wireSlack, noTee: f.noTee}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, wc.trace()), http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
+		return nil, &Error{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL,
+		return nil, &Error{Code: CodeUnfetchableURI, URL: rawURL,
 			Err: fmt.Errorf("%w: %q", ErrUnsupportedScheme, req.URL.Scheme)}
 	}
 	if req.URL.Host == "" {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: errors.New("invalid URL: no host")}
+		return nil, &Error{Code: CodeUnfetchableURI, URL: rawURL, Err: errors.New("invalid URL: no host")}
 	}
 	req.Header.Set("User-Agent", o.UserAgent)
 	req.Header.Set("Accept", acceptHeader)
@@ -197,7 +197,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 			code, err = CodeBlockedByUser, fmt.Errorf("%w: pooled connection to %s: %v", ErrBlockedAddress, wc.remoteIP(), err)
 		}
 		o.Logger.Debug("fetch failed", "url", rawURL, "code", code, "err", err)
-		return nil, &FetchError{Code: code, URL: rawURL, Err: err}
+		return nil, &Error{Code: code, URL: rawURL, Err: err}
 	}
 	defer resp.Body.Close()
 
@@ -206,7 +206,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	if err != nil {
 		code := classify(ctx, reqCtx, err, phaseBody)
 		o.Logger.Debug("fetch failed reading body", "url", rawURL, "code", code, "bytes", len(body), "err", err)
-		return nil, &FetchError{Code: code, URL: rawURL, Err: fmt.Errorf("reading body after %d bytes: %w", len(body), err)}
+		return nil, &Error{Code: code, URL: rawURL, Err: fmt.Errorf("reading body after %d bytes: %w", len(body), err)}
 	}
 
 	res := &Result{
