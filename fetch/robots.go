@@ -210,19 +210,15 @@ func (r *Robots) Cached(rawURL string) bool {
 	return r.cached(originKey(u)) != nil
 }
 
-// parseHTTPURL parses an absolute http or https URL, or returns a
-// *Error with CodeUnfetchableURI.
+// parseHTTPURL parses an absolute http or https URL, or returns an *Error
+// with CodeUnfetchableURI (checkHTTPURL).
 func parseHTTPURL(rawURL string) (*url.URL, error) {
-	u, err := url.Parse(rawURL)
+	u, err := url.Parse(rawURL) // lower-cases the scheme
 	if err != nil {
 		return nil, &Error{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
 	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, &Error{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("%w: %q", ErrUnsupportedScheme, u.Scheme)}
-	}
-	if u.Host == "" {
-		return nil, &Error{Code: CodeUnfetchableURI, URL: rawURL, Err: errors.New("invalid URL: no host")}
+	if err := checkHTTPURL(rawURL, u); err != nil {
+		return nil, err
 	}
 	return u, nil
 }
