@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,7 +151,7 @@ func (f *Fetcher) Close() { f.transport.CloseIdleConnections() }
 // It sends "Accept-Encoding: gzip" and keeps the body as transferred; use
 // Result.DecodedBody to get the decoded bytes.
 //
-// Errors are *FetchError with a negative crawl-log code (see codes.go):
+// Errors are *Error with a negative crawl-log code (see codes.go):
 // CodeUnfetchableURI for a bad URL or a scheme other than http/https,
 // CodeDNSFailed, CodeConnectFailed, CodeConnectLost, CodeTimeout,
 // CodeBlockedByUser (SSRF guard), CodeCanceled when ctx is cancelled.
@@ -170,22 +171,10 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	defer cancel()
 
 	wc := &wireCapture{allowPrivate: o.AllowPrivateNetworks, wireLimit: maxBody + wireSlack, noTee: f.noTee}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, wc.trace()), http.MethodGet, rawURL, nil)
+	req, err := newGet(httptrace.WithClientTrace(reqCtx, wc.trace()), rawURL, o.UserAgent)
 	if err != nil {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
+		return nil, err
 	}
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL,
-			Err: fmt.Errorf("%w: %q", ErrUnsupportedScheme, req.URL.Scheme)}
-	}
-	if req.URL.Host == "" {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: errors.New("invalid URL: no host")}
-	}
-	req.Header.Set("User-Agent", o.UserAgent)
-	req.Header.Set("Accept", acceptHeader)
-	// Set explicitly, so the transport neither adds its own nor decodes the
-	// body: the stored body is the one transferred.
-	req.Header.Set("Accept-Encoding", "gzip")
 	wc.requestLine = "GET " + req.URL.RequestURI() + " HTTP/1.1\r\n"
 
 	started := time.Now()
@@ -197,7 +186,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 			code, err = CodeBlockedByUser, fmt.Errorf("%w: pooled connection to %s: %v", ErrBlockedAddress, wc.remoteIP(), err)
 		}
 		o.Logger.Debug("fetch failed", "url", rawURL, "code", code, "err", err)
-		return nil, &FetchError{Code: code, URL: rawURL, Err: err}
+		return nil, &Error{Code: code, URL: rawURL, Err: err}
 	}
 	defer resp.Body.Close()
 
@@ -206,7 +195,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	if err != nil {
 		code := classify(ctx, reqCtx, err, phaseBody)
 		o.Logger.Debug("fetch failed reading body", "url", rawURL, "code", code, "bytes", len(body), "err", err)
-		return nil, &FetchError{Code: code, URL: rawURL, Err: fmt.Errorf("reading body after %d bytes: %w", len(body), err)}
+		return nil, &Error{Code: code, URL: rawURL, Err: fmt.Errorf("reading body after %d bytes: %w", len(body), err)}
 	}
 
 	res := &Result{
@@ -225,28 +214,75 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	if len(res.RawRequest) == 0 {
 		res.RawRequest = wc.request(req)
 	}
-	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		if loc, err := resp.Location(); err == nil {
-			res.Redirect = loc.String()
-		}
-	}
-	res.MIME = mediaType(res.ContentType)
-	if res.MIME == "" && len(body) > 0 {
-		// No Content-Type: sniff per the WHATWG MIME Sniffing Standard, as
-		// browsers do, from the first 512 decoded bytes.
-		head, _ := res.DecodedBody(512)
-		if len(head) > 0 {
-			res.MIME = mediaType(http.DetectContentType(head))
-		}
-	}
+	res.Redirect = redirectTarget(resp)
+	res.MIME = resultMIME(res)
 	o.Logger.Debug("fetched", "url", rawURL, "status", res.Status, "bytes", len(body),
 		"truncated", truncated, "ip", res.RemoteIP, "duration", res.Duration)
 	return res, nil
 }
 
-// ErrUnsupportedScheme is the cause of CodeUnfetchableURI when the URL's
-// scheme is not http or https.
-var ErrUnsupportedScheme = errors.New("unsupported URL scheme (only http and https)")
+// newGet returns the GET request for rawURL with the crawler's headers, or
+// an *Error with CodeUnfetchableURI when rawURL is not an absolute http or
+// https URL (checkHTTPURL).
+func newGet(ctx context.Context, rawURL, userAgent string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, &Error{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
+	}
+	if err := checkHTTPURL(rawURL, req.URL); err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", acceptHeader)
+	// Set explicitly, so the transport neither adds its own nor decodes the
+	// body: the stored body is the one transferred.
+	req.Header.Set("Accept-Encoding", "gzip")
+	return req, nil
+}
+
+// checkHTTPURL returns nil if u, parsed from rawURL, is an absolute http or
+// https URL with a host, else an *Error with CodeUnfetchableURI naming
+// rawURL and the reason. The frontier admits only such URLs
+// (frontier.ErrUnsupportedScheme); this guards callers that bypass it.
+func checkHTTPURL(rawURL string, u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return &Error{Code: CodeUnfetchableURI, URL: rawURL,
+			Err: fmt.Errorf("unsupported URL scheme (only http and https): %q", u.Scheme)}
+	}
+	if u.Host == "" {
+		return &Error{Code: CodeUnfetchableURI, URL: rawURL, Err: errors.New("invalid URL: no host")}
+	}
+	return nil
+}
+
+// redirectTarget returns the Location of a 3xx response resolved against
+// the request URL (RFC 9110 section 10.2.2), or "" for other statuses and
+// for a missing or unparsable Location.
+func redirectTarget(resp *http.Response) string {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return ""
+	}
+	loc, err := resp.Location()
+	if err != nil {
+		return ""
+	}
+	return loc.String()
+}
+
+// resultMIME returns the media type of res: its Content-Type's, or without
+// one, the type sniffed per the WHATWG MIME Sniffing Standard, as browsers
+// do, from the first 512 decoded body bytes; "" for an empty body without
+// Content-Type.
+func resultMIME(res *Result) string {
+	if mt := mediaType(res.ContentType); mt != "" || len(res.Body) == 0 {
+		return mt
+	}
+	head, _ := res.DecodedBody(512)
+	if len(head) == 0 {
+		return ""
+	}
+	return mediaType(http.DetectContentType(head))
+}
 
 // readBody reads at most limit bytes of body. If the body is longer it stops
 // after limit bytes and reports truncated. contentLength (-1 if unknown)

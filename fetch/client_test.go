@@ -376,7 +376,7 @@ func closedPort(t *testing.T) string {
 
 func TestFetchConnectionRefused(t *testing.T) {
 	_, err := newFetcher(t, loopbackOpts()).Fetch(context.Background(), "http://"+closedPort(t)+"/")
-	var fe *FetchError
+	var fe *Error
 	if !errors.As(err, &fe) || fe.Code != CodeConnectFailed {
 		t.Fatalf("err %v, want code %d", err, CodeConnectFailed)
 	}
@@ -527,7 +527,7 @@ func TestCodeAndRetryable(t *testing.T) {
 		Code(fmt.Errorf("x: %w", context.Canceled)) != CodeCanceled || Code(errors.New("x")) != CodeRuntimeError {
 		t.Error("Code of plain errors")
 	}
-	wrapped := fmt.Errorf("outer: %w", &FetchError{Code: CodeConnectLost, URL: "http://x/", Err: io.ErrUnexpectedEOF})
+	wrapped := fmt.Errorf("outer: %w", &Error{Code: CodeConnectLost, URL: "http://x/", Err: io.ErrUnexpectedEOF})
 	if Code(wrapped) != CodeConnectLost || !errors.Is(wrapped, io.ErrUnexpectedEOF) {
 		t.Error("Code/Is through wrapping")
 	}

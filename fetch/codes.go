@@ -67,30 +67,30 @@ const (
 	CodeRobotsPrecluded = -9998
 )
 
-// FetchError is the error returned by Fetcher.Fetch and Robots.Allowed. Code
+// Error is the error returned by Fetcher.Fetch and Robots.Allowed. Code
 // is one of the negative Code* constants above (Heritrix crawl.log
 // conventions); URL is the URL that was being fetched; Err is the cause
 // (a *net.DNSError, *net.OpError, ErrBlockedAddress, context error, ...),
 // reachable with errors.Is / errors.As.
-type FetchError struct {
+type Error struct {
 	Code int
 	URL  string
 	Err  error
 }
 
 // Error formats the error as "fetch <url>: <code name> (<code>): <cause>".
-func (e *FetchError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("fetch %s: %s (%d): %v", e.URL, CodeName(e.Code), e.Code, e.Err)
 }
 
-// Unwrap returns the cause so errors.Is and errors.As see through FetchError.
-func (e *FetchError) Unwrap() error { return e.Err }
+// Unwrap returns the cause so errors.Is and errors.As see through an Error.
+func (e *Error) Unwrap() error { return e.Err }
 
 // MaxReasonBytes bounds the text Reason returns.
 const MaxReasonBytes = 512
 
 // Reason returns err's text for a crawl-log line or a dead letter, which
-// record the URL beside it, so the text need not repeat it: a *FetchError
+// record the URL beside it, so the text need not repeat it: a *Error
 // anywhere in err's chain gives "<code name> (<code>): <cause>", with the
 // cause's "<op> \"<url>\": " prefix (a *url.Error, as net/http returns) taken
 // off and any remaining copy of the URL written "<url>"; any other error
@@ -102,7 +102,7 @@ func Reason(err error) string {
 		return ""
 	}
 	s := err.Error()
-	var fe *FetchError
+	var fe *Error
 	if errors.As(err, &fe) {
 		cause := fe.Err
 		var ue *url.Error
@@ -125,14 +125,14 @@ func Reason(err error) string {
 }
 
 // Code returns the crawl-log status code for err: 0 for nil, the Code of a
-// *FetchError anywhere in err's chain, CodeTimeout for
+// *Error anywhere in err's chain, CodeTimeout for
 // context.DeadlineExceeded, CodeCanceled for context.Canceled and
 // CodeRuntimeError for anything else.
 func Code(err error) int {
 	if err == nil {
 		return 0
 	}
-	var fe *FetchError
+	var fe *Error
 	if errors.As(err, &fe) {
 		return fe.Code
 	}

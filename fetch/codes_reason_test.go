@@ -11,7 +11,7 @@ import (
 func TestReason(t *testing.T) {
 	long := "http://127.1.2.3:8080/" + strings.Repeat("abcdef0123", 200)
 	cause := &url.Error{Op: "Get", URL: long, Err: errors.New("dial tcp 127.1.2.3:8080: connect: connection refused")}
-	err := &FetchError{Code: CodeConnectFailed, URL: long, Err: cause}
+	err := &Error{Code: CodeConnectFailed, URL: long, Err: cause}
 	got := Reason(err)
 	if strings.Contains(got, "abcdef") || !strings.Contains(got, "connection refused") || !strings.HasPrefix(got, CodeName(CodeConnectFailed)) {
 		t.Errorf("Reason = %q: want the code and the cause without the URL", got)

@@ -141,9 +141,9 @@ func NewRobots(f *Fetcher, opts RobotsOptions) *Robots {
 // MaxRobotsRules rules.
 //
 // A disallowed URL gives (false, nil); callers log CodeRobotsPrecluded. If
-// robots.txt is unreachable the answer is (false, *FetchError) with Code
+// robots.txt is unreachable the answer is (false, *Error) with Code
 // CodeRobotsPrerequisiteFailed (retryable); a URL that is not absolute http(s)
-// gives (false, *FetchError) with CodeUnfetchableURI. If ctx ends while
+// gives (false, *Error) with CodeUnfetchableURI. If ctx ends while
 // waiting for the fetch, the error wraps ctx.Err(); the fetch itself goes on
 // for other callers and the cache.
 func (r *Robots) Allowed(ctx context.Context, rawURL, userAgent string) (bool, error) {
@@ -159,7 +159,7 @@ func (r *Robots) Allowed(ctx context.Context, rawURL, userAgent string) (bool, e
 		return false, err
 	}
 	if e.err != nil {
-		return false, &FetchError{Code: CodeRobotsPrerequisiteFailed, URL: rawURL, Err: e.err}
+		return false, &Error{Code: CodeRobotsPrerequisiteFailed, URL: rawURL, Err: e.err}
 	}
 	path := u.EscapedPath()
 	if path == "" {
@@ -210,19 +210,15 @@ func (r *Robots) Cached(rawURL string) bool {
 	return r.cached(originKey(u)) != nil
 }
 
-// parseHTTPURL parses an absolute http or https URL, or returns a
-// *FetchError with CodeUnfetchableURI.
+// parseHTTPURL parses an absolute http or https URL, or returns an *Error
+// with CodeUnfetchableURI (checkHTTPURL).
 func parseHTTPURL(rawURL string) (*url.URL, error) {
-	u, err := url.Parse(rawURL)
+	u, err := url.Parse(rawURL) // lower-cases the scheme
 	if err != nil {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
+		return nil, &Error{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("invalid URL: %w", err)}
 	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: fmt.Errorf("%w: %q", ErrUnsupportedScheme, u.Scheme)}
-	}
-	if u.Host == "" {
-		return nil, &FetchError{Code: CodeUnfetchableURI, URL: rawURL, Err: errors.New("invalid URL: no host")}
+	if err := checkHTTPURL(rawURL, u); err != nil {
+		return nil, err
 	}
 	return u, nil
 }

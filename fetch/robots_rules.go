@@ -80,10 +80,7 @@ const (
 // LF, CR or CRLF; '#' starts a comment. At most MaxRobotsRules rules and
 // MaxRobotsAgents User-agent lines are kept.
 func parseRobots(body []byte) *robotsRules {
-	rr := &robotsRules{byAgent: make(map[string][]int), size: robotsBaseBytes}
-	cur := -1        // current group index
-	inRules := false // the current group has seen a rule line
-	rules, agents := 0, 0
+	p := robotsParser{rr: &robotsRules{byAgent: make(map[string][]int), size: robotsBaseBytes}, cur: -1}
 	for _, line := range splitLines(body) {
 		content, _, _ := bytes.Cut(line, []byte("#"))
 		key, val, ok := bytes.Cut(content, []byte(":"))
@@ -94,73 +91,109 @@ func parseRobots(body []byte) *robotsRules {
 		v := string(bytes.TrimSpace(val))
 		switch k {
 		case "user-agent", "useragent", "user agent":
-			if agents >= MaxRobotsAgents {
-				rr.dropped++
-				continue
-			}
-			if cur < 0 || inRules {
-				rr.groups = append(rr.groups, robotsGroup{})
-				cur = len(rr.groups) - 1
-				inRules = false
-			}
-			tok := agentToken(v)
-			if tok == "" {
-				continue
-			}
-			agents++
-			if idx := rr.byAgent[tok]; len(idx) == 0 || idx[len(idx)-1] != cur {
-				rr.byAgent[tok] = append(idx, cur)
-				rr.size += len(tok) + robotsAgentBytes
-			}
+			p.userAgent(v)
 		case "allow", "disallow":
-			if cur < 0 {
-				continue
-			}
-			inRules = true
-			if v == "" {
-				continue // "Disallow:" alone allows everything: no rule
-			}
-			if rules >= MaxRobotsRules {
-				rr.dropped++
-				continue
-			}
-			rules++
-			r := compileRule(v, k == "allow")
-			rr.groups[cur].rules = append(rr.groups[cur].rules, r)
-			rr.size += len(r.pattern) + robotsRuleBytes
+			p.rule(v, k == "allow")
 		case "sitemap":
-			if len(rr.Sitemaps) < robotsMaxSitemaps && v != "" {
-				rr.Sitemaps = append(rr.Sitemaps, v)
-				rr.size += len(v) + 16
-			}
+			p.sitemap(v)
 		case "crawl-delay", "crawldelay":
-			if cur < 0 {
-				continue
-			}
-			inRules = true
-			secs, err := strconv.ParseFloat(v, 64)
-			if err != nil || secs < 0 || secs > 1e6 {
-				continue
-			}
-			rr.groups[cur].crawlDelay = time.Duration(secs * float64(time.Second))
+			p.crawlDelay(v)
 		}
 	}
-	for i := range rr.groups {
-		slices.SortStableFunc(rr.groups[i].rules, func(a, b robotsRule) int {
-			if a.length != b.length {
-				return int(b.length - a.length)
-			}
-			switch {
-			case a.allow == b.allow:
-				return 0
-			case a.allow:
-				return -1
-			default:
-				return 1
-			}
-		})
+	for i := range p.rr.groups {
+		slices.SortStableFunc(p.rr.groups[i].rules, moreSpecific)
 	}
-	return rr
+	return p.rr
+}
+
+// robotsParser is the state of parseRobots between lines.
+type robotsParser struct {
+	rr      *robotsRules
+	cur     int  // current group index, -1 before the first User-agent
+	inRules bool // the current group has seen a rule line
+	rules   int  // rules kept, up to MaxRobotsRules
+	agents  int  // User-agent lines kept, up to MaxRobotsAgents
+}
+
+// userAgent handles a User-agent line: it starts a group unless it follows
+// another User-agent line, and adds the group to its product token's.
+func (p *robotsParser) userAgent(v string) {
+	if p.agents >= MaxRobotsAgents {
+		p.rr.dropped++
+		return
+	}
+	if p.cur < 0 || p.inRules {
+		p.rr.groups = append(p.rr.groups, robotsGroup{})
+		p.cur = len(p.rr.groups) - 1
+		p.inRules = false
+	}
+	tok := agentToken(v)
+	if tok == "" {
+		return
+	}
+	p.agents++
+	if idx := p.rr.byAgent[tok]; len(idx) == 0 || idx[len(idx)-1] != p.cur {
+		p.rr.byAgent[tok] = append(idx, p.cur)
+		p.rr.size += len(tok) + robotsAgentBytes
+	}
+}
+
+// rule handles an Allow (allow true) or Disallow line: ignored outside a
+// group, with an empty value, or past MaxRobotsRules.
+func (p *robotsParser) rule(v string, allow bool) {
+	if p.cur < 0 {
+		return
+	}
+	p.inRules = true
+	if v == "" {
+		return // "Disallow:" alone allows everything: no rule
+	}
+	if p.rules >= MaxRobotsRules {
+		p.rr.dropped++
+		return
+	}
+	p.rules++
+	r := compileRule(v, allow)
+	p.rr.groups[p.cur].rules = append(p.rr.groups[p.cur].rules, r)
+	p.rr.size += len(r.pattern) + robotsRuleBytes
+}
+
+// sitemap handles a Sitemap line, which belongs to no group.
+func (p *robotsParser) sitemap(v string) {
+	if len(p.rr.Sitemaps) < robotsMaxSitemaps && v != "" {
+		p.rr.Sitemaps = append(p.rr.Sitemaps, v)
+		p.rr.size += len(v) + 16
+	}
+}
+
+// crawlDelay handles a Crawl-delay line (seconds, fractions allowed, 0 to
+// 1e6): it sets the current group's delay; an unparsable value is ignored.
+func (p *robotsParser) crawlDelay(v string) {
+	if p.cur < 0 {
+		return
+	}
+	p.inRules = true
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || secs < 0 || secs > 1e6 {
+		return
+	}
+	p.rr.groups[p.cur].crawlDelay = time.Duration(secs * float64(time.Second))
+}
+
+// moreSpecific orders rules for robotsGroup.rules: longer first, Allow
+// before Disallow on a tie (RFC 9309 section 2.2.2).
+func moreSpecific(a, b robotsRule) int {
+	if a.length != b.length {
+		return int(b.length - a.length)
+	}
+	switch {
+	case a.allow == b.allow:
+		return 0
+	case a.allow:
+		return -1
+	default:
+		return 1
+	}
 }
 
 // agentToken returns the product token a User-agent line names, lower case:

@@ -9,7 +9,7 @@ import (
 
 // ErrBlockedAddress is the cause of a fetch refused by the SSRF guard: the
 // address the host name resolved to is not a public unicast address and
-// Options.AllowPrivateNetworks is false. Fetch reports it as a *FetchError
+// Options.AllowPrivateNetworks is false. Fetch reports it as a *Error
 // with Code CodeBlockedByUser; test with errors.Is(err, ErrBlockedAddress).
 var ErrBlockedAddress = errors.New("address not allowed (not a public unicast address; set the crawl config key allow_private_networks=true to crawl such addresses)")
 

@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,8 +14,29 @@ import (
 // section holds.
 const shardsPerLine = 6
 
-// renderStatus writes the human-readable status.
+// renderStatus writes the human-readable status: the summary (state,
+// config, pages/s, totals), then the workers, the queue and the claims.
 func renderStatus(w io.Writer, d *statusDoc) {
+	fmt.Fprintf(w, "crawl %s (%s) at %s\n", d.Crawl, d.Root, d.Time.Local().Format(time.DateTime))
+	fmt.Fprintf(w, "state:    %s\n", stateLine(d))
+	renderConfig(w, d)
+	rate := "n/a"
+	if d.PagesPerS != nil {
+		rate = fmt.Sprintf("%.1f", *d.PagesPerS)
+		if n := rated(d.Workers); n < len(d.Workers) {
+			rate += fmt.Sprintf(" (%d of %d workers measured so far)", n, len(d.Workers))
+		}
+	}
+	fmt.Fprintf(w, "pages/s:  %s\n", rate)
+	renderTotals(w, d)
+	renderWorkers(w, d)
+	renderQueue(w, d)
+	renderClaims(w, d)
+}
+
+// stateLine returns the upper-case state with what it means for the
+// operator.
+func stateLine(d *statusDoc) string {
 	state := strings.ToUpper(d.State)
 	switch {
 	case d.Done:
@@ -31,9 +53,11 @@ func renderStatus(w io.Writer, d *statusDoc) {
 	if d.Done && d.Draining {
 		state += ", drain pending ('crawlctl drain --cancel' to lift it)"
 	}
-	fmt.Fprintf(w, "crawl %s (%s) at %s\n", d.Crawl, d.Root, d.Time.Local().Format(time.DateTime))
-	fmt.Fprintf(w, "state:    %s\n", state)
+	return state
+}
 
+// renderConfig writes the config line and the workers not on its version.
+func renderConfig(w io.Writer, d *statusDoc) {
 	switch {
 	case d.Config.Version < 0:
 		fmt.Fprintf(w, "config:   MISSING (%s)\n", d.Config.Error)
@@ -45,54 +69,55 @@ func renderStatus(w io.Writer, d *statusDoc) {
 	if n := len(d.Config.WorkersBehind); n > 0 {
 		fmt.Fprintf(w, "          %d of %d workers not on version %d: %s\n", n, len(d.Workers), d.Config.Version, strings.Join(d.Config.WorkersBehind, ", "))
 	}
-	rate := "n/a"
-	if d.PagesPerS != nil {
-		rate = fmt.Sprintf("%.1f", *d.PagesPerS)
-		if n := rated(d.Workers); n < len(d.Workers) {
-			rate += fmt.Sprintf(" (%d of %d workers measured so far)", n, len(d.Workers))
-		}
-	}
-	fmt.Fprintf(w, "pages/s:  %s\n", rate)
-	renderTotals(w, d)
+}
 
+// renderWorkers writes the workers section: a table of the workers, their
+// storage errors and what the '*' of the CONFIG column means.
+func renderWorkers(w io.Writer, d *statusDoc) {
 	fmt.Fprintf(w, "\nworkers:  %d live\n", len(d.Workers))
-	if len(d.Workers) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ID\tHOST\tPID\tCONFIG\tPAGES\tPAGES/S\tERRORS\tIN-FLIGHT\tHEARTBEAT\tCONFIG ERROR")
-		for _, wk := range d.Workers {
-			if wk.StatusError != "" {
-				fmt.Fprintf(tw, "  %s\t?\t?\t?*\t?\t?\t?\t?\t?\t%s\n", wk.ID, wk.StatusError)
-				continue
-			}
-			cv := fmt.Sprint(wk.ConfigVersion)
-			if !wk.OnConfig {
-				cv += "*"
-			}
-			pr := "n/a"
-			if wk.PagesPerS != nil {
-				pr = fmt.Sprintf("%.1f", *wk.PagesPerS)
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%d\t%s\t%d\t%d\t%s ago\t%s\n",
-				wk.ID, wk.Host, wk.PID, cv, wk.Pages, pr, wk.Errors, wk.InFlight, age(wk.HeartbeatAgeS), dash(wk.ConfigError))
+	if len(d.Workers) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tHOST\tPID\tCONFIG\tPAGES\tPAGES/S\tERRORS\tIN-FLIGHT\tHEARTBEAT\tCONFIG ERROR")
+	for _, wk := range d.Workers {
+		if wk.StatusError != "" {
+			fmt.Fprintf(tw, "  %s\t?\t?\t?*\t?\t?\t?\t?\t?\t%s\n", wk.ID, wk.StatusError)
+			continue
 		}
-		tw.Flush()
-		for _, wk := range d.Workers {
-			switch {
-			case wk.Standby:
-				fmt.Fprintf(w, "  ! %s (standby, owns no shard): %s\n", wk.ID, wk.StorageError)
-			case wk.StorageError != "":
-				fmt.Fprintf(w, "  ! %s: %s\n", wk.ID, wk.StorageError)
-			}
+		cv := fmt.Sprint(wk.ConfigVersion)
+		if !wk.OnConfig {
+			cv += "*"
 		}
+		pr := "n/a"
+		if wk.PagesPerS != nil {
+			pr = fmt.Sprintf("%.1f", *wk.PagesPerS)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%d\t%s\t%d\t%d\t%s ago\t%s\n",
+			wk.ID, wk.Host, wk.PID, cv, wk.Pages, pr, wk.Errors, wk.InFlight, age(wk.HeartbeatAgeS), dash(wk.ConfigError))
+	}
+	tw.Flush()
+	for _, wk := range d.Workers {
 		switch {
-		case len(d.Config.WorkersBehind) == 0:
-		case d.Config.Valid:
-			fmt.Fprintf(w, "  * not on the znode's config version %d yet\n", d.Config.Version)
-		default:
-			fmt.Fprintf(w, "  * still on its last valid config: the znode's version %d is invalid\n", d.Config.Version)
+		case wk.Standby:
+			fmt.Fprintf(w, "  ! %s (standby, owns no shard): %s\n", wk.ID, wk.StorageError)
+		case wk.StorageError != "":
+			fmt.Fprintf(w, "  ! %s: %s\n", wk.ID, wk.StorageError)
 		}
 	}
+	switch {
+	case len(d.Config.WorkersBehind) == 0:
+	case d.Config.Valid:
+		fmt.Fprintf(w, "  * not on the znode's config version %d yet\n", d.Config.Version)
+	default:
+		fmt.Fprintf(w, "  * still on its last valid config: the znode's version %d is invalid\n", d.Config.Version)
+	}
+}
 
+// renderQueue writes the queue section: the ready items, the depth of
+// every non-empty shard (shardsPerLine a line), the frontier's backlog and
+// the links the live workers dropped.
+func renderQueue(w io.Writer, d *statusDoc) {
 	q := d.Queue
 	fmt.Fprintf(w, "\nqueue:    %d ready to fetch (%d of them claimed) in %d of %d shards; %d failed (dead letters)\n",
 		q.Queued, q.Claimed, len(q.Depths), q.Shards, d.Failed)
@@ -109,25 +134,23 @@ func renderStatus(w io.Writer, d *statusDoc) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "frontier: %d in the backlog, %d posts waiting to be drained, %d fetched URLs in seen chunks\n", q.Backlog, q.Posts, q.Seen)
-	if len(q.Dropped) > 0 {
-		reasons := make([]string, 0, len(q.Dropped))
-		for r := range q.Dropped {
-			reasons = append(reasons, r)
-		}
-		sort.Strings(reasons)
-		var parts []string
-		for _, r := range reasons {
-			parts = append(parts, fmt.Sprintf("%s %d", r, q.Dropped[r]))
-		}
-		note := ""
-		for _, r := range reasons {
-			if r != "duplicate" && r != "bad_record" {
-				note = " (a quota is reached: the crawl goes on with what it holds)"
-			}
-		}
-		fmt.Fprintf(w, "          links dropped by live workers: %s%s\n", strings.Join(parts, ", "), note)
+	if len(q.Dropped) == 0 {
+		return
 	}
+	var parts []string
+	note := ""
+	for _, r := range slices.Sorted(maps.Keys(q.Dropped)) {
+		parts = append(parts, fmt.Sprintf("%s %d", r, q.Dropped[r]))
+		if r != "duplicate" && r != "bad_record" {
+			note = " (a quota is reached: the crawl goes on with what it holds)"
+		}
+	}
+	fmt.Fprintf(w, "          links dropped by live workers: %s%s\n", strings.Join(parts, ", "), note)
+}
 
+// renderClaims writes the claims section: their count and a table of the
+// oldest.
+func renderClaims(w io.Writer, d *statusDoc) {
 	fmt.Fprintf(w, "\nclaims:   %d in flight", d.Claims.Count)
 	if d.Claims.Count > len(d.Claims.Oldest) {
 		fmt.Fprintf(w, " (the %d oldest shown)", len(d.Claims.Oldest))

@@ -175,14 +175,36 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	defer cancel()
 	client := q.Client()
 	doc := &statusDoc{Crawl: c.g.crawl, Root: c.root, Time: time.Now().UTC()}
+	if err := c.statusConfig(cctx, client, doc); err != nil {
+		return nil, err
+	}
+	if err := c.statusDrain(cctx, client, doc); err != nil {
+		return nil, err
+	}
+	if err := c.statusWorkers(cctx, client, rates, doc); err != nil {
+		return nil, err
+	}
+	if err := c.statusQueue(cctx, q, doc); err != nil {
+		return nil, err
+	}
+	var err error
+	if doc.Totals, err = c.readTotals(cctx, client); err != nil {
+		return nil, err
+	}
+	doc.Done = doc.Queue.Queued == 0 && doc.Queue.Claimed == 0 && doc.Queue.Backlog == 0 && doc.Queue.Posts == 0
+	doc.State = crawlState(doc)
+	return doc, nil
+}
 
-	// Config znode.
+// statusConfig fills doc.Config (version, validity) and doc.Paused from the
+// config znode; a missing znode is version -1, not an error.
+func (c *ctl) statusConfig(cctx context.Context, client *coord.Client, doc *statusDoc) error {
 	data, version, err := coord.NewConfigStore(client, worker.ConfigPath(c.root)).Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 		doc.Config = configDoc{Version: -1, Error: "no config znode " + worker.ConfigPath(c.root)}
 	case err != nil:
-		return nil, fmt.Errorf("read config: %w", err)
+		return fmt.Errorf("read config: %w", err)
 	default:
 		doc.Config.Version = version
 		cfg, perr := config.Parse(data)
@@ -193,21 +215,30 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 			doc.Paused = cfg.Paused
 		}
 	}
+	return nil
+}
 
-	// Drain marker.
+// statusDrain fills doc.Draining and doc.DrainNote from the drain marker.
+func (c *ctl) statusDrain(cctx context.Context, client *coord.Client, doc *statusDoc) error {
 	note, dver, err := coord.NewConfigStore(client, worker.DrainPath(c.root)).Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 	case err != nil:
-		return nil, fmt.Errorf("read drain marker: %w", err)
+		return fmt.Errorf("read drain marker: %w", err)
 	case dver >= 0:
 		doc.Draining, doc.DrainNote = true, string(note)
 	}
+	return nil
+}
 
-	// Workers.
+// statusWorkers fills doc.Workers (the live workers, then the standby ones),
+// doc.Config.WorkersBehind and doc.PagesPerS (the sum of the measured
+// workers' rates, nil when none is measured). It needs doc.Time and
+// doc.Config.Version, and feeds rates with the statuses read.
+func (c *ctl) statusWorkers(cctx context.Context, client *coord.Client, rates *rateTracker, doc *statusDoc) error {
 	ids, statuses, err := coord.Members(cctx, client, c.root)
 	if err != nil {
-		return nil, fmt.Errorf("list workers: %w", err)
+		return fmt.Errorf("list workers: %w", err)
 	}
 	rates.observe(ids, statuses)
 	doc.Workers = []workerDoc{}
@@ -239,14 +270,19 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	}
 	standby, err := standbyWorkers(cctx, client, c.root, doc.Time)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	doc.Workers = append(doc.Workers, standby...)
+	return nil
+}
 
-	// Queue, claims, dead letters.
+// statusQueue fills doc.Queue, doc.Claims and doc.Failed from the queue's
+// stats and the frontier's backlog, and sums the dropped links of
+// doc.Workers (read first).
+func (c *ctl) statusQueue(cctx context.Context, q *coord.Queue, doc *statusDoc) error {
 	st, err := q.Stats(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("read queue: %w", err)
+		return fmt.Errorf("read queue: %w", err)
 	}
 	doc.Queue = queueDoc{Queued: st.Queued, Claimed: st.Claimed, Shards: q.Shards(), Depths: []shardDoc{}}
 	var claims []claimDoc
@@ -266,7 +302,7 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	doc.Failed = st.Failed
 	groups, err := c.front.Backlog().Stats(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the frontier's backlog: %w", err)
+		return fmt.Errorf("read the frontier's backlog: %w", err)
 	}
 	for _, g := range groups {
 		doc.Queue.Backlog += g.Backlog
@@ -279,24 +315,23 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 			doc.Queue.Dropped[reason] += n
 		}
 	}
-	if doc.Totals, err = c.readTotals(cctx, client); err != nil {
-		return nil, err
-	}
-	doc.Done = st.Queued == 0 && st.Claimed == 0 && doc.Queue.Backlog == 0 && doc.Queue.Posts == 0
+	return nil
+}
 
+// crawlState returns statusDoc.State: the first that holds of "done",
+// "draining", "paused", "stopped" (no live worker) and "running".
+func crawlState(doc *statusDoc) string {
 	switch {
 	case doc.Done:
-		doc.State = "done"
+		return "done"
 	case doc.Draining:
-		doc.State = "draining"
+		return "draining"
 	case doc.Paused:
-		doc.State = "paused"
+		return "paused"
 	case len(doc.Workers) == 0:
-		doc.State = "stopped"
-	default:
-		doc.State = "running"
+		return "stopped"
 	}
-	return doc, nil
+	return "running"
 }
 
 // sampleRates reads the workers' status nodes until every worker published

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -49,7 +50,54 @@ func run(ctx context.Context, args []string) error {
 	return crawl(ctx, args, os.LookupEnv, os.Stderr)
 }
 
+// crawlJob is what one crawler run was asked to do, its flags checked.
+type crawlJob struct {
+	opts           worker.Options
+	connectTimeout time.Duration // bound on worker.New
+	metricsAddr    string        // "": no metrics endpoint
+	log            *slog.Logger
+}
+
+// crawl runs the crawler with args, env for flag defaults from the
+// environment (ZKCRAWL_*), and logs on stderr, until ctx ends, a drain or
+// --exit-when-done stops the worker, or it fails.
 func crawl(ctx context.Context, args []string, env func(string) (string, bool), stderr io.Writer) error {
+	job, err := parseCrawlFlags(args, env, stderr)
+	if err != nil {
+		return err
+	}
+	opts, log := job.opts, job.log
+	if job.metricsAddr != "" {
+		stop, err := serveMetrics(job.metricsAddr, &opts, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, job.connectTimeout)
+	w, err := worker.New(cctx, opts)
+	cancel()
+	if errors.Is(err, worker.ErrUnreachable) {
+		return cli.ZKConnectError(opts.Servers, job.connectTimeout, err)
+	}
+	if errors.Is(err, worker.ErrDrainPending) {
+		return cli.WithExitStatus(exitDrainPending, err)
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("worker starting", "id", w.ID(), "crawl", opts.Crawl, "out", opts.OutDir, "version", opts.Version)
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("worker stopped", "id", w.ID())
+	return nil
+}
+
+// parseCrawlFlags parses and checks the crawler's flags into the worker's
+// options. Bad usage is a cli.Usage error.
+func parseCrawlFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*crawlJob, error) {
 	fs := cli.NewFlagSet("crawler", "crawler --zk HOST:PORT[,...] --crawl NAME --out DIR [flags]", about, examples)
 	fs.SetOutput(stderr)
 	var opts worker.Options
@@ -69,77 +117,62 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; :9100 means every interface); off when empty")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return cli.Usage("unexpected arguments %q", fs.Args())
+		return nil, cli.Usage("unexpected arguments %q", fs.Args())
 	}
 	if opts.Crawl == "" {
-		return cli.Usage("--crawl NAME is required")
+		return nil, cli.Usage("--crawl NAME is required")
 	}
 	if opts.OutDir == "" {
-		return cli.Usage("--out DIR is required")
+		return nil, cli.Usage("--out DIR is required")
 	}
 	log, err := newLogger(stderr)
 	if err != nil {
-		return cli.Usage("%v", err)
+		return nil, cli.Usage("%v", err)
 	}
 	if err := cli.CheckZK(opts.Servers); err != nil {
-		return err
+		return nil, err
 	}
 	if *connectTimeout <= 0 {
-		return cli.Usage("--connect-timeout %v: must be positive", *connectTimeout)
+		return nil, cli.Usage("--connect-timeout %v: must be positive", *connectTimeout)
 	}
 	opts.Logger = log
 	switch {
 	case opts.ProgressInterval < 0:
-		return cli.Usage("--progress-interval %v: must not be negative", opts.ProgressInterval)
+		return nil, cli.Usage("--progress-interval %v: must not be negative", opts.ProgressInterval)
 	case opts.ProgressInterval == 0:
 		opts.ProgressInterval = -1 // the flag's 0 means off; Options' 0 means the default
 	}
 	opts.Version = cli.Version()
 	if opts.ZK, err = zkAuth(); err != nil {
-		return err
+		return nil, err
 	}
+	return &crawlJob{opts: opts, connectTimeout: *connectTimeout, metricsAddr: *metricsAddr, log: log}, nil
+}
 
-	if *metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		if opts.Metrics, err = worker.NewMetrics(reg); err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", *metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr %s: %w", *metricsAddr, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server stopped", "error", err)
-			}
-		}()
-		defer srv.Close()
-		log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+// serveMetrics serves Prometheus metrics (the worker's, set in
+// opts.Metrics, and the Go runtime's and process's) at
+// http://addr/metrics until the returned func closes the server.
+func serveMetrics(addr string, opts *worker.Options, log *slog.Logger) (stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if opts.Metrics, err = worker.NewMetrics(reg); err != nil {
+		return nil, err
 	}
-
-	cctx, cancel := context.WithTimeout(ctx, *connectTimeout)
-	w, err := worker.New(cctx, opts)
-	cancel()
-	if errors.Is(err, worker.ErrUnreachable) {
-		return cli.ZKConnectError(opts.Servers, *connectTimeout, err)
-	}
-	if errors.Is(err, worker.ErrDrainPending) {
-		return cli.WithExitStatus(exitDrainPending, err)
-	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
-	log.Info("worker starting", "id", w.ID(), "crawl", opts.Crawl, "out", opts.OutDir, "version", opts.Version)
-	if err := w.Run(ctx); err != nil {
-		return err
-	}
-	log.Info("worker stopped", "id", w.ID())
-	return nil
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "error", err)
+		}
+	}()
+	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { srv.Close() }, nil
 }

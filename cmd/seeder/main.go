@@ -49,7 +49,67 @@ type summary struct {
 	Enqueued, Duplicates, Rejected int
 }
 
+// seedJob is what one seeder run was asked to do, its flags checked.
+type seedJob struct {
+	fs        *pflag.FlagSet // parsed; its arguments are seeds
+	zkServers string
+	zkOpts    []coord.Option
+	timeout   time.Duration // bound on the ZooKeeper setup before seeding
+	crawl     string
+	root      string // the crawl's root znode, /zkcrawl/NAME
+	layout    frontier.Layout
+	cfgDoc    []byte // --config FILE's document, validated; nil without --config
+	seedsFile string // --seeds: a path, "-" for stdin, "" for none
+	every     time.Duration
+	log       *slog.Logger
+}
+
+// seed runs the seeder with args, env for flag defaults from the
+// environment (ZKCRAWL_*), stdin for --seeds -, the summary line on stdout
+// and logs, rejected lines and notes on stderr.
 func seed(ctx context.Context, args []string, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	job, err := parseSeedFlags(args, env, stderr)
+	if err != nil {
+		return err
+	}
+	input, closeInput, err := openSeeds(job.seedsFile, stdin)
+	if err != nil {
+		return err
+	}
+	defer closeInput()
+	if input == nil && job.fs.NArg() == 0 {
+		return cli.Usage("no seeds: give URLs as arguments or --seeds FILE")
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, job.timeout)
+	defer cancel()
+	client, err := coord.Connect(cctx, job.zkServers, append(job.zkOpts, coord.WithLogger(job.log))...)
+	if err != nil {
+		return cli.ZKConnectError(job.zkServers, job.timeout, err)
+	}
+	defer client.Close()
+	front, err := job.prepareCrawl(cctx, client, stderr)
+	if err != nil {
+		return err
+	}
+
+	sum, err := job.enqueueSeeds(ctx, front, input, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "crawl %s: %d enqueued, %d duplicates, %d rejected\n", job.crawl, sum.Enqueued, sum.Duplicates, sum.Rejected)
+	if sum.Enqueued+sum.Duplicates == 0 {
+		if sum.Rejected > 0 {
+			return fmt.Errorf("no valid seed: all %d rejected (see the lines above)", sum.Rejected)
+		}
+		return fmt.Errorf("no seeds: --seeds %s holds no URL (only blank or # lines)", job.seedsFile)
+	}
+	return nil
+}
+
+// parseSeedFlags parses and checks the seeder's flags, and reads and
+// validates the --config document. Bad usage is a cli.Usage error.
+func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*seedJob, error) {
 	fs := cli.NewFlagSet("seeder", "seeder --zk HOST:PORT[,...] --crawl NAME [--config FILE.json] [--seeds FILE|-] [URL...]", about, examples)
 	fs.SetOutput(stderr)
 	zkServers := fs.String("zk", "127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port...][/chroot]")
@@ -63,78 +123,77 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	zkAuth := cli.ZKFlags(fs)
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
-		return err
+		return nil, err
 	}
-	zkOpts, err := zkAuth()
-	if err != nil {
-		return err
+	job := &seedJob{fs: fs, zkServers: *zkServers, timeout: *timeout, crawl: *crawl,
+		layout: frontier.Layout{Shards: *shards, Spread: *spread}, seedsFile: *seedsFile, every: *every}
+	var err error
+	if job.zkOpts, err = zkAuth(); err != nil {
+		return nil, err
 	}
-	log, err := newLogger(stderr)
-	if err != nil {
-		return cli.Usage("%v", err)
+	if job.log, err = newLogger(stderr); err != nil {
+		return nil, cli.Usage("%v", err)
 	}
 	if err := cli.CheckZK(*zkServers); err != nil {
-		return err
+		return nil, err
 	}
 	if *timeout <= 0 {
-		return cli.Usage("--timeout %v: must be positive", *timeout)
+		return nil, cli.Usage("--timeout %v: must be positive", *timeout)
 	}
-	root, err := worker.Root(*crawl)
-	if err != nil {
-		return cli.Usage("--crawl: %v", err)
+	if job.root, err = worker.Root(*crawl); err != nil {
+		return nil, cli.Usage("--crawl: %v", err)
 	}
-	var cfgDoc []byte
 	if *cfgFile != "" {
-		cfgDoc, err = os.ReadFile(*cfgFile)
-		if err != nil {
-			return fmt.Errorf("--config: %w", err)
+		if job.cfgDoc, err = os.ReadFile(*cfgFile); err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
 		}
-		if _, err := config.Parse(cfgDoc); err != nil {
-			return fmt.Errorf("--config %s: %w", *cfgFile, err)
+		if _, err := config.Parse(job.cfgDoc); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", *cfgFile, err)
 		}
 	}
-	var input io.Reader
-	switch *seedsFile {
-	case "":
-	case "-":
-		input = stdin
-	default:
-		f, err := os.Open(*seedsFile)
-		if err != nil {
-			return fmt.Errorf("--seeds: %w", err)
-		}
-		defer f.Close()
-		input = f
-	}
-	if input == nil && fs.NArg() == 0 {
-		return cli.Usage("no seeds: give URLs as arguments or --seeds FILE")
-	}
+	return job, nil
+}
 
-	cctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	client, err := coord.Connect(cctx, *zkServers, append(zkOpts, coord.WithLogger(log))...)
-	if err != nil {
-		return cli.ZKConnectError(*zkServers, *timeout, err)
+// openSeeds opens the --seeds input: nil for "" (seeds from the arguments
+// only), stdin for "-", else the file, which the returned func closes.
+func openSeeds(name string, stdin io.Reader) (io.Reader, func(), error) {
+	switch name {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		return stdin, func() {}, nil
 	}
-	defer client.Close()
-	front, created, err := frontier.Create(cctx, client, root, frontier.Layout{Shards: *shards, Spread: *spread})
+	f, err := os.Open(name)
 	if err != nil {
-		return fmt.Errorf("create crawl %q: %w", *crawl, err)
+		return nil, nil, fmt.Errorf("--seeds: %w", err)
+	}
+	return f, func() { f.Close() }, nil
+}
+
+// prepareCrawl creates the crawl if it does not exist, writes its config,
+// loads the URLs an existing crawl already knows (so they count as
+// duplicates) and notes on stderr what the operator should know: layout
+// flags ignored, a missing contact URL in the User-Agent, a pending drain.
+func (job *seedJob) prepareCrawl(cctx context.Context, client *coord.Client, stderr io.Writer) (*frontier.Frontier, error) {
+	log, root := job.log, job.root
+	front, created, err := frontier.Create(cctx, client, root, job.layout)
+	if err != nil {
+		return nil, fmt.Errorf("create crawl %q: %w", job.crawl, err)
 	}
 	if created {
-		log.Info("crawl created", "crawl", *crawl, "root", root, "shards", *shards, "host_spread", *spread)
+		log.Info("crawl created", "crawl", job.crawl, "root", root, "shards", job.layout.Shards, "host_spread", job.layout.Spread)
 	} else {
-		warnFixedLayout(stderr, fs, *crawl, front.Layout())
+		warnFixedLayout(stderr, job.fs, job.crawl, front.Layout())
 	}
-	if err := writeConfig(cctx, client, root, cfgDoc, log); err != nil {
-		return err
+	if err := writeConfig(cctx, client, root, job.cfgDoc, log); err != nil {
+		return nil, err
 	}
 	if !created {
 		n, err := front.LoadKnown(cctx)
 		if err != nil {
-			return fmt.Errorf("read the seen-set of crawl %q: %w", *crawl, err)
+			return nil, fmt.Errorf("read the seen-set of crawl %q: %w", job.crawl, err)
 		}
-		log.Info("crawl exists: seeds it already holds count as duplicates", "crawl", *crawl, "known_urls", n)
+		log.Info("crawl exists: seeds it already holds count as duplicates", "crawl", job.crawl, "known_urls", n)
 	}
 	if data, _, err := coord.NewConfigStore(client, worker.ConfigPath(root)).Read(cctx); err == nil {
 		if cfg, err := config.Parse(data); err == nil && cfg.NeedsContactUA() {
@@ -142,77 +201,96 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		}
 	}
 	if note, _, err := coord.NewConfigStore(client, worker.DrainPath(root)).Read(cctx); err == nil {
-		fmt.Fprintf(stderr, "note: crawl %s has a pending drain (%s): crawlers exit at once until 'crawlctl --crawl %s drain --cancel'\n", *crawl, note, *crawl)
+		fmt.Fprintf(stderr, "note: crawl %s has a pending drain (%s): crawlers exit at once until 'crawlctl --crawl %s drain --cancel'\n", job.crawl, note, job.crawl)
 	}
+	return front, nil
+}
 
-	var sum summary
-	started, lastReport, lines := time.Now(), time.Now(), 0
-	report := func() {
-		if *every <= 0 || time.Since(lastReport) < *every {
-			return
-		}
-		lastReport = time.Now()
-		log.Info("seeding", "lines", lines, "enqueued", sum.Enqueued, "duplicates", sum.Duplicates, "rejected", sum.Rejected,
-			"lines_per_s", int(float64(lines)/time.Since(started).Seconds()))
-	}
-	batch := make([]frontier.Item, 0, batchSize)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		res, err := front.Enqueue(ctx, batch)
-		sum.Enqueued += res.Posted
-		sum.Duplicates += res.Duplicates
-		batch = batch[:0]
-		return err
-	}
-	add := func(source string, raw string) error {
-		u, err := frontier.Normalize(raw)
-		if err != nil {
-			sum.Rejected++
-			fmt.Fprintf(stderr, "rejected %s: %v\n", source, err)
-			return nil
-		}
-		batch = append(batch, frontier.Item{URL: u})
-		if len(batch) == batchSize {
-			return flush()
-		}
-		return nil
-	}
-	for i, a := range fs.Args() {
-		if err := add(fmt.Sprintf("argument %d %q", i+1, a), a); err != nil {
-			return fmt.Errorf("enqueue seeds: %w", err)
+// enqueueSeeds normalizes and enqueues the seeds of the arguments, then of
+// input (nil: none), in batches of batchSize. A seed that does not
+// normalize is reported on stderr and counted as rejected; the error is
+// the first failed Enqueue or input read.
+func (job *seedJob) enqueueSeeds(ctx context.Context, front *frontier.Frontier, input io.Reader, stderr io.Writer) (summary, error) {
+	b := &seedBatcher{front: front, stderr: stderr, batch: make([]frontier.Item, 0, batchSize)}
+	progress := job.progress(b)
+	for i, a := range job.fs.Args() {
+		if err := b.add(ctx, fmt.Sprintf("argument %d %q", i+1, a), a); err != nil {
+			return b.sum, fmt.Errorf("enqueue seeds: %w", err)
 		}
 	}
 	if input != nil {
 		sc := bufio.NewScanner(input)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for n := 1; sc.Scan(); n++ {
-			lines = n
-			report()
+			progress(n)
 			line := strings.TrimSpace(sc.Text())
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			if err := add(fmt.Sprintf("%s line %d %q", *seedsFile, n, line), line); err != nil {
-				return fmt.Errorf("enqueue seeds: %w", err)
+			if err := b.add(ctx, fmt.Sprintf("%s line %d %q", job.seedsFile, n, line), line); err != nil {
+				return b.sum, fmt.Errorf("enqueue seeds: %w", err)
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return fmt.Errorf("read seeds %s: %w", *seedsFile, err)
+			return b.sum, fmt.Errorf("read seeds %s: %w", job.seedsFile, err)
 		}
 	}
-	if err := flush(); err != nil {
-		return fmt.Errorf("enqueue seeds: %w", err)
+	if err := b.flush(ctx); err != nil {
+		return b.sum, fmt.Errorf("enqueue seeds: %w", err)
 	}
-	fmt.Fprintf(stdout, "crawl %s: %d enqueued, %d duplicates, %d rejected\n", *crawl, sum.Enqueued, sum.Duplicates, sum.Rejected)
-	if sum.Enqueued+sum.Duplicates == 0 {
-		if sum.Rejected > 0 {
-			return fmt.Errorf("no valid seed: all %d rejected (see the lines above)", sum.Rejected)
+	return b.sum, nil
+}
+
+// progress returns the func enqueueSeeds calls with the number of lines
+// read so far: it logs a progress line at most once every job.every.
+func (job *seedJob) progress(b *seedBatcher) func(lines int) {
+	started, lastReport := time.Now(), time.Now()
+	return func(lines int) {
+		if job.every <= 0 || time.Since(lastReport) < job.every {
+			return
 		}
-		return fmt.Errorf("no seeds: --seeds %s holds no URL (only blank or # lines)", *seedsFile)
+		lastReport = time.Now()
+		job.log.Info("seeding", "lines", lines, "enqueued", b.sum.Enqueued, "duplicates", b.sum.Duplicates, "rejected", b.sum.Rejected,
+			"lines_per_s", int(float64(lines)/time.Since(started).Seconds()))
+	}
+}
+
+// seedBatcher collects normalized seeds and enqueues them batchSize at a
+// time, counting the outcome in sum.
+type seedBatcher struct {
+	front  *frontier.Frontier
+	stderr io.Writer // rejected seeds
+	batch  []frontier.Item
+	sum    summary
+}
+
+// add normalizes raw, from source (as the rejection line names it), and
+// adds it to the batch, enqueueing the batch when it is full. A seed that
+// does not normalize is reported and counted, not an error.
+func (b *seedBatcher) add(ctx context.Context, source, raw string) error {
+	u, err := frontier.Normalize(raw)
+	if err != nil {
+		b.sum.Rejected++
+		fmt.Fprintf(b.stderr, "rejected %s: %v\n", source, err)
+		return nil
+	}
+	b.batch = append(b.batch, frontier.Item{URL: u})
+	if len(b.batch) == batchSize {
+		return b.flush(ctx)
 	}
 	return nil
+}
+
+// flush enqueues the batch, if any, and empties it.
+func (b *seedBatcher) flush(ctx context.Context) error {
+	if len(b.batch) == 0 {
+		return nil
+	}
+	res, err := b.front.Enqueue(ctx, b.batch)
+	b.sum.Enqueued += res.Posted
+	b.sum.Duplicates += res.Duplicates
+	b.batch = b.batch[:0]
+	return err
 }
 
 // warnFixedLayout tells the operator that --shards / --host-spread, given
