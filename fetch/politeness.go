@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +38,9 @@ type PolitenessOptions struct {
 // Politeness enforces per-host politeness: a token-bucket rate limit
 // (golang.org/x/time/rate) per host, a robots.txt Crawl-delay that can only
 // make that rate stricter, and a cap on concurrent requests per host. A host
-// is a "host:port" authority (see HostKey).
+// is named by the caller's host key, an opaque non-empty string: zkcrawl
+// passes frontier.Host of the URL (docs/design.md, "The host key"), the
+// same key its claim slots, quotas and shard groups use.
 //
 // The limits are per process. zkcrawl makes them cluster-wide by shard
 // ownership: all URLs of a host fall in one shard and each shard is claimed
@@ -123,22 +122,6 @@ func checkLimits(ratePerSec float64, burst, maxInFlight int) error {
 		return fmt.Errorf("politeness: max in-flight %d: %w (want >= 0, 0 = unlimited)", maxInFlight, ErrInvalidLimit)
 	}
 	return nil
-}
-
-// HostKey returns the politeness key of u: its lower-case host name and port,
-// with the scheme's default port filled in ("example.com:443",
-// "[2001:db8::1]:80"). Use it for Acquire and SetCrawlDelay.
-func HostKey(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		switch strings.ToLower(u.Scheme) {
-		case "https":
-			port = "443"
-		default:
-			port = "80"
-		}
-	}
-	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // effectiveLimit returns the limiter settings for a host: the configured
