@@ -163,9 +163,9 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			w.failUndecodable(work, claim, err)
 			continue
 		}
-		host := frontier.Host(it.URL) // its claim slot was reserved by acceptFor
+		host := frontier.Host(it.URL) // its claim slot was reserved by reserveFor
 		if err := w.acquireSlot(ctx); err != nil {
-			w.dropHost(host)
+			w.freeHostSlot(host)
 			w.abandon(work, claim, it, err)
 			return
 		}
@@ -173,7 +173,7 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 		go func() {
 			defer inflight.Done()
 			defer w.releaseSlot()
-			defer w.dropHost(host)
+			defer w.freeHostSlot(host)
 			w.process(work, claim, it)
 		}()
 	}
@@ -323,7 +323,7 @@ func newHostSlots() *hostSlots {
 // when its retry time has come and its host has a free claim slot, which
 // the filter reserves at once, so a host's several shards cannot all pass
 // at the same moment. coord gives the slot back if the item is not claimed
-// after all; a claimed item's slot is freed by dropHost when it is done.
+// after all; a claimed item's slot is freed by freeHostSlot when it is done.
 func (w *Worker) reserveFor(shard int) coord.Reserve {
 	return func(_ string, data []byte) (func(), bool) {
 		it, err := frontier.DecodeItem(data)
@@ -348,7 +348,7 @@ func (w *Worker) reserveFor(shard int) coord.Reserve {
 			return nil, false
 		}
 		hs.held[host]++
-		return func() { w.dropHost(host) }, true
+		return func() { w.freeHostSlot(host) }, true
 	}
 }
 
@@ -371,10 +371,10 @@ func (w *Worker) freeLocked(host string) int {
 	return q[0]
 }
 
-// dropHost frees the claim slot of a finished item and makes the shard that
+// freeHostSlot frees the claim slot of a finished item and makes the shard that
 // waited longest for one of that host look at its items again at once
 // (instead of after coord's recheck interval).
-func (w *Worker) dropHost(host string) {
+func (w *Worker) freeHostSlot(host string) {
 	w.slots.mu.Lock()
 	wake := w.freeLocked(host)
 	w.slots.mu.Unlock()
