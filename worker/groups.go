@@ -309,7 +309,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 // syncReady re-reads which ready items of group g exist (children of its
 // shards), learning the host of any item it did not create itself.
 func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
-	layout := w.front.Layout()
+	layout := w.layout
 	present := map[string]bool{}
 	for _, s := range layout.GroupShards(g) {
 		names, err := w.queue.ReadyNames(ctx, s)
@@ -374,7 +374,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	}
 	defer func() { answer(err) }()
 	cfg := w.current().cfg
-	layout := w.front.Layout()
+	layout := w.layout
 	groups := int64(layout.Groups())
 	var posts []coord.Post
 	if grp.InboxDue() {

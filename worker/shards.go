@@ -81,7 +81,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				ids = append(ids, w.opts.ID)
 				slices.Sort(ids)
 			}
-			layout := w.front.Layout()
+			layout := w.layout
 			keep := map[int]bool{}
 			owned := map[int]bool{}
 			for _, g := range coord.OwnedShards(w.opts.ID, layout.Groups(), ids) {
