@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +38,9 @@ type PolitenessOptions struct {
 // Politeness enforces per-host politeness: a token-bucket rate limit
 // (golang.org/x/time/rate) per host, a robots.txt Crawl-delay that can only
 // make that rate stricter, and a cap on concurrent requests per host. A host
-// is a "host:port" authority (see HostKey).
+// is named by the caller's host key, an opaque non-empty string: zkcrawl
+// passes frontier.Host of the URL (docs/design.md, "The host key"), the
+// same key its claim slots, quotas and shard groups use.
 //
 // The limits are per process. zkcrawl makes them cluster-wide by shard
 // ownership: all URLs of a host fall in one shard and each shard is claimed
@@ -125,22 +124,6 @@ func checkLimits(ratePerSec float64, burst, maxInFlight int) error {
 	return nil
 }
 
-// HostKey returns the politeness key of u: its lower-case host name and port,
-// with the scheme's default port filled in ("example.com:443",
-// "[2001:db8::1]:80"). Use it for Acquire and SetCrawlDelay.
-func HostKey(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		switch strings.ToLower(u.Scheme) {
-		case "https":
-			port = "443"
-		default:
-			port = "80"
-		}
-	}
-	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
-}
-
 // effectiveLimit returns the limiter settings for a host: the configured
 // rate and burst, unless the crawl delay is stricter, in which case one
 // request per crawl delay with a burst of 1 (a Crawl-delay means "wait this
@@ -199,12 +182,14 @@ func (p *Politeness) sweepLocked(now time.Time) {
 	}
 }
 
-// Acquire blocks until a request to host may start: first a free in-flight
-// slot (MaxInFlight), then a token of the host's rate limiter (rate, burst,
+// Acquire blocks until a request to host (the caller's host key) may start:
+// first a free in-flight slot (MaxInFlight), then the adaptive delay
+// (SetDelayFactor), then a token of the host's rate limiter (rate, burst,
 // crawl delay). It returns release, which the caller must call exactly once
 // when the request is done (extra calls are no-ops). Limit changes made
-// while it waits (SetLimits, SetCrawlDelay) apply to it. It fails only when
-// ctx ends, with an error wrapping ctx.Err(); nothing is held then.
+// while it waits (SetLimits, SetCrawlDelay, SetDelayFactor) apply to it. It
+// fails for an empty host, or when ctx ends, with an error naming the host
+// and the phase and wrapping ctx.Err(); nothing is held then.
 func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), err error) {
 	if host == "" {
 		return nil, errors.New("politeness: empty host key")
@@ -214,78 +199,20 @@ func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), 
 	hs.refs++
 	p.mu.Unlock()
 
-	// Phase 1: an in-flight slot. Taking the slot before the rate token
-	// means tokens are only spent by requests that start right away, so the
-	// spacing between request starts is the limiter's.
-	for {
-		p.mu.Lock()
-		if p.maxInFlight <= 0 || hs.inFlight < p.maxInFlight {
-			hs.inFlight++
-			p.mu.Unlock()
-			break
-		}
-		wake := hs.slotFreed
-		p.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			p.finish(hs, false)
-			return nil, fmt.Errorf("politeness: waiting for an in-flight slot on %s: %w", host, ctx.Err())
-		}
+	// The slot comes before the rate token, so tokens are only spent by
+	// requests that start right away: the spacing between request starts
+	// is the limiter's.
+	if err := p.waitSlot(ctx, hs); err != nil {
+		p.finish(hs, false)
+		return nil, fmt.Errorf("politeness: waiting for an in-flight slot on %s: %w", host, err)
 	}
-
-	// Phase 2: the adaptive delay (SetDelayFactor): wait until factor x
-	// the last request's duration has passed since it ended. A change of
-	// the factor wakes the waiter, which recomputes.
-	for {
-		p.mu.Lock()
-		d := p.adaptiveWaitLocked(hs, time.Now())
-		changed := hs.limitsChanged
-		p.mu.Unlock()
-		if d <= 0 {
-			break
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-changed:
-			t.Stop()
-		case <-ctx.Done():
-			t.Stop()
-			p.finish(hs, true)
-			return nil, fmt.Errorf("politeness: waiting for the adaptive delay of %s: %w", host, ctx.Err())
-		}
+	if err := p.waitAdaptive(ctx, hs); err != nil {
+		p.finish(hs, true)
+		return nil, fmt.Errorf("politeness: waiting for the adaptive delay of %s: %w", host, err)
 	}
-
-	// Phase 3: a rate token. Reserve and sleep instead of rate.Limiter.Wait
-	// so that a limit change wakes the waiter, which cancels its reservation
-	// and reserves again under the new limit.
-	for {
-		p.mu.Lock()
-		lim, changed := hs.lim, hs.limitsChanged
-		p.mu.Unlock()
-		if lim.Limit() == rate.Inf {
-			break
-		}
-		r := lim.Reserve() // burst >= 1, so always OK
-		d := r.Delay()
-		if d == 0 {
-			break
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-changed:
-			t.Stop()
-			r.Cancel()
-			continue
-		case <-ctx.Done():
-			t.Stop()
-			r.Cancel()
-			p.finish(hs, true)
-			return nil, fmt.Errorf("politeness: waiting for the rate limit of %s: %w", host, ctx.Err())
-		}
-		break
+	if err := p.waitToken(ctx, hs); err != nil {
+		p.finish(hs, true)
+		return nil, fmt.Errorf("politeness: waiting for the rate limit of %s: %w", host, err)
 	}
 
 	var once sync.Once
@@ -299,6 +226,82 @@ func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), 
 			p.finish(hs, true)
 		})
 	}, nil
+}
+
+// waitSlot takes one of hs's in-flight slots (MaxInFlight), waiting for
+// one to free. Errors: ctx's, with no slot taken.
+func (p *Politeness) waitSlot(ctx context.Context, hs *hostState) error {
+	for {
+		p.mu.Lock()
+		if p.maxInFlight <= 0 || hs.inFlight < p.maxInFlight {
+			hs.inFlight++
+			p.mu.Unlock()
+			return nil
+		}
+		wake := hs.slotFreed
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// waitAdaptive waits until factor x the duration of hs's last request has
+// passed since it ended (SetDelayFactor). A change of the factor wakes the
+// waiter, which recomputes. Errors: ctx's.
+func (p *Politeness) waitAdaptive(ctx context.Context, hs *hostState) error {
+	for {
+		p.mu.Lock()
+		d := p.adaptiveWaitLocked(hs, time.Now())
+		changed := hs.limitsChanged
+		p.mu.Unlock()
+		if d <= 0 {
+			return nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-changed:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// waitToken takes a token of hs's rate limiter. It reserves and sleeps
+// instead of calling rate.Limiter.Wait so that a limit change wakes the
+// waiter, which cancels its reservation and reserves again under the new
+// limit. Errors: ctx's, with the reservation cancelled.
+func (p *Politeness) waitToken(ctx context.Context, hs *hostState) error {
+	for {
+		p.mu.Lock()
+		lim, changed := hs.lim, hs.limitsChanged
+		p.mu.Unlock()
+		if lim.Limit() == rate.Inf {
+			return nil
+		}
+		r := lim.Reserve() // burst >= 1, so always OK
+		d := r.Delay()
+		if d == 0 {
+			return nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+			return nil
+		case <-changed:
+			t.Stop()
+			r.Cancel()
+		case <-ctx.Done():
+			t.Stop()
+			r.Cancel()
+			return ctx.Err()
+		}
+	}
 }
 
 // adaptiveWaitLocked returns how long a request to hs must still wait for

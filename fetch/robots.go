@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -250,8 +251,21 @@ func ProductToken(ua string) string {
 	return strings.ToLower(b.String())
 }
 
-// originKey returns "scheme://host:port" with the default port filled in.
-func originKey(u *url.URL) string { return u.Scheme + "://" + HostKey(u) }
+// originKey returns the robots.txt cache key of u's origin (RFC 9309
+// section 2.3: one robots.txt per scheme, host and port):
+// "scheme://host:port" with a lower-case host and the scheme's default port
+// filled in, so "http://Example.com/" and "http://example.com:80/" share an
+// entry. u's scheme is http or https, lower case (parseHTTPURL).
+func originKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
 
 // entry returns the cached robots.txt outcome for u's origin, fetching it
 // (once for all concurrent callers) when missing or expired.

@@ -33,8 +33,8 @@ func Bucket(key string) string {
 	return key[:2]
 }
 
-// Shard returns the queue shard, in [0, shards), of a host authority (see
-// Host): FNV-1a 64 of the authority modulo shards. The hash is stable across
+// Shard returns the queue shard, in [0, shards), of a host key (see Host):
+// FNV-1a 64 of the key modulo shards. The hash is stable across
 // processes, versions and platforms, so one host's URLs always land in the
 // same shard (politeness is then enforced by the one worker owning it). It
 // returns 0 when shards < 1.

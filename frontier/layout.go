@@ -11,7 +11,7 @@ import (
 const MaxSpread = 64
 
 // Layout maps URLs to queue shards. A host's URLs go to one shard group
-// (FNV-1a of the host authority, see Shard), so one worker owns the whole
+// (FNV-1a of the host key, Shard(Host(u))), so one worker owns the whole
 // host and enforces its politeness; inside the group they spread over
 // Spread shards by a hash of the whole URL, so a big site does not grow one
 // queue parent past ZooKeeper's comfortable child count (~10,000; a

@@ -118,11 +118,19 @@ func Resolve(base *url.URL, ref string) (string, error) {
 	return finish(ref, u)
 }
 
-// Host returns the authority ("host" or "host:port") of the URL u, in the
-// normalized form used for politeness (one rate limit per authority), scope
-// and sharding: lowercase, punycode, trailing dots dropped, IPv6 in brackets,
-// the port kept only when it is not the scheme's default. It returns "" when
-// u is not a valid http or https URL.
+// Host returns the crawl's host key of the URL u: its authority ("host" or
+// "host:port") normalized as by Normalize: lowercase, punycode, trailing dots
+// dropped, IPv6 in brackets, userinfo dropped, the port kept only when it is
+// not the scheme's default ("example.com" for both http://example.com/ and
+// https://example.com/, "example.com:8080"). It returns "" when u is not a
+// valid http or https URL.
+//
+// This one key names a host everywhere (docs/design.md, "The host key"):
+// politeness (fetch.Politeness), the worker's claim slots, the group owner's
+// ready windows and per-host quotas, same_host scope, and the shard group
+// (Layout.Group hashes it, so one key's URLs always have one owner). Its
+// value is part of frontier layout 2: changing it would move hosts of
+// running crawls to other groups.
 func Host(u string) string {
 	if len(u) > MaxRawURLLength {
 		return ""

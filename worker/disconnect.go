@@ -89,7 +89,7 @@ func (w *Worker) awaitSessionConfirmed(ctx context.Context, sess *coord.Session)
 // closed. Used when an item was abandoned while cut off from ZooKeeper: the
 // session may survive, and its claim would otherwise hold the item for the
 // session's whole life.
-func (w *Worker) releaseWhenConnected(claim *coord.Claim, it frontier.Item) {
+func (w *Worker) releaseWhenConnected(claim itemClaim, it frontier.Item) {
 	for {
 		select {
 		case <-w.client.Done():

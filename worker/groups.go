@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
@@ -309,7 +310,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 // syncReady re-reads which ready items of group g exist (children of its
 // shards), learning the host of any item it did not create itself.
 func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
-	layout := w.front.Layout()
+	layout := w.layout
 	present := map[string]bool{}
 	for _, s := range layout.GroupShards(g) {
 		names, err := w.queue.ReadyNames(ctx, s)
@@ -345,37 +346,16 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 	return nil
 }
 
-// groupStep drains what the inbox holds (up to stepPostBytes) and fills
-// ready windows, as one Apply. busy reports that there may be more to do
-// at once; lost that the step committed but its reply was lost, so the
-// names of the ready items it created are unknown.
+// groupStep drains what the inbox holds (up to stepPostBytes) and the
+// offers, and fills ready windows, as one Apply. busy reports that there
+// may be more to do at once; lost that the step committed but its reply was
+// lost, so the names of the ready items it created are unknown. Every offer
+// is answered: with err, or nil once all its records are through; records
+// a committed step had no room for go back to the front of the offers for
+// the next step.
 func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, sig *groupSignal, offers []offer) (busy, lost bool, err error) {
-	// rest holds, per offer, the records this step had no room for
-	// (stepPostBytes): after a committed step they go back to the front of
-	// the offers for the next step, and the offer is answered only once
-	// all its records are through.
-	rest := make([][][]byte, len(offers))
-	answer := func(err error) {
-		var carry []offer
-		for i, o := range offers {
-			switch {
-			case err != nil:
-				o.done <- err // the caller posts the records instead
-			case len(rest[i]) > 0:
-				carry = append(carry, offer{records: rest[i], done: o.done})
-			default:
-				o.done <- nil
-			}
-		}
-		if len(carry) > 0 {
-			sig.requeue(carry)
-		}
-		offers = nil
-	}
-	defer func() { answer(err) }()
-	cfg := w.current().cfg
-	layout := w.front.Layout()
-	groups := int64(layout.Groups())
+	plan := newStepPlan(grp, v, w.current().cfg, w.layout.Groups(), len(offers))
+	defer func() { answerOffers(sig, offers, plan.rest, err) }()
 	var posts []coord.Post
 	if grp.InboxDue() {
 		if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
@@ -386,125 +366,13 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	for _, o := range offers {
 		posts = append(posts, coord.Post{Records: o.records}) // no znode to drain
 	}
-	var step coord.Step
-	type acceptedRecord struct {
-		host  string
-		bytes int32
-	}
-	var accepted []acceptedRecord
-	inStep := map[uint64]bool{}
-	acceptedFor := map[string]int64{}   // host -> records accepted in this step
-	acceptedBytes := map[string]int64{} // host -> their raw bytes
-	drops := map[string]int{}
-	stepBytes := int64(0)
-	for i, p := range posts {
-		if p.Name == "" && stepBytes >= stepPostBytes {
-			rest[i-nPosts] = p.Records // an offer, and the step is full
-			continue
-		}
-		if p.Name != "" {
-			step.Drained = append(step.Drained, p.Name)
-		}
-		if p.Err != nil {
-			w.log.Warn("undecodable inbox post drained", "group", coord.GroupName(grp.Index()), "post", p.Name, "error", p.Err)
-			drops[dropBad]++
-			continue
-		}
-		for j, rec := range p.Records {
-			if p.Name == "" && stepBytes >= stepPostBytes {
-				rest[i-nPosts] = p.Records[j:]
-				break
-			}
-			it, err := frontier.DecodeRecord(rec)
-			if err != nil {
-				drops[dropBad]++
-				continue
-			}
-			key := frontier.Fingerprint(it.URL)
-			if grp.Seen(key) || inStep[key] {
-				drops[dropDuplicate]++
-				continue
-			}
-			host := frontier.Host(it.URL)
-			hb := v.host(host)
-			queuedHere := int64(len(hb.pending)+hb.ready) + acceptedFor[host]
-			reason := ""
-			switch {
-			case len(it.URL) > cfg.MaxURLLength:
-				reason = dropURLLength
-			case cfg.MaxQueuedPerHost > 0 && queuedHere >= cfg.MaxQueuedPerHost:
-				reason = dropPerHost
-			case cfg.MaxQueuedTotal > 0 && v.queued+int64(len(accepted)) >= (cfg.MaxQueuedTotal+groups-1)/groups:
-				reason = dropTotal
-			case v.bytes+stepBytes+8*int64(grp.SeenCount()+len(inStep)) >= cfg.MaxFrontierBytes/groups,
-				hb.bytes+acceptedBytes[host] >= cfg.MaxFrontierBytes/groups/hostByteShare:
-				reason = dropBytes
-			}
-			if reason != "" {
-				drops[reason]++
-				w.logDrop(host, reason, it.URL)
-				continue
-			}
-			inStep[key] = true
-			acceptedFor[host]++
-			acceptedBytes[host] += int64(len(rec))
-			step.Accept = append(step.Accept, rec)
-			accepted = append(accepted, acceptedRecord{host: host, bytes: int32(len(rec))})
-			stepBytes += int64(len(rec))
-		}
-	}
-	// Fill the ready windows, hosts with the fewest ready items first.
-	window := cfg.PerHostMaxInFlight + 1
-	type mv struct {
-		host string
-		n    int
-	}
-	var order []string
-	// Refill a window once a third of it (at least one item) is free, so
-	// one step moves several items of a busy host instead of one per
-	// finished page.
-	refillAt := window - max(1, window/3)
-	for h, hb := range v.hosts {
-		if len(hb.pending) > 0 && hb.ready <= refillAt {
-			order = append(order, h)
-		}
-	}
-	sort.Slice(order, func(i, j int) bool { return v.hosts[order[i]].ready < v.hosts[order[j]].ready })
-	var moved []mv
-	var shards []int // shard of each move
-	moveBytes := 0
-	for _, h := range order {
-		hb := v.hosts[h]
-		n := min(window-hb.ready, len(hb.pending), stepMaxMoves-len(step.Move))
-		for i, pr := range hb.pending[:n] {
-			if moveBytes >= stepMoveBytes {
-				n = i
-				break
-			}
-			moveBytes += int(pr.bytes) + 64
-			rec := grp.Record(pr.ref)
-			it, err := frontier.DecodeRecord(rec)
-			var data []byte
-			if err == nil {
-				data, err = it.Encode()
-			}
-			if err != nil {
-				data = rec // undecodable: the claim loop dead-letters it
-			}
-			step.Move = append(step.Move, coord.Move{Ref: pr.ref, Shard: layout.Shard(it.URL), Data: data})
-			shards = append(shards, layout.Shard(it.URL))
-		}
-		if n > 0 {
-			moved = append(moved, mv{h, n})
-		}
-		if len(step.Move) >= stepMaxMoves || moveBytes >= stepMoveBytes {
-			break
-		}
-	}
-	for reason, n := range drops {
+	w.drain(plan, posts, nPosts)
+	plan.fillWindows(w.layout)
+	for reason, n := range plan.drops {
 		w.counters.drop(reason, n)
 		w.metrics.dropped(reason, n)
 	}
+	step := plan.step
 	if len(step.Drained) == 0 && len(step.Accept) == 0 && len(step.Move) == 0 && !grp.Retirable() {
 		return false, false, nil // offers all dropped or duplicates: answered nil
 	}
@@ -512,9 +380,214 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	if err != nil {
 		return false, false, err
 	}
-	// Commit the view.
+	w.commitStep(plan, res)
+	return nPosts > 0 || len(offers) > 0 || len(step.Move) >= stepMaxMoves, res.Ready == nil && len(step.Move) > 0, nil
+}
+
+// answerOffers answers the offers of a step that ended with err: each with
+// err when the step failed (its caller posts the records instead), else
+// with nil, except those with records in rest (per offer: what the step
+// had no room for), which go back to the front of the group's offers.
+func answerOffers(sig *groupSignal, offers []offer, rest [][][]byte, err error) {
+	var carry []offer
+	for i, o := range offers {
+		switch {
+		case err != nil:
+			o.done <- err
+		case len(rest[i]) > 0:
+			carry = append(carry, offer{records: rest[i], done: o.done})
+		default:
+			o.done <- nil
+		}
+	}
+	if len(carry) > 0 {
+		sig.requeue(carry)
+	}
+}
+
+// stepPlan is one group step being built (groupStep): the coord.Step, and
+// what it changes in the owner's view once it commits.
+type stepPlan struct {
+	grp    *coord.Group
+	view   *groupView
+	cfg    config.Config
+	groups int64 // shard groups of the crawl: quotas are per group
+
+	step     coord.Step
+	accepted []acceptedRecord // per step.Accept: its host and size
+	moved    []hostMove       // per host moved from: how many of its oldest pending records
+	shards   []int            // per step.Move: its queue shard
+	drops    map[string]int   // records dropped, by reason
+	rest     [][][]byte       // per offer: the records this step had no room for
+
+	keys      map[uint64]bool  // fingerprints accepted in this step
+	hostCount map[string]int64 // host -> records accepted in this step
+	hostBytes map[string]int64 // host -> their raw bytes
+	bytes     int64            // raw bytes accepted in this step
+}
+
+// acceptedRecord is a record a step appends to the backlog.
+type acceptedRecord struct {
+	host  string
+	bytes int32
+}
+
+// hostMove says that a step moves the n oldest pending records of host.
+type hostMove struct {
+	host string
+	n    int
+}
+
+func newStepPlan(grp *coord.Group, v *groupView, cfg config.Config, groups, offers int) *stepPlan {
+	return &stepPlan{
+		grp: grp, view: v, cfg: cfg, groups: int64(groups),
+		drops: map[string]int{}, rest: make([][][]byte, offers),
+		keys: map[uint64]bool{}, hostCount: map[string]int64{}, hostBytes: map[string]int64{},
+	}
+}
+
+// drain adds the records of posts (the first nPosts inbox posts, then the
+// offers as posts without a znode) to plan (admit). Once the step holds
+// stepPostBytes, the offers' remaining records wait in plan.rest.
+func (w *Worker) drain(plan *stepPlan, posts []coord.Post, nPosts int) {
+	for i, p := range posts {
+		if p.Name == "" && plan.bytes >= stepPostBytes {
+			plan.rest[i-nPosts] = p.Records // an offer, and the step is full
+			continue
+		}
+		if p.Name != "" {
+			plan.step.Drained = append(plan.step.Drained, p.Name)
+		}
+		if p.Err != nil {
+			w.log.Warn("undecodable inbox post drained", "group", coord.GroupName(plan.grp.Index()), "post", p.Name, "error", p.Err)
+			plan.drops[dropBad]++
+			continue
+		}
+		for j, rec := range p.Records {
+			if p.Name == "" && plan.bytes >= stepPostBytes {
+				plan.rest[i-nPosts] = p.Records[j:]
+				break
+			}
+			w.admit(plan, rec)
+		}
+	}
+}
+
+// admit appends rec to the step's accepted records, unless it does not
+// decode, the group has seen its URL (before or in this step), or a quota
+// refuses it (overQuota, logged once per host): those are counted in
+// plan.drops.
+func (w *Worker) admit(plan *stepPlan, rec []byte) {
+	it, err := frontier.DecodeRecord(rec)
+	if err != nil {
+		plan.drops[dropBad]++
+		return
+	}
+	key := frontier.Fingerprint(it.URL)
+	if plan.grp.Seen(key) || plan.keys[key] {
+		plan.drops[dropDuplicate]++
+		return
+	}
+	host := frontier.Host(it.URL)
+	if reason := plan.overQuota(host, it.URL); reason != "" {
+		plan.drops[reason]++
+		w.logDrop(host, reason, it.URL)
+		return
+	}
+	plan.keys[key] = true
+	plan.hostCount[host]++
+	plan.hostBytes[host] += int64(len(rec))
+	plan.step.Accept = append(plan.step.Accept, rec)
+	plan.accepted = append(plan.accepted, acceptedRecord{host: host, bytes: int32(len(rec))})
+	plan.bytes += int64(len(rec))
+}
+
+// overQuota returns the drop reason of the quota (docs/design.md "Quotas")
+// one more record of host with URL u would break, or "": max_url_length,
+// max_queued_per_host, max_queued_total and max_frontier_bytes as this
+// group's share, and a host's share of that.
+func (plan *stepPlan) overQuota(host, u string) string {
+	cfg, v, groups := plan.cfg, plan.view, plan.groups
+	hb := v.host(host)
+	queuedHere := int64(len(hb.pending)+hb.ready) + plan.hostCount[host]
+	switch {
+	case len(u) > cfg.MaxURLLength:
+		return dropURLLength
+	case cfg.MaxQueuedPerHost > 0 && queuedHere >= cfg.MaxQueuedPerHost:
+		return dropPerHost
+	case cfg.MaxQueuedTotal > 0 && v.queued+int64(len(plan.accepted)) >= (cfg.MaxQueuedTotal+groups-1)/groups:
+		return dropTotal
+	case v.bytes+plan.bytes+8*int64(plan.grp.SeenCount()+len(plan.keys)) >= cfg.MaxFrontierBytes/groups,
+		hb.bytes+plan.hostBytes[host] >= cfg.MaxFrontierBytes/groups/hostByteShare:
+		return dropBytes
+	}
+	return ""
+}
+
+// fillWindows adds the moves that fill the hosts' ready windows
+// (per_host_max_in_flight + 1 items) from their oldest pending records,
+// hosts with the fewest ready items first. A window is refilled once a
+// third of it (at least one item) is free, so one step moves several items
+// of a busy host instead of one per finished page. A step moves at most
+// stepMaxMoves items and about stepMoveBytes.
+func (plan *stepPlan) fillWindows(layout frontier.Layout) {
+	v := plan.view
+	window := plan.cfg.PerHostMaxInFlight + 1
+	refillAt := window - max(1, window/3)
+	var order []string
+	for h, hb := range v.hosts {
+		if len(hb.pending) > 0 && hb.ready <= refillAt {
+			order = append(order, h)
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return v.hosts[order[i]].ready < v.hosts[order[j]].ready })
+	moveBytes := 0
+	for _, h := range order {
+		hb := v.hosts[h]
+		n := min(window-hb.ready, len(hb.pending), stepMaxMoves-len(plan.step.Move))
+		for i, pr := range hb.pending[:n] {
+			if moveBytes >= stepMoveBytes {
+				n = i
+				break
+			}
+			moveBytes += int(pr.bytes) + 64
+			plan.move(layout, pr.ref)
+		}
+		if n > 0 {
+			plan.moved = append(plan.moved, hostMove{h, n})
+		}
+		if len(plan.step.Move) >= stepMaxMoves || moveBytes >= stepMoveBytes {
+			break
+		}
+	}
+}
+
+// move adds the move of backlog record ref to the ready queue: its item's
+// JSON in its URL's shard. An undecodable record is moved as it is; the
+// claim loop sends it to the dead letters.
+func (plan *stepPlan) move(layout frontier.Layout, ref coord.Ref) {
+	rec := plan.grp.Record(ref)
+	it, err := frontier.DecodeRecord(rec)
+	var data []byte
+	if err == nil {
+		data, err = it.Encode()
+	}
+	if err != nil {
+		data = rec
+	}
+	shard := layout.Shard(it.URL)
+	plan.step.Move = append(plan.step.Move, coord.Move{Ref: ref, Shard: shard, Data: data})
+	plan.shards = append(plan.shards, shard)
+}
+
+// commitStep brings the owner's view up to a committed step: moved records
+// leave their hosts' pending lists and, when the reply named them, become
+// known ready items (else syncReady counts them); accepted records join the
+// pending lists; hosts with nothing left are forgotten.
+func (w *Worker) commitStep(plan *stepPlan, res coord.StepResult) {
+	v, step, shards := plan.view, plan.step, plan.shards
 	k := 0
-	for _, m := range moved {
+	for _, m := range plan.moved {
 		hb := v.hosts[m.host]
 		for _, pr := range hb.pending[:m.n] {
 			v.bytes -= int64(pr.bytes)
@@ -528,7 +601,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 		}
 		hb.pending = hb.pending[m.n:]
 	}
-	for i, a := range accepted {
+	for i, a := range plan.accepted {
 		hb := v.host(a.host)
 		hb.pending = append(hb.pending, pendingRecord{ref: res.Accepted[i], bytes: a.bytes})
 		hb.bytes += int64(a.bytes)
@@ -540,7 +613,6 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 			delete(v.hosts, h)
 		}
 	}
-	return nPosts > 0 || len(offers) > 0 || len(step.Move) >= stepMaxMoves, res.Ready == nil && len(step.Move) > 0, nil
 }
 
 // logDrop logs a dropped link once per host and reason.

@@ -98,27 +98,12 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		AllowPrivateNetworks: cfg.AllowPrivateNetworks && !w.opts.ForbidPrivateNetworks,
 		Logger:               w.log,
 	}
-	if w.fetcher == nil {
-		w.fetcher = fetch.New(fopts)
-		w.robots = fetch.NewRobots(w.fetcher, fetch.RobotsOptions{Logger: w.log})
-		var perr error
-		w.polite, perr = fetch.NewPoliteness(fetch.PolitenessOptions{
-			RatePerSec: cfg.PerHostRatePerS, Burst: cfg.PerHostBurst, MaxInFlight: cfg.PerHostMaxInFlight, Logger: w.log,
-		})
-		if perr != nil {
-			panic(perr) // config.Validate checked the ranges
-		}
-		if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
-			panic(err) // config.Validate checked the ranges
-		}
-	} else {
-		w.fetcher.SetOptions(fopts)
-		if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
-			w.log.Error("politeness limits rejected", "error", err)
-		}
-		if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
-			w.log.Error("adaptive delay rejected", "error", err)
-		}
+	w.http.SetOptions(fopts)
+	if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
+		w.log.Error("politeness limits rejected", "error", err) // config.Validate checked the ranges
+	}
+	if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
+		w.log.Error("adaptive delay rejected", "error", err)
 	}
 	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope})
 	w.metrics.configVersion(version)

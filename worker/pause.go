@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
@@ -19,7 +18,7 @@ var errPaused = errors.New("crawl paused before the fetch started")
 // check at claim time alone is not enough. The config is read atomically
 // with the decision; the status node reports a version only after it is in
 // force.
-func (w *Worker) pausedRelease(ctx context.Context, claim *coord.Claim, it frontier.Item, release func()) bool {
+func (w *Worker) pausedRelease(ctx context.Context, claim itemClaim, it frontier.Item, release func()) bool {
 	if !w.current().cfg.Paused {
 		return false
 	}

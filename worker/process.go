@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/frontier"
@@ -23,10 +24,12 @@ const maxDecodedBody = 32 << 20
 // robots.txt, politeness, fetch, WARC records, link extraction and enqueue,
 // crawl log line, then the fenced completion (or retry / dead letter). If ctx
 // ends first (session lost, hard stop) the item is abandoned uncompleted: it
-// stays queued for whoever claims it next (at-least-once).
-func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.Item) {
+// stays queued for whoever claims it next (at-least-once). Each step either
+// hands the item on or finishes it itself (completed, retried, dead-lettered
+// or abandoned). The network, the outputs, the frontier and the claim are
+// reached through the seams of seams.go.
+func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item) {
 	live := w.current()
-	cfg := live.cfg
 	entry := storage.LogEntry{
 		URL: it.URL, Depth: it.Depth, Via: it.Via, Hops: it.Hops, Worker: w.opts.ID,
 		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
@@ -35,38 +38,68 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	if w.pausedRelease(ctx, claim, it, nil) {
 		return
 	}
-	w.coolAfterHandoff(ctx, claim.Shard(), host, it.URL, cfg)
-
-	if cfg.ObeyRobots {
-		ok, err := w.robotsAllowed(ctx, it, host, cfg)
-		if ctx.Err() != nil {
-			w.abandon(ctx, claim, it, ctx.Err())
-			return
-		}
-		if err != nil {
-			// robots.txt could not be fetched at all (dead host: DNS,
-			// connect): status -61, retried like a network error, as
-			// Heritrix does with a failed prerequisite. A 5xx robots.txt
-			// is not an error: it disallows all (RFC 9309 2.3.1.4).
-			entry.Status, entry.Error = fetch.Code(err), "robots.txt: "+fetch.Reason(err)
-			w.finishFailed(ctx, claim, it, entry, fetch.Retryable(entry.Status))
-			return
-		}
-		if !ok {
-			entry.Status = fetch.CodeRobotsPrecluded
-			entry.Error = "robots.txt disallows this URL"
-			w.finishDone(ctx, claim, it, entry)
+	w.coolAfterHandoff(ctx, claim.Shard(), host, it.URL, live.cfg)
+	if live.cfg.ObeyRobots && !w.robotsPermit(ctx, claim, it, host, live.cfg, &entry) {
+		return
+	}
+	res := w.fetchItem(ctx, claim, it, host, &entry)
+	if res == nil || !w.storeExchange(ctx, claim, it, res, &entry) {
+		return
+	}
+	if fetch.Retryable(res.Status) {
+		w.counters.errors.Add(1)
+		w.finishFailed(ctx, claim, it, entry, true)
+		return
+	}
+	links := w.outlinks(it, res, live)
+	links = append(links, w.seedSitemaps(ctx, it, live)...)
+	if len(links) > 0 {
+		if err := w.enqueue(ctx, links); err != nil {
+			w.abandon(ctx, claim, it, err)
 			return
 		}
 	}
+	w.finishDone(ctx, claim, it, entry)
+}
 
+// robotsPermit asks robots.txt whether it may be fetched (robotsAllowed)
+// and reports true if so. Otherwise it finishes the item: abandoned when
+// ctx ended; a failed attempt when robots.txt could not be fetched at all;
+// logged with CodeRobotsPrecluded and completed when it is disallowed.
+func (w *Worker) robotsPermit(ctx context.Context, claim itemClaim, it frontier.Item, host string, cfg config.Config, entry *storage.LogEntry) bool {
+	ok, err := w.robotsAllowed(ctx, it, host, cfg)
+	switch {
+	case ctx.Err() != nil:
+		w.abandon(ctx, claim, it, ctx.Err())
+	case err != nil:
+		// robots.txt could not be fetched at all (dead host: DNS,
+		// connect): status -61, retried like a network error, as
+		// Heritrix does with a failed prerequisite. A 5xx robots.txt
+		// is not an error: it disallows all (RFC 9309 2.3.1.4).
+		entry.Status, entry.Error = fetch.Code(err), "robots.txt: "+fetch.Reason(err)
+		w.finishFailed(ctx, claim, it, *entry, fetch.Retryable(entry.Status))
+	case !ok:
+		entry.Status = fetch.CodeRobotsPrecluded
+		entry.Error = "robots.txt disallows this URL"
+		w.finishDone(ctx, claim, it, *entry)
+	default:
+		return true
+	}
+	return false
+}
+
+// fetchItem fetches it inside a politeness slot of host, unless the crawl
+// was paused meanwhile, and notes the duration in entry. It returns the
+// response, or nil once it has finished the item: abandoned when paused or
+// when ctx ended, a failed attempt when no response came.
+func (w *Worker) fetchItem(ctx context.Context, claim itemClaim, it frontier.Item, host string, entry *storage.LogEntry) *fetch.Result {
 	release, err := w.polite.Acquire(ctx, host)
 	if err != nil {
 		w.abandon(ctx, claim, it, err)
-		return
+		return nil
 	}
 	if w.pausedRelease(ctx, claim, it, release) {
-		return
+		return nil
 	}
 	start := time.Now()
 	res, ferr := w.fetcher.Fetch(ctx, it.URL)
@@ -76,17 +109,25 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 	w.metrics.fetched(res, ferr, took)
 	if ctx.Err() != nil {
 		w.abandon(ctx, claim, it, ctx.Err())
-		return
+		return nil
 	}
 	if ferr != nil {
 		entry.Status, entry.Error = fetch.Code(ferr), fetch.Reason(ferr)
 		w.counters.errors.Add(1)
-		w.finishFailed(ctx, claim, it, entry, fetch.Retryable(entry.Status))
-		return
+		w.finishFailed(ctx, claim, it, *entry, fetch.Retryable(entry.Status))
+		return nil
 	}
+	return res
+}
 
-	// Every response is stored, error statuses included (as Heritrix does).
-	info, err := w.warc.WriteExchange(storage.Exchange{
+// storeExchange writes res's WARC records (every response is stored, error
+// statuses included, as Heritrix does) and notes the status, size and
+// record position in entry. If the write fails it reports false, having
+// released the item uncompleted and stopped claiming until writes work
+// (outputFailed): a full disk must not lose the URL nor use up its
+// attempts.
+func (w *Worker) storeExchange(ctx context.Context, claim itemClaim, it frontier.Item, res *fetch.Result, entry *storage.LogEntry) bool {
+	info, err := w.store.WriteExchange(storage.Exchange{
 		TargetURI:         it.URL,
 		IP:                res.RemoteIP,
 		Date:              res.Started,
@@ -97,31 +138,14 @@ func (w *Worker) process(ctx context.Context, claim *coord.Claim, it frontier.It
 		Truncated:         res.Truncated,
 	})
 	if err != nil {
-		// A full disk must not lose the URL, nor use up its attempts:
-		// release it uncompleted and stop claiming until writes work.
 		w.outputFailed(ctx, err)
 		w.abandon(ctx, claim, it, err)
-		return
+		return false
 	}
 	entry.Status, entry.Bytes, entry.MIME = res.Status, int64(len(res.Body)), res.MIME
 	entry.Digest, entry.WARCFile, entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
 	w.counters.bytes.Add(int64(len(res.Body)))
-
-	if fetch.Retryable(res.Status) {
-		w.counters.errors.Add(1)
-		w.finishFailed(ctx, claim, it, entry, true)
-		return
-	}
-
-	links := w.outlinks(it, res, live)
-	links = append(links, w.seedSitemaps(ctx, it, live)...)
-	if len(links) > 0 {
-		if err := w.enqueue(ctx, links); err != nil {
-			w.abandon(ctx, claim, it, err)
-			return
-		}
-	}
-	w.finishDone(ctx, claim, it, entry)
+	return true
 }
 
 // maxEmbedChain is how many embed hops in a row are followed: a page's
@@ -225,7 +249,7 @@ func (w *Worker) enqueue(ctx context.Context, links []frontier.Item) error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		var res frontier.EnqueueResult
-		res, err = w.front.Enqueue(ctx, links)
+		res, err = w.links.Enqueue(ctx, links)
 		w.metrics.enqueued(res.Posted, res.Duplicates)
 		if err == nil || ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 			return err
@@ -243,7 +267,7 @@ func (w *Worker) enqueue(ctx context.Context, links []frontier.Item) error {
 // finishDone logs the fetch and, once the line and the WARC records are
 // fsynced, completes the item (fenced multi). If the line cannot be written
 // or synced, the item is released uncompleted instead (outputFailed).
-func (w *Worker) finishDone(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry) {
+func (w *Worker) finishDone(ctx context.Context, claim itemClaim, it frontier.Item, entry storage.LogEntry) {
 	if err := w.record(ctx, entry); err != nil {
 		w.outputFailed(ctx, err)
 		w.abandon(ctx, claim, it, err)
@@ -260,14 +284,14 @@ func (w *Worker) finishDone(ctx context.Context, claim *coord.Claim, it frontier
 
 // readyFreed tells the manager of the item's group that its ready item is
 // gone (completed or dead-lettered), so the host's ready window has room.
-func (w *Worker) readyFreed(claim *coord.Claim, it frontier.Item) {
-	w.groups.freed(w.front.Layout().Group(it.URL), claim.Shard(), claim.Name())
+func (w *Worker) readyFreed(claim itemClaim, it frontier.Item) {
+	w.groups.freed(w.layout.Group(it.URL), claim.Shard(), claim.Name())
 }
 
 // finishFailed logs a failed attempt and either schedules a retry
 // (retryable and attempts left) or moves the item to R/failed; as
 // finishDone, only once the line is written and fsynced.
-func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it frontier.Item, entry storage.LogEntry, retryable bool) {
+func (w *Worker) finishFailed(ctx context.Context, claim itemClaim, it frontier.Item, entry storage.LogEntry, retryable bool) {
 	cfg := w.current().cfg
 	if err := w.record(ctx, entry); err != nil {
 		w.outputFailed(ctx, err)
@@ -337,7 +361,7 @@ func failedRecord(item []byte, lastError string) []byte {
 // unreachable is tried again (see persist); once it has ended, one attempt
 // of at most 5 s is made (a lost session took the claim with it; a stopping
 // worker closes its session next).
-func (w *Worker) abandon(ctx context.Context, claim *coord.Claim, it frontier.Item, why error) {
+func (w *Worker) abandon(ctx context.Context, claim itemClaim, it frontier.Item, why error) {
 	w.log.Info("item abandoned uncompleted; it stays queued", "url", it.URL, "reason", why)
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -396,7 +420,7 @@ func (w *Worker) persist(ctx context.Context, op string, it frontier.Item, finis
 
 // lost reports a completion that the fence refused: the session that held
 // the claim is gone, so the item stays queued for its next claimer.
-func (w *Worker) lost(ctx context.Context, claim *coord.Claim, it frontier.Item, op string, err error) {
+func (w *Worker) lost(ctx context.Context, claim itemClaim, it frontier.Item, op string, err error) {
 	if errors.Is(err, coord.ErrClaimLost) || errors.Is(err, coord.ErrSessionExpired) {
 		w.log.Warn("claim lost before "+op+": the item stays queued (at-least-once)", "url", it.URL)
 		return

@@ -35,26 +35,12 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	}()
 	go w.guardConnection(sctx, sess, func() { cancelWork(); cancel() })
 
-	var member *coord.Member
-	for {
-		var err error
-		if member, err = w.join(sctx, sess); err == nil {
-			if w.current().cfg.MaxPages > 0 {
-				w.refreshClusterPages(sctx) // before any claim: the count survives restarts
-			}
-			break
-		}
-		if sctx.Err() != nil {
-			return
-		}
-		// For example the id is still held by a previous incarnation's
-		// session that has not expired yet: try again.
-		w.log.Error("could not join the crawl's worker list; retrying", "error", err)
-		select {
-		case <-sctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
+	member := w.joinRetrying(sctx, sess)
+	if member == nil {
+		return
+	}
+	if w.current().cfg.MaxPages > 0 {
+		w.refreshClusterPages(sctx) // before any claim: the count survives restarts
 	}
 	var loops sync.WaitGroup
 	loops.Add(1)
@@ -64,11 +50,11 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	}()
 
 	members := coord.WatchMembers(sctx, w.client, w.root)
-	running := newLoops(sctx, &loops)  // claim loops by shard
-	managers := newLoops(sctx, &loops) // group managers by group
+	own := &ownership{sess: sess, member: member, work: swork, inflight: inflight,
+		claimers: newLoops(sctx, &loops), managers: newLoops(sctx, &loops)}
 	defer func() {
-		running.stopAll()
-		managers.stopAll()
+		own.claimers.stopAll()
+		own.managers.stopAll()
 		loops.Wait()
 	}()
 	for {
@@ -80,40 +66,85 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				<-sctx.Done()
 				return
 			}
-			if !slices.Contains(ids, w.opts.ID) && !w.standby.Load() {
-				ids = append(ids, w.opts.ID)
-				slices.Sort(ids)
-			}
-			layout := w.front.Layout()
-			keep := map[int]bool{}
-			owned := map[int]bool{}
-			for _, g := range coord.OwnedShards(w.opts.ID, layout.Groups(), ids) {
-				owned[g] = true
-				for _, s := range layout.GroupShards(g) {
-					keep[s] = true
-				}
-			}
-			managers.keepOnly(owned)
-			w.counters.shardsOwned.Store(int64(len(keep)))
-			w.setOwnedShards(keep)
-			// Give up lost shards first and wait until their loops have
-			// stopped claiming; only then acknowledge the new member list,
-			// which is what a gaining worker waits for (awaitHandoff).
-			running.keepOnly(keep)
-			view := memberView(ids)
-			w.view.Store(&view)
-			if err := member.Update(sctx, w.status(sess)); err != nil && sctx.Err() == nil {
-				w.log.Warn("could not acknowledge the member list", "error", err)
-			}
-			for s := range keep {
-				running.start(s, func(ctx context.Context) { w.claimLoop(ctx, swork, sess, s, inflight, view) })
-			}
-			for g := range owned {
-				managers.start(g, func(ctx context.Context) { w.manageGroup(ctx, sess, g) })
-			}
-			w.log.Info("shard ownership", "members", len(ids), "owned", len(keep))
+			w.followMembers(sctx, own, ids)
 		}
 	}
+}
+
+// joinRetrying joins the crawl's worker list under sess (join), trying
+// again every second while it fails, for example while the id is still
+// held by a previous incarnation's session that has not expired yet. It
+// returns nil once ctx ends.
+func (w *Worker) joinRetrying(ctx context.Context, sess *coord.Session) *coord.Member {
+	for {
+		member, err := w.join(ctx, sess)
+		if err == nil {
+			return member
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		w.log.Error("could not join the crawl's worker list; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// ownership is what runSession runs in one session for the shard groups
+// this worker owns.
+type ownership struct {
+	sess     *coord.Session
+	member   *coord.Member   // this worker's status node in R/workers
+	work     context.Context // in-flight items' context: ends with the session
+	inflight *sync.WaitGroup // in-flight items, waited for at stop
+	claimers *loops          // claim loops by shard
+	managers *loops          // group managers by group
+}
+
+// followMembers moves this worker's loops to a new member list ids: it
+// gives up the groups and shards it lost and waits until their loops have
+// stopped claiming; only then it acknowledges the list in its status node
+// (the view a gaining worker waits for, awaitHandoff), and starts the loops
+// of what it gained. Not counted in ids while in standby, it owns nothing.
+func (w *Worker) followMembers(ctx context.Context, own *ownership, ids []string) {
+	if !slices.Contains(ids, w.opts.ID) && !w.standby.Load() {
+		ids = append(ids, w.opts.ID)
+		slices.Sort(ids)
+	}
+	groups, shards := w.ownedBy(ids)
+	own.managers.keepOnly(groups)
+	w.counters.shardsOwned.Store(int64(len(shards)))
+	w.setOwnedShards(shards)
+	own.claimers.keepOnly(shards)
+	view := memberView(ids)
+	w.view.Store(&view)
+	if err := own.member.Update(ctx, w.status(own.sess)); err != nil && ctx.Err() == nil {
+		w.log.Warn("could not acknowledge the member list", "error", err)
+	}
+	for s := range shards {
+		own.claimers.start(s, func(ctx context.Context) { w.claimLoop(ctx, own.work, own.sess, s, own.inflight, view) })
+	}
+	for g := range groups {
+		own.managers.start(g, func(ctx context.Context) { w.manageGroup(ctx, own.sess, g) })
+	}
+	w.log.Info("shard ownership", "members", len(ids), "owned", len(shards))
+}
+
+// ownedBy returns the shard groups this worker owns among the members ids
+// (rendezvous hashing over groups, so a host's shards stay together) and
+// their shards.
+func (w *Worker) ownedBy(ids []string) (groups, shards map[int]bool) {
+	groups, shards = map[int]bool{}, map[int]bool{}
+	for _, g := range coord.OwnedShards(w.opts.ID, w.layout.Groups(), ids) {
+		groups[g] = true
+		for _, s := range w.layout.GroupShards(g) {
+			shards[s] = true
+		}
+	}
+	return groups, shards
 }
 
 // claimLoop claims the items of one owned shard while ctx lives: while the
@@ -166,9 +197,9 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			w.failUndecodable(work, claim, err)
 			continue
 		}
-		host := frontier.Host(it.URL) // its claim slot was reserved by acceptFor
+		host := frontier.Host(it.URL) // its claim slot was reserved by reserveFor
 		if err := w.acquireSlot(ctx); err != nil {
-			w.dropHost(host)
+			w.freeHostSlot(host)
 			w.abandon(work, claim, it, err)
 			return
 		}
@@ -176,7 +207,7 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 		go func() {
 			defer inflight.Done()
 			defer w.releaseSlot()
-			defer w.dropHost(host)
+			defer w.freeHostSlot(host)
 			w.process(work, claim, it)
 		}()
 	}
@@ -326,7 +357,7 @@ func newHostSlots() *hostSlots {
 // when its retry time has come and its host has a free claim slot, which
 // the filter reserves at once, so a host's several shards cannot all pass
 // at the same moment. coord gives the slot back if the item is not claimed
-// after all; a claimed item's slot is freed by dropHost when it is done.
+// after all; a claimed item's slot is freed by freeHostSlot when it is done.
 func (w *Worker) reserveFor(shard int) coord.Reserve {
 	return func(_ string, data []byte) (func(), bool) {
 		it, err := frontier.DecodeItem(data)
@@ -351,7 +382,7 @@ func (w *Worker) reserveFor(shard int) coord.Reserve {
 			return nil, false
 		}
 		hs.held[host]++
-		return func() { w.dropHost(host) }, true
+		return func() { w.freeHostSlot(host) }, true
 	}
 }
 
@@ -374,10 +405,10 @@ func (w *Worker) freeLocked(host string) int {
 	return q[0]
 }
 
-// dropHost frees the claim slot of a finished item and makes the shard that
+// freeHostSlot frees the claim slot of a finished item and makes the shard that
 // waited longest for one of that host look at its items again at once
 // (instead of after coord's recheck interval).
-func (w *Worker) dropHost(host string) {
+func (w *Worker) freeHostSlot(host string) {
 	w.slots.mu.Lock()
 	wake := w.freeLocked(host)
 	w.slots.mu.Unlock()

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -21,7 +20,6 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/frontier"
-	"github.com/zkcrawl/zkcrawl/storage"
 )
 
 // Options configure one worker. Servers, Crawl and OutDir are required.
@@ -108,14 +106,19 @@ type Worker struct {
 	client *coord.Client
 	queue  *coord.Queue
 	front  *frontier.Frontier
+	layout frontier.Layout // the crawl's frontier layout, fixed when it was created
 
-	fetcher *fetch.Fetcher
+	// The pipeline's seams (seams.go): process reaches the network, the
+	// output directory and the frontier only through these.
+	fetcher pageFetcher   // http, or a test's
+	store   exchangeStore // disk, or a test's
+	links   linkSink      // front, or a test's
+
+	http    *fetch.Fetcher // the HTTP client; its options follow the config
 	robots  *fetch.Robots
 	polite  *fetch.Politeness
-	warc    *storage.Writer
-	clog    *storage.CrawlLog
-	syncer  *storage.GroupSync // group fsync of clog and warc before completions
-	outputs outputHealth       // whether writes to clog and warc work
+	disk    *diskStore   // WARC files and crawl.log, open while Run runs
+	outputs outputHealth // whether writes to the outputs work
 
 	live   atomic.Pointer[liveConfig] // the config in force
 	cfgErr atomic.Pointer[string]     // last rejected config, "" when none
@@ -154,22 +157,56 @@ type liveConfig struct {
 // ends), a crawl that was never seeded (ErrCrawlNotFound), a pending drain
 // (ErrDrainPending) or an id held by a live worker (ErrIDInUse).
 func New(ctx context.Context, opts Options) (*Worker, error) {
+	opts, root, err := checkOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("worker: output directory %s: %w", opts.OutDir, err)
+	}
+	w := newWorker(opts, root)
+	w.client, err = coord.Connect(ctx, opts.Servers, append([]coord.Option{coord.WithSessionTimeout(opts.SessionTimeout),
+		coord.WithLogger(w.log), coord.WithObserver(opts.Metrics.ObserveZK)}, opts.ZK...)...)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w: %w", ErrUnreachable, err)
+	}
+	w.front, err = frontier.Open(ctx, w.client, root, coord.WithOwner(opts.ID))
+	if err != nil {
+		w.client.Close()
+		if errors.Is(err, coord.ErrNotInitialized) {
+			return nil, fmt.Errorf("worker: crawl %q at %s: %w", opts.Crawl, root, ErrCrawlNotFound)
+		}
+		return nil, fmt.Errorf("worker: open the frontier of crawl %q: %w", opts.Crawl, err)
+	}
+	w.queue = w.front.Queue()
+	w.layout, w.links = w.front.Layout(), w.front
+	w.front.SetLocalOwner(w.groups.offer) // links of our own groups skip the inbox
+	if err := w.preflight(ctx); err != nil {
+		w.client.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// checkOptions returns opts with the defaults filled in and the crawl's
+// root znode. Errors name the missing or malformed option.
+func checkOptions(opts Options) (Options, string, error) {
 	if opts.Servers == "" {
-		return nil, errors.New("worker: no ZooKeeper servers given (--zk host:port,...)")
+		return opts, "", errors.New("worker: no ZooKeeper servers given (--zk host:port,...)")
 	}
 	if opts.OutDir == "" {
-		return nil, errors.New("worker: no output directory given (--out DIR)")
+		return opts, "", errors.New("worker: no output directory given (--out DIR)")
 	}
 	root, err := Root(opts.Crawl)
 	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return opts, "", fmt.Errorf("worker: %w", err)
 	}
 	if opts.ID == "" {
 		h, _ := os.Hostname()
 		opts.ID = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
 	if !crawlName.MatchString(opts.ID) {
-		return nil, fmt.Errorf("worker: id %q: want 1..128 characters of A-Z a-z 0-9 . _ -", opts.ID)
+		return opts, "", fmt.Errorf("worker: id %q: want 1..128 characters of A-Z a-z 0-9 . _ -", opts.ID)
 	}
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 10 * time.Second
@@ -189,39 +226,34 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	return opts, root, nil
+}
+
+// newWorker returns a worker with its in-process parts (HTTP client,
+// robots.txt cache and politeness, unlimited until the first config is
+// applied) and no ZooKeeper connection, frontier or outputs: New and Run add
+// those; process_test.go plugs in-memory seams instead. opts.Logger must be
+// set.
+func newWorker(opts Options, root string) *Worker {
 	log := opts.Logger.With("worker", opts.ID)
-	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("worker: output directory %s: %w", opts.OutDir, err)
+	http := fetch.New(fetch.Options{Logger: log})
+	polite, err := fetch.NewPoliteness(fetch.PolitenessOptions{Logger: log})
+	if err != nil {
+		panic(err) // zero limits are valid
 	}
-	w := &Worker{
+	return &Worker{
 		opts:     opts,
 		root:     root,
 		log:      log,
+		fetcher:  http,
+		http:     http,
+		robots:   fetch.NewRobots(http, fetch.RobotsOptions{Logger: log}),
+		polite:   polite,
 		slots:    newHostSlots(),
 		metrics:  opts.Metrics,
 		progress: newProgress(),
 		handoffs: newHandoffState(),
 	}
-	w.client, err = coord.Connect(ctx, opts.Servers, append([]coord.Option{coord.WithSessionTimeout(opts.SessionTimeout),
-		coord.WithLogger(log), coord.WithObserver(opts.Metrics.ObserveZK)}, opts.ZK...)...)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w: %w", ErrUnreachable, err)
-	}
-	w.front, err = frontier.Open(ctx, w.client, root, coord.WithOwner(opts.ID))
-	if err != nil {
-		w.client.Close()
-		if errors.Is(err, coord.ErrNotInitialized) {
-			return nil, fmt.Errorf("worker: crawl %q at %s: %w", opts.Crawl, root, ErrCrawlNotFound)
-		}
-		return nil, fmt.Errorf("worker: open the frontier of crawl %q: %w", opts.Crawl, err)
-	}
-	w.queue = w.front.Queue()
-	w.front.SetLocalOwner(w.groups.offer) // links of our own groups skip the inbox
-	if err := w.preflight(ctx); err != nil {
-		w.client.Close()
-		return nil, err
-	}
-	return w, nil
 }
 
 // ID returns the worker id.
@@ -246,24 +278,8 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		err = errors.Join(err, w.closeOutputs())
 		w.logSummary()
 	}()
-	gctx, stopGauges := context.WithCancel(ctx)
-	defer stopGauges()
-	go w.feedGauges(gctx)
-	if w.opts.ProgressInterval > 0 {
-		pctx, stopProgress := context.WithCancel(ctx)
-		defer stopProgress()
-		go w.logProgress(pctx, w.opts.ProgressInterval)
-	}
-
-	go w.reportConnection(ctx)
-	if w.metrics != nil {
-		w.metrics.session(w.client.State())
-		go func() {
-			for ch := range w.client.Subscribe(ctx) {
-				w.metrics.session(ch.State)
-			}
-		}()
-	}
+	stopReports := w.startReports(ctx)
+	defer stopReports()
 
 	// Config first: nothing is fetched before a config is in force.
 	cfgCtx, stopCfg := context.WithCancel(context.Background())
@@ -277,29 +293,74 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	defer stopWork()
 	claimCtx, stopClaiming := context.WithCancel(ctx)
 	defer stopClaiming()
-
 	go w.watchDrain(claimCtx, stopClaiming)
+	doneErr := w.watchDone(claimCtx, stopClaiming)
+
+	var inflight sync.WaitGroup
+	w.runSessions(claimCtx, workCtx, &inflight)
+	w.awaitInFlight(&inflight, stopWork)
+	return doneErr()
+}
+
+// startReports starts what reports on the worker while it runs: the
+// Prometheus gauges and the progress lines until the returned stop is
+// called or ctx ends, and the connection-state log lines and session-state
+// metric until ctx ends or the client closes.
+func (w *Worker) startReports(ctx context.Context) (stop func()) {
+	rctx, stop := context.WithCancel(ctx)
+	go w.feedGauges(rctx)
+	if w.opts.ProgressInterval > 0 {
+		go w.logProgress(rctx, w.opts.ProgressInterval)
+	}
+	go w.reportConnection(ctx)
+	if w.metrics != nil {
+		w.metrics.session(w.client.State())
+		go func() {
+			for ch := range w.client.Subscribe(ctx) {
+				w.metrics.session(ch.State)
+			}
+		}()
+	}
+	return stop
+}
+
+// watchDone, with ExitWhenDone, calls stop once the whole crawl is done
+// (waitDone). The returned function gives waitDone's error if it failed
+// otherwise than by ctx's end, and nil until then or without ExitWhenDone.
+func (w *Worker) watchDone(ctx context.Context, stop func()) (failed func() error) {
 	var doneErr atomic.Pointer[error]
 	if w.opts.ExitWhenDone {
 		go func() {
-			if derr := w.waitDone(claimCtx); derr == nil {
+			if derr := w.waitDone(ctx); derr == nil {
 				w.log.Info("crawl is done: every shard empty and no claim held", "quiet", w.opts.QuietPeriod)
 				w.progress.stopping("crawl done")
-				stopClaiming()
+				stop()
 			} else if !errors.Is(derr, context.Canceled) {
 				doneErr.Store(&derr)
 			}
 		}()
 	}
+	return func() error {
+		if e := doneErr.Load(); e != nil {
+			return *e
+		}
+		return nil
+	}
+}
 
-	var inflight sync.WaitGroup
+// runSessions runs the worker under one ZooKeeper session after another
+// (runSession) until claimCtx ends. After a session expiry it rejoins under
+// the client's new session; after the disconnection guard suspended a
+// session that may still live, it first waits until the server confirms
+// that session (then it goes on in it) or it ends.
+func (w *Worker) runSessions(claimCtx, workCtx context.Context, inflight *sync.WaitGroup) {
 	for claimCtx.Err() == nil {
 		sess, err := w.client.Session(claimCtx)
 		if err != nil {
-			break
+			return
 		}
 		w.log.Info("session established", "session", sess.String())
-		w.runSession(claimCtx, workCtx, sess, &inflight)
+		w.runSession(claimCtx, workCtx, sess, inflight)
 		if claimCtx.Err() == nil && sess.Err() == nil {
 			// Suspended by guardConnection: the session may still live.
 			if w.awaitSessionConfirmed(claimCtx, sess) {
@@ -311,8 +372,12 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 			w.metrics.sessionExpired()
 		}
 	}
+}
 
-	// Graceful stop: let in-flight items finish, then abandon them.
+// awaitInFlight is the graceful stop's end: it lets in-flight items finish
+// for StopTimeout, then cancels their work with stopWork (they are
+// abandoned and their claims released) and waits until they are.
+func (w *Worker) awaitInFlight(inflight *sync.WaitGroup, stopWork func()) {
 	finished := make(chan struct{})
 	go func() { inflight.Wait(); close(finished) }()
 	select {
@@ -322,45 +387,27 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		stopWork()
 		<-finished
 	}
-	if e := doneErr.Load(); e != nil {
-		return *e
-	}
-	return nil
 }
 
+// openOutputs opens the output directory's WARC writer and crawl log as the
+// pipeline's store.
 func (w *Worker) openOutputs() error {
-	var err error
-	w.warc, err = storage.NewWriter(w.opts.OutDir, "zkcrawl-"+w.opts.ID, storage.WriterOptions{
-		MaxFileBytes: w.opts.WARCMaxBytes,
-		WorkerID:     w.opts.ID,
-		Version:      w.opts.Version,
-		Description:  "zkcrawl crawl " + w.opts.Crawl,
-		Logger:       w.log,
-	})
+	disk, err := openDiskStore(w.opts, w.log)
 	if err != nil {
-		return fmt.Errorf("worker: WARC writer in %s: %w", w.opts.OutDir, err)
+		return err
 	}
-	w.clog, err = storage.OpenCrawlLog(filepath.Join(w.opts.OutDir, "crawl.log"))
-	if err != nil {
-		w.warc.Close()
-		return fmt.Errorf("worker: crawl log in %s: %w", w.opts.OutDir, err)
-	}
-	w.syncer = storage.NewGroupSync(0, w.clog.Sync, w.warc.Sync)
+	w.disk, w.store = disk, disk
 	return nil
 }
 
+// closeOutputs closes the WARC writer and the crawl log, and the HTTP
+// client's idle connections.
 func (w *Worker) closeOutputs() error {
-	var errs []error
-	if w.warc != nil {
-		errs = append(errs, w.warc.Close())
+	w.http.Close()
+	if w.disk == nil {
+		return nil
 	}
-	if w.clog != nil {
-		errs = append(errs, w.clog.Close())
-	}
-	if w.fetcher != nil {
-		w.fetcher.Close()
-	}
-	return errors.Join(errs...)
+	return w.disk.Close()
 }
 
 // broadcast wakes every waiter at once: Wait returns a channel that Fire

@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/zkcrawl/zkcrawl/fetch"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/storage"
+)
+
+// The pipeline's seams. process (docs/design.md, "The worker pipeline", 4)
+// reaches the network, the disk and ZooKeeper only through the four small
+// interfaces below, so it can run alone with in-memory parts
+// (process_test.go). New and Run wire the real parts (fetch.Fetcher,
+// diskStore, frontier.Frontier, coord.Claim), and the end-to-end tests keep
+// using them. robots.txt, politeness and the live config stay concrete:
+// they are in-process state, not seams.
+
+// pageFetcher fetches one URL.
+//
+// Fetch GETs rawURL once and does not follow redirects: a 3xx comes back as
+// a Result whose Redirect holds the resolved Location. Any HTTP response, 4xx
+// and 5xx included, is a *fetch.Result and a nil error, with the raw request
+// and response kept for the WARC records. A non-nil error means no response
+// came (a bad URL, DNS, connect, timeout, a blocked address): fetch.Code
+// reads its crawl-log code, fetch.Retryable judges it, and the Result is
+// nil. Fetch returns promptly once ctx ends. It must be safe for concurrent
+// use.
+//
+// *fetch.Fetcher implements it.
+type pageFetcher interface {
+	Fetch(ctx context.Context, rawURL string) (*fetch.Result, error)
+}
+
+// exchangeStore keeps what one fetch attempt leaves: the exchange's WARC
+// records and its crawl-log line.
+//
+// WriteExchange appends the request and response records of ex (a revisit
+// record instead of the response when the URL's payload is already stored)
+// and returns where the response record went. An error means the exchange
+// is not stored (e.g. the disk is full); the item must not be finished.
+//
+// Record appends the crawl-log line e and returns once that line and every
+// exchange written before it are on stable storage (fsynced together): only
+// then may the item be finished, so a crash loses neither. An error means
+// they may not be (a failed write or fsync, or ctx's end while waiting).
+//
+// Both must be safe for concurrent use. diskStore implements it: WARC files
+// and crawl.log in Options.OutDir.
+type exchangeStore interface {
+	WriteExchange(ex storage.Exchange) (storage.ResponseInfo, error)
+	Record(ctx context.Context, e storage.LogEntry) error
+}
+
+// linkSink hands the items found on a page (links, requisites, redirect
+// targets, sitemap entries; URLs normalized) to the frontier.
+//
+// Enqueue queues each item at most once however often it is called (the
+// owner of its shard group drops what the group has seen), so a call that
+// failed may simply be repeated. It returns once the items are durable
+// (posted to their groups' inboxes, or taken by this worker's own group
+// manager), so a page completed afterwards cannot lose them. The result
+// counts what the call did, also when it fails. Errors: ctx's,
+// coord.ErrSessionExpired, or a ZooKeeper error after which some items may
+// be posted and others not. It must be safe for concurrent use.
+//
+// *frontier.Frontier implements it.
+type linkSink interface {
+	Enqueue(ctx context.Context, items []frontier.Item) (frontier.EnqueueResult, error)
+}
+
+// itemClaim is the pipeline's hold on one claimed queue item: where the
+// item is, what it held when claimed, and how to finish it.
+//
+// *coord.Claim implements it.
+type itemClaim interface {
+	Shard() int   // the item's queue shard
+	Name() string // the item's znode name ("u-0000000042")
+	Data() []byte // the item's data as read when it was claimed
+	claimFinisher
+}
+
+// claimFinisher ends a claim: exactly one of its methods must succeed once
+// per claim (or the claim's session must end).
+//
+// Complete removes the item: it is done. Call it only once the item's
+// follow-up work is durable (crawl-log line and WARC records stored, links
+// enqueued). Retry puts the item back in its place with data (attempts and
+// not_before updated) for the next claimer. Fail moves it to the dead
+// letters with data (the item and its last error). Release gives it back
+// unchanged.
+//
+// Each is one fenced transaction that changes nothing unless the claim is
+// still held by its live session. Errors: coord.ErrClaimLost (the session
+// ended or the claim is gone: nothing changed, and the item stays queued
+// for whoever claims it next: drop it), coord.ErrGone (the item vanished),
+// coord.ErrClaimFinished (the claim was ended already), a connection-loss
+// error (coord.IsConnectionLoss) or ctx's (the outcome is unknown: calling
+// the same method again is safe, and reports success if the first call
+// committed). Safe for concurrent use, but meant for one owner.
+type claimFinisher interface {
+	Complete(ctx context.Context) error
+	Retry(ctx context.Context, data []byte) error
+	Fail(ctx context.Context, data []byte) error
+	Release(ctx context.Context) error
+}
