@@ -366,6 +366,21 @@ func (p *Proc) Kill() error {
 	return nil
 }
 
+// Stop asks the process to exit, as a service manager does: SIGTERM to its
+// group, then SIGKILL when it still runs after grace. It returns once the
+// process has exited, with its exit code (-1 when a signal ended it); an
+// exited process's code at once.
+func (p *Proc) Stop(grace time.Duration) int {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-p.done
+	}
+	return p.ProcessState().ExitCode()
+}
+
 // Wait blocks until the process exits or ctx ends and returns its exit
 // code: 0..255 for a normal exit, -1 when a signal ended it (see
 // ProcessState). Errors: ctx.Err() when ctx ends first.
@@ -398,20 +413,15 @@ func (p *Proc) RSSPeakKB() (int64, error) {
 		}
 		return p.lastRSS(), nil
 	}
-	fs, err := procfs.NewProc(p.pid)
+	u, err := readProcUsage(p.pid)
+	if err == nil && u.PeakKB > 0 {
+		p.mu.Lock()
+		p.lastRSSKB = max(p.lastRSSKB, u.PeakKB)
+		p.mu.Unlock()
+		return u.PeakKB, nil
+	}
 	if err == nil {
-		var status procfs.ProcStatus
-		status, err = fs.NewStatus()
-		if err == nil && status.VmHWM > 0 {
-			kb := int64(status.VmHWM / 1024) // procfs converts the kB field to bytes
-			p.mu.Lock()
-			p.lastRSSKB = max(p.lastRSSKB, kb)
-			p.mu.Unlock()
-			return kb, nil
-		}
-		if err == nil {
-			err = errors.New("no VmHWM (zombie?)")
-		}
+		err = errors.New("no VmHWM (zombie?)")
 	}
 	if st := p.ProcessState(); st != nil { // exited meanwhile
 		return p.RSSPeakKB()
@@ -435,17 +445,12 @@ func (p *Proc) CPUTime() (time.Duration, error) {
 	if st := p.ProcessState(); st != nil {
 		return max(st.UserTime()+st.SystemTime(), p.lastCPUTime()), nil
 	}
-	fs, err := procfs.NewProc(p.pid)
+	u, err := readProcUsage(p.pid)
 	if err == nil {
-		var stat procfs.ProcStat
-		stat, err = fs.Stat()
-		if err == nil {
-			d := time.Duration(stat.CPUTime() * float64(time.Second))
-			p.mu.Lock()
-			p.lastCPU = max(p.lastCPU, d)
-			p.mu.Unlock()
-			return d, nil
-		}
+		p.mu.Lock()
+		p.lastCPU = max(p.lastCPU, u.CPU)
+		p.mu.Unlock()
+		return u.CPU, nil
 	}
 	if st := p.ProcessState(); st != nil {
 		return p.CPUTime()
@@ -457,6 +462,49 @@ func (p *Proc) lastCPUTime() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lastCPU
+}
+
+// ProcUsage is one reading of a process's CPU time and memory from /proc
+// (proc(5)).
+type ProcUsage struct {
+	// CPU is utime+stime: clock ticks of USER_HZ = 100 per second, which
+	// Linux fixes for /proc on every architecture, so no cgo sysconf is
+	// needed. Children's time is not included.
+	CPU    time.Duration
+	RSSKB  int64 // VmRSS, KiB
+	PeakKB int64 // VmHWM, KiB (0 for a zombie)
+}
+
+// ReadProcUsage reads the CPU time and memory of any process (not only one
+// StartProcess started, e.g. a ZooKeeper JVM: ZKServer.Pid) from
+// /proc/<pid>/stat and /proc/<pid>/status. Errors: /proc/<pid> cannot be
+// read (no such process), naming the pid.
+func ReadProcUsage(pid int) (ProcUsage, error) {
+	u, err := readProcUsage(pid)
+	if err != nil {
+		return u, fmt.Errorf("testenv: process %d: %w", pid, err)
+	}
+	return u, nil
+}
+
+func readProcUsage(pid int) (ProcUsage, error) {
+	fs, err := procfs.NewProc(pid)
+	if err != nil {
+		return ProcUsage{}, err
+	}
+	stat, err := fs.Stat()
+	if err != nil {
+		return ProcUsage{}, err
+	}
+	status, err := fs.NewStatus()
+	if err != nil {
+		return ProcUsage{}, err
+	}
+	return ProcUsage{
+		CPU:    time.Duration(stat.CPUTime() * float64(time.Second)),
+		RSSKB:  int64(status.VmRSS / 1024), // procfs converts the kB fields to bytes
+		PeakKB: int64(status.VmHWM / 1024),
+	}, nil
 }
 
 // LogTail returns the last n lines of the process's log file (at most its

@@ -89,6 +89,22 @@ func TestProcessSignalExitCodeAndEnv(t *testing.T) {
 	}
 }
 
+func TestProcessStopEscalatesToKill(t *testing.T) {
+	polite := Process(t, ProcConfig{Path: "/bin/sh", Args: []string{"-c", `trap 'exit 3' TERM; while :; do sleep 0.05; done`}})
+	stubborn := Process(t, ProcConfig{Path: "/bin/sh", Args: []string{"-c", `trap '' TERM; while :; do sleep 0.05; done`}})
+	time.Sleep(200 * time.Millisecond) // let the shells set their traps
+	if code := polite.Stop(10 * time.Second); code != 3 {
+		t.Errorf("Stop of a process exiting on SIGTERM = %d, want its exit code 3", code)
+	}
+	t0 := time.Now()
+	if code := stubborn.Stop(300 * time.Millisecond); code != -1 || time.Since(t0) < 300*time.Millisecond {
+		t.Errorf("Stop of a process ignoring SIGTERM = %d after %v, want -1 (SIGKILL) after the grace", code, time.Since(t0))
+	}
+	if code := stubborn.Stop(time.Hour); code != -1 {
+		t.Errorf("Stop of an exited process = %d, want its code -1 at once", code)
+	}
+}
+
 func TestProcessKillTakesTheGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
@@ -152,6 +168,16 @@ func TestProcessResourceReadings(t *testing.T) {
 	}
 	if after, err := p.RSSPeakKB(); err != nil || after <= 0 {
 		t.Errorf("RSSPeakKB after exit = %v, %v; want > 0", after, err)
+	}
+}
+
+func TestReadProcUsageOfAnyProcess(t *testing.T) {
+	u, err := ReadProcUsage(os.Getpid())
+	if err != nil || u.RSSKB <= 0 || u.PeakKB < u.RSSKB || u.CPU < 0 {
+		t.Fatalf("ReadProcUsage(self) = %+v, %v; want RSS > 0 and peak >= RSS", u, err)
+	}
+	if _, err := ReadProcUsage(1 << 30); err == nil || !strings.Contains(err.Error(), strconv.Itoa(1<<30)) {
+		t.Errorf("ReadProcUsage of no process: err = %v, want one naming the pid", err)
 	}
 }
 

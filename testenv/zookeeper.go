@@ -491,6 +491,17 @@ func (s *ZKServer) Dir() string { return s.dir }
 // appended; each run starts with a "=== testenv" line).
 func (s *ZKServer) LogPath() string { return s.logPath }
 
+// Pid returns the process id of the server's current JVM (a new one after
+// each Restart), for reading its CPU time and memory from /proc; 0 when no
+// JVM runs (never started, stopped, killed or closed).
+func (s *ZKServer) Pid() int {
+	p, closed := s.current()
+	if closed || p == nil || p.exited() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Running reports whether the JVM process is alive (it may still be
 // starting or without quorum; see Mode).
 func (s *ZKServer) Running() bool {

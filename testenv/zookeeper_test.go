@@ -98,6 +98,11 @@ func TestStandalone(t *testing.T) {
 		t.Fatalf("Mode() = %q, %v; want standalone", mode, err)
 	}
 
+	pid := s.Pid()
+	if pid <= 0 {
+		t.Errorf("Pid() = %d of a running server", pid)
+	}
+
 	conn, _ := zkConnect(t, []string{s.Addr()}, testSessionTimeout)
 	if _, err := conn.Create("/standalone", []byte("hello"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("create /standalone: %v", err)
@@ -114,11 +119,17 @@ func TestStandalone(t *testing.T) {
 	if s.Running() {
 		t.Fatal("Running() after Stop = true")
 	}
+	if got := s.Pid(); got != 0 {
+		t.Errorf("Pid() after Stop = %d, want 0", got)
+	}
 	if _, err := s.Mode(ctx); err == nil {
 		t.Fatal("Mode() of a stopped server succeeded")
 	}
 	if err := s.Restart(ctx); err != nil {
 		t.Fatalf("Restart: %v", err)
+	}
+	if got := s.Pid(); got <= 0 || got == pid {
+		t.Errorf("Pid() after Restart = %d, want a new process (was %d)", got, pid)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

@@ -24,31 +24,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/coord"
 )
 
-// ceilingResult is part 5.
-type ceilingResult struct {
-	Clients, InFlight int
-	TimeS             float64
-	Runs              []ceilingRun
-}
-
-// ceilingRun is one server.
-type ceilingRun struct {
-	ForceSync     bool
-	Multis        int64
-	Errors        int64
-	ZxidDelta     int64
-	TxPerS        float64
-	WritesPerPage float64 // part 1, 3 workers (or the most workers run), same forceSync; 0 if not run
-	ImpliedPagesS float64
-	LoadAfter     string
-}
-
-func (b *bench) runCeiling(ctx context.Context, synth *synthResult) (*ceilingResult, error) {
+// runCeiling runs part 5 on both shared servers and divides each ceiling
+// by part 1's writes per page on the same server (synth nil: not run).
+func (b *bench) runCeiling(ctx context.Context, synth *report.Synth) (*report.Ceiling, error) {
 	o := b.opts
-	res := &ceilingResult{Clients: o.ceilingClients, InFlight: o.ceilingInFlight, TimeS: o.ceilingTime.Seconds()}
+	res := &report.Ceiling{Clients: o.ceilingClients, InFlight: o.ceilingInFlight, TimeS: o.ceilingTime.Seconds()}
 	for _, fsync := range []bool{true, false} {
 		z, err := b.sharedServer(ctx, fsync, nil)
 		if err != nil {
@@ -75,10 +59,13 @@ func (b *bench) runCeiling(ctx context.Context, synth *synthResult) (*ceilingRes
 	return res, nil
 }
 
-func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*ceilingRun, error) {
+// ceilingRun measures one server's ceiling: --ceiling-clients sessions,
+// each with --ceiling-inflight goroutines sending create+delete multis for
+// --ceiling-time.
+func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*report.CeilingRun, error) {
 	o := b.opts
-	run := &ceilingRun{ForceSync: z.forceSync}
-	root := fmt.Sprintf("/ceiling-%d", time.Now().UnixNano())
+	run := &report.CeilingRun{ForceSync: z.forceSync}
+	root := fmt.Sprintf("/ceiling-%d", time.Now().UnixNano()) // the benchmark's own scratch znode, outside zkcrawl's layout
 	if _, err := z.client.Conn().Create(root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		return nil, fmt.Errorf("create %s: %w", root, err)
 	}
@@ -97,7 +84,7 @@ func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*ceilingRun, error)
 		}
 		clients[i] = c
 	}
-	s0, err := readSrvr(ctx, z.srv.Addr())
+	mark, err := z.mark(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +94,7 @@ func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*ceilingRun, error)
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		for j := range o.ceilingInFlight {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				conn := c.Conn()
 				p := fmt.Sprintf("%s/c%d-%d", root, i, j)
 				for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -122,19 +107,18 @@ func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*ceilingRun, error)
 					}
 					ok.Add(1)
 				}
-			}()
+			})
 		}
 	}
 	wg.Wait()
 	elapsed := time.Since(t0).Seconds()
-	s1, err := readSrvr(ctx, z.srv.Addr())
-	if err != nil {
+	if run.ZxidDelta, _, err = z.since(ctx, mark); err != nil {
 		return nil, err
 	}
 	if err := z.client.Conn().Delete(root, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("delete %s: %w", root, err)
 	}
-	run.Multis, run.Errors, run.ZxidDelta = ok.Load(), failed.Load(), s1.Zxid-s0.Zxid
+	run.Multis, run.Errors = ok.Load(), failed.Load()
 	run.TxPerS = float64(run.Multis) / elapsed
 	run.LoadAfter = loadavg()
 	return run, nil

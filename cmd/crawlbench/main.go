@@ -20,8 +20,9 @@
 //  6. kill-to-takeover: how long the items of a SIGKILLed worker wait
 //     before another worker claims (or completes) them (takeover.go).
 //
-// Measurement and report are apart: the parts fill result structs
-// (results.json), report.go renders the table and BENCHMARKS.md.
+// Measurement and report are apart: the parts here fill the structs of
+// package report (results.json), which renders the table and BENCHMARKS.md
+// and measures nothing.
 package main
 
 import (
@@ -33,9 +34,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 )
 
@@ -71,7 +74,7 @@ type options struct {
 	synthInFlight                    int
 	repeat                           int
 	only                             []string
-	skip                             map[string]bool
+	skip                             map[string]*bool // --skip-<part>
 	queuedHosts, queuedPaths         int
 	bigHosts, bigPaths               int
 	bigTime                          time.Duration
@@ -103,60 +106,10 @@ var partDesc = map[string]string{
 	"takeover": "part 6 (kill-to-takeover)",
 }
 
-// bench holds what every part shares.
-type bench struct {
-	opts   options
-	outDir string
-	log    *slog.Logger // progress, to stderr
-	quiet  *slog.Logger // ZooKeeper, web and client chatter: none
-	zkVer  string
-	shared map[bool]*benchZK // parts 1, 2 and 5, by forceSync
-	warmS  []float64         // warm-up crawl of each shared server
-	// binDir, when set, replaces --bin while a baseline run of part 1
-	// runs (runs are sequential).
-	binDir string
-}
-
-// bin returns the path of bin/name (or of the baseline's, during a
-// baseline run).
-func (b *bench) bin(name string) string {
-	if b.binDir != "" {
-		return filepath.Join(b.binDir, name)
-	}
-	return filepath.Join(b.opts.binDir, name)
-}
-
-// zkJavaOpts are the JVM flags added to testenv's: the full JIT (testenv
-// stops at C1 to start test JVMs fast; a benchmark wants a server as
-// deployed) and the heap.
-func (b *bench) zkJavaOpts(heap string) []string {
-	return []string{"-Xms256m", "-Xmx" + heap, "-XX:TieredStopAtLevel=4"}
-}
-
-// noteZK records the ZooKeeper version once.
-func (b *bench) noteZK(ctx context.Context, addr string) {
-	if b.zkVer != "" {
-		return
-	}
-	if s, err := readSrvr(ctx, addr); err == nil {
-		b.zkVer = s.Version
-	}
-}
-
-// runs reports whether part name is to run.
-func (b *bench) runs(name string) bool {
-	if len(b.opts.only) > 0 {
-		for _, p := range b.opts.only {
-			if p == name {
-				return true
-			}
-		}
-		return false
-	}
-	return !b.opts.skip[name]
-}
-
-func run(ctx context.Context, args []string) error {
+// parseOptions defines the flags, parses args (and their environment
+// variables, cli.Parse) and checks the values. It returns the options and
+// the logger the --log-* flags ask for. Errors: cli.Usage naming the flag.
+func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error), error) {
 	fs := cli.NewFlagSet("crawlbench", "crawlbench [flags]", about, examples)
 	var o options
 	stamp := time.Now().Format("20060102-150405")
@@ -165,9 +118,9 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.mdPath, "md", "BENCHMARKS.md", "write the report here ('' = do not write)")
 	fs.StringVar(&o.jsonPath, "json", "", "write every figure as JSON here (default OUT/results.json)")
 	fs.StringSliceVar(&o.only, "only", nil, "run only these parts: "+strings.Join(parts, ", "))
-	skip := map[string]*bool{}
+	o.skip = map[string]*bool{}
 	for _, p := range parts {
-		skip[p] = fs.Bool("skip-"+p, false, "skip "+partDesc[p])
+		o.skip[p] = fs.Bool("skip-"+p, false, "skip "+partDesc[p])
 	}
 	fs.IntSliceVar(&o.workers, "workers", []int{1, 2, 3}, "part 1: worker counts to run")
 	fs.IntVar(&o.hosts, "hosts", 100, "part 1: synthetic web hosts")
@@ -202,17 +155,18 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.command, "command", "", "the command that ran this benchmark, for the report (default: this command line)")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, os.LookupEnv); err != nil {
-		return err
+		return o, nil, err
 	}
 	if fs.NArg() > 0 {
-		return cli.Usage("unexpected arguments %q", fs.Args())
+		return o, nil, cli.Usage("unexpected arguments %q", fs.Args())
 	}
-	o.skip = map[string]bool{}
-	for p, v := range skip {
-		o.skip[p] = *v
-	}
+	return o, newLogger, o.check()
+}
+
+// check validates the options. Errors: cli.Usage naming the flag.
+func (o *options) check() error {
 	for _, p := range o.only {
-		if !contains(parts, p) {
+		if !slices.Contains(parts, p) {
 			return cli.Usage("--only %q: want some of %s", p, strings.Join(parts, ", "))
 		}
 	}
@@ -236,16 +190,13 @@ func run(ctx context.Context, args []string) error {
 	case o.trapAbortMB < 1:
 		return cli.Usage("--trap-abort-mb %d: want at least 1", o.trapAbortMB)
 	}
-	if o.fromJSON != "" {
-		return render(o.fromJSON, o.mdPath)
-	}
-	if o.command == "" {
-		o.command = "crawlbench " + strings.Join(args, " ")
-	}
-	log, err := newLogger(os.Stderr)
-	if err != nil {
-		return cli.Usage("%v", err)
-	}
+	return nil
+}
+
+// prepare checks that --bin (and --baseline-bin) hold the seeder and the
+// crawler, makes those paths absolute, creates --out and fills in --json's
+// default. Errors name the flag.
+func (o *options) prepare() error {
 	for _, d := range []struct{ flag, dir, fix string }{{"--bin", o.binDir, "run make build"}, {"--baseline-bin", o.baselineBin, "scripts/bench.sh builds it"}} {
 		if d.dir == "" {
 			continue
@@ -256,11 +207,10 @@ func run(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	abs, err := filepath.Abs(o.binDir)
-	if err != nil {
+	var err error
+	if o.binDir, err = filepath.Abs(o.binDir); err != nil {
 		return err
 	}
-	o.binDir = abs
 	if o.baselineBin != "" {
 		if o.baselineBin, err = filepath.Abs(o.baselineBin); err != nil {
 			return err
@@ -272,25 +222,77 @@ func run(ctx context.Context, args []string) error {
 	if o.jsonPath == "" {
 		o.jsonPath = filepath.Join(o.outDir, "results.json")
 	}
-	b := &bench{
-		opts:   o,
-		outDir: o.outDir,
-		log:    log,
-		quiet:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		shared: map[bool]*benchZK{},
-	}
-	closeShared := func() {
-		for k, z := range b.shared {
-			z.close()
-			delete(b.shared, k)
-		}
-	}
-	defer closeShared()
-	rep := &report{Started: time.Now(), Machine: machineInfo(), Command: o.command, OutDir: o.outDir,
-		SharedZKJavaOpts: b.zkJavaOpts("1g")}
-	rep.Machine.LoadStart = loadavg()
+	return nil
+}
 
-	var errs []string
+// bench holds what every part shares.
+type bench struct {
+	opts   options
+	log    *slog.Logger // progress, to stderr
+	quiet  *slog.Logger // ZooKeeper, web and client chatter: none
+	zkVer  string
+	shared map[bool]*benchZK // parts 1, 2 and 5, by forceSync
+	warmS  []float64         // warm-up crawl of each shared server
+	// binDir, when set, replaces --bin while a baseline run of part 1
+	// runs (runs are sequential).
+	binDir string
+}
+
+// bin returns the path of bin/name (or of the baseline's, during a
+// baseline run).
+func (b *bench) bin(name string) string {
+	if b.binDir != "" {
+		return filepath.Join(b.binDir, name)
+	}
+	return filepath.Join(b.opts.binDir, name)
+}
+
+// runs reports whether part name is to run.
+func (b *bench) runs(name string) bool {
+	if len(b.opts.only) > 0 {
+		return slices.Contains(b.opts.only, name)
+	}
+	return !*b.opts.skip[name]
+}
+
+func run(ctx context.Context, args []string) error {
+	o, newLogger, err := parseOptions(args)
+	if err != nil {
+		return err
+	}
+	if o.fromJSON != "" {
+		return render(o.fromJSON, o.mdPath)
+	}
+	if o.command == "" {
+		o.command = "crawlbench " + strings.Join(args, " ")
+	}
+	log, err := newLogger(os.Stderr)
+	if err != nil {
+		return cli.Usage("%v", err)
+	}
+	if err := o.prepare(); err != nil {
+		return err
+	}
+	b := &bench{opts: o, log: log, quiet: slog.New(slog.NewTextHandler(io.Discard, nil)), shared: map[bool]*benchZK{}}
+	defer b.closeShared()
+	rep := b.runParts(ctx)
+	if err := b.write(rep); err != nil {
+		return err
+	}
+	if len(rep.Errors) > 0 {
+		return fmt.Errorf("%d part(s) failed: %s", len(rep.Errors), strings.Join(rep.Errors, "; "))
+	}
+	return nil
+}
+
+// runParts runs the parts asked for, in the order that lets parts 1, 2
+// and 5 share their warm servers, and returns what they measured; a part
+// that fails is named in Errors and the others still run.
+func (b *bench) runParts(ctx context.Context) *report.Results {
+	o := b.opts
+	rep := &report.Results{Started: time.Now(), Machine: machineInfo(), Command: o.command, OutDir: o.outDir,
+		SharedZKJavaOpts: zkJavaOpts()}
+	rep.Machine.LoadStart = loadavg()
 	step := func(name, title string, fn func() error) {
 		if !b.runs(name) || ctx.Err() != nil {
 			return
@@ -298,15 +300,15 @@ func run(ctx context.Context, args []string) error {
 		t0 := time.Now()
 		if err := fn(); err != nil {
 			b.log.Error(title+" failed", "error", err)
-			errs = append(errs, title+": "+err.Error())
+			rep.Errors = append(rep.Errors, title+": "+err.Error())
 		}
-		rep.PartS = append(rep.PartS, partTime{name, time.Since(t0).Seconds()})
+		rep.PartS = append(rep.PartS, report.PartTime{Part: name, S: time.Since(t0).Seconds()})
 	}
 	step("synth", "part 1", func() (err error) { rep.Synth, err = b.runSynth(ctx); return })
 	step("real", "part 2", func() (err error) { rep.Real, err = b.runReal(ctx); return })
 	step("ceiling", "part 5", func() (err error) { rep.Ceiling, err = b.runCeiling(ctx, rep.Synth); return })
 	rep.WarmupS = b.warmS
-	closeShared()
+	b.closeShared()
 	step("queued", "part 3a", func() (err error) { rep.Queued, err = b.runQueued(ctx); return })
 	step("big", "part 3c", func() (err error) { rep.Big, err = b.runBig(ctx); return })
 	step("trap", "part 4", func() (err error) { rep.Trap, err = b.runTraps(ctx); return })
@@ -314,70 +316,54 @@ func run(ctx context.Context, args []string) error {
 	rep.Finished = time.Now()
 	rep.Machine.LoadEnd = loadavg()
 	rep.Machine.ZooKeeper = b.zkVer
-	rep.Errors = errs
+	return rep
+}
 
+// write writes rep as JSON to --json, prints its table and writes the
+// report to --md (empty: none). Errors name the file.
+func (b *bench) write(rep *report.Results) error {
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return fmt.Errorf("results as JSON: %w", err)
 	}
-	if err := os.WriteFile(o.jsonPath, data, 0o644); err != nil {
+	if err := os.WriteFile(b.opts.jsonPath, data, 0o644); err != nil {
 		return err
 	}
-	table := rep.table()
-	fmt.Println(table)
-	if o.mdPath != "" {
-		if err := os.WriteFile(o.mdPath, []byte(rep.markdown(table)), 0o644); err != nil {
-			return fmt.Errorf("--md %s: %w", o.mdPath, err)
-		}
-		b.log.Info("report written", "md", o.mdPath, "json", o.jsonPath)
+	if err := writeReport(rep, b.opts.mdPath); err != nil {
+		return err
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%d part(s) failed: %s", len(errs), strings.Join(errs, "; "))
+	if b.opts.mdPath != "" {
+		b.log.Info("report written", "md", b.opts.mdPath, "json", b.opts.jsonPath)
 	}
 	return nil
 }
 
 // render reads a results.json and writes its table to stdout and its
-// report to mdPath (” = none). Errors name the file.
+// report to mdPath (empty: none). Errors name the file.
 func render(jsonPath, mdPath string) error {
 	data, err := os.ReadFile(jsonPath)
 	if err != nil {
 		return fmt.Errorf("--from-json: %w", err)
 	}
-	var rep report
+	var rep report.Results
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return fmt.Errorf("--from-json %s: not a crawlbench results.json: %w", jsonPath, err)
 	}
-	table := rep.table()
+	return writeReport(&rep, mdPath)
+}
+
+// writeReport prints rep's table to stdout and writes BENCHMARKS.md to
+// mdPath (empty: none).
+func writeReport(rep *report.Results, mdPath string) error {
+	table := rep.Table()
 	fmt.Println(table)
-	if mdPath != "" {
-		if err := os.WriteFile(mdPath, []byte(rep.markdown(table)), 0o644); err != nil {
-			return fmt.Errorf("--md %s: %w", mdPath, err)
-		}
+	if mdPath == "" {
+		return nil
+	}
+	if err := os.WriteFile(mdPath, []byte(rep.Markdown(table)), 0o644); err != nil {
+		return fmt.Errorf("--md %s: %w", mdPath, err)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// loadavg returns the first three fields of /proc/loadavg.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // round rounds v to d decimals (for logs).

@@ -32,61 +32,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 // pgDocs is the manual served (Debian package postgresql-doc-15).
 const pgDocs = "/usr/share/doc/postgresql-doc-15/html"
 
-// realResult is part 2.
-type realResult struct {
-	Docs         string
-	Nginx, Wget  string // versions
-	NginxWorkers int
-	MaxInFlight  int
-	Concurrency  int
-	Runs         []realRun // the plain loopback pair first
-}
-
-// realRun is one wget-vs-zkcrawl pair.
-type realRun struct {
-	LatencyMS      float64 // added to every response by the proxy (0: none)
-	ForceSync      bool    // of the ZooKeeper zkcrawl ran on
-	WgetWARCMB     float64 // wget's WARC file
-	WgetPages      int     // .html files in wget's mirror
-	WgetS          float64 // wget -r wall time
-	WgetExitStatus int
-	ZKPages        int     // URLs logged with status 200
-	ZKLines        int     // crawl log lines
-	ZKS            float64 // seeder start to the last crawl log line (then found done)
-	ZKCrawlS       float64 // first worker start to the last crawl log line
-	SeedS          float64 // the seeder run (crawl creation + 1 seed)
-	DetectS        float64 // last crawl log line to done confirmed
-	LongestGapS    float64 // longest pause between two crawl log lines
-	IdleGapsS      float64 // summed pauses over 250 ms: nothing fetched at all
-	Ratio          float64 // ZKS / WgetS
-	CrawlRatio     float64 // ZKCrawlS / WgetS
-	Missing, Dups  int     // of wget's pages
-	Extra          int     // status-200 URLs wget did not fetch
-	PagesByWorker  map[string]int
-	ClaimP50Ms     float64
-	ClaimP99Ms     float64
-	ZKOps          map[string]float64 // requests and queue steps by op, all workers
-	ZKOpErrors     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
-	ZKWrites       int64              // zxid delta, seeding included
-	WritesPerLine  float64            // ZKWrites / ZKLines
-	WorkerCPUS     float64
-	ZKCPUS         float64
-	LoadBefore     string
-	LoadAfter      string
-}
-
-func (b *bench) runReal(ctx context.Context) (*realResult, error) {
-	res := &realResult{Docs: pgDocs, MaxInFlight: b.opts.realInFlight, Concurrency: b.opts.realConcurrency, NginxWorkers: 2}
+// runReal runs part 2: nginx serving the manual, then the wget-vs-zkcrawl
+// pair on loopback and, with --real-latency, through the delaying proxy.
+func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
+	res := &report.Real{Docs: pgDocs, MaxInFlight: b.opts.realInFlight, Concurrency: b.opts.realConcurrency, NginxWorkers: 2}
 	if _, err := os.Stat(filepath.Join(pgDocs, "index.html")); err != nil {
 		return nil, fmt.Errorf("%s/index.html is missing: install Debian's postgresql-doc-15 (scripts/bench.sh does)", pgDocs)
 	}
@@ -106,7 +66,7 @@ func (b *bench) runReal(ctx context.Context) (*realResult, error) {
 	res.Wget = strings.SplitN(string(out), "\n", 2)[0]
 	b.log.Info("part 2: PostgreSQL docs, wget vs zkcrawl", "docs", pgDocs, "nginx", res.Nginx)
 
-	dir, err := filepath.Abs(filepath.Join(b.outDir, "real"))
+	dir, err := filepath.Abs(filepath.Join(b.opts.outDir, "real"))
 	if err != nil {
 		return nil, err
 	}
@@ -188,14 +148,7 @@ http {
 	if err != nil {
 		return 0, nil, err
 	}
-	stop := func() {
-		_ = np.Signal(syscall.SIGTERM)
-		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := np.Wait(wctx); err != nil {
-			_ = np.Kill()
-		}
-	}
+	stop := func() { np.Stop(10 * time.Second) }
 	if err := waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/index.html", port), 20*time.Second); err != nil {
 		stop()
 		return 0, nil, fmt.Errorf("nginx: %w\n%s", err, testenv.TailFile(filepath.Join(dir, "error.log"), 10))
@@ -236,58 +189,16 @@ func startDelayProxy(origin string, d time.Duration) (string, func(), error) {
 
 // realPair mirrors base with wget, then crawls it with zkcrawl once on
 // the shared ZooKeeper of each forceSync setting in modes.
-func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *realResult, latency time.Duration, modes []bool) ([]realRun, error) {
-	w := realRun{LatencyMS: float64(latency) / float64(time.Millisecond)}
+func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *report.Real, latency time.Duration, modes []bool) ([]report.RealRun, error) {
 	start := base + "index.html"
-	u, _ := url.Parse(base)
-
-	// wget -r -np -nv --warc-file: one request at a time on one keep-alive
-	// connection, every response also written to wget.warc.gz.
-	mirrorDir := filepath.Join(dir, "wget")
-	if err := os.MkdirAll(mirrorDir, 0o755); err != nil {
+	w, want, err := runWget(ctx, base, dir)
+	if err != nil {
 		return nil, err
 	}
-	warc := filepath.Join(dir, "wget")
-	wget := exec.CommandContext(ctx, "wget", "-r", "-np", "-nv", "--warc-file="+warc, "-o", filepath.Join(dir, "wget.log"), start)
-	wget.Dir = mirrorDir
-	t0 := time.Now()
-	err := wget.Run()
-	w.WgetS = time.Since(t0).Seconds()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		// 8: some URL answered an HTTP error (robots.txt is 404, and the
-		// manual links a non-existent relative "pgsql-docs@..." page);
-		// the pages it fetched count.
-		w.WgetExitStatus = ee.ExitCode()
-	} else if err != nil {
-		return nil, fmt.Errorf("wget: %w", err)
-	}
-	if st, err := os.Stat(warc + ".warc.gz"); err == nil {
-		w.WgetWARCMB = float64(st.Size()) / (1 << 20)
-	} else {
-		return nil, fmt.Errorf("wget --warc-file wrote no %s.warc.gz (a wget built without WARC support?): %w", warc, err)
-	}
-	want := map[string]bool{}
-	mirror := filepath.Join(mirrorDir, u.Host)
-	err = filepath.WalkDir(mirror, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") {
-			return err
-		}
-		rel, _ := filepath.Rel(mirror, p)
-		segs := strings.Split(filepath.ToSlash(rel), "/")
-		for i, s := range segs {
-			segs[i] = url.PathEscape(s)
-		}
-		want[base+strings.Join(segs, "/")] = true
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("wget mirror %s: %w", mirror, err)
-	}
-	w.WgetPages = len(want)
+	w.LatencyMS = float64(latency) / float64(time.Millisecond)
 	b.log.Info("part 2: wget done", "latency", latency, "pages", w.WgetPages, "s", round(w.WgetS, 2), "exit", w.WgetExitStatus)
 
-	var runs []realRun
+	var runs []report.RealRun
 	for _, fsync := range modes {
 		if b.shared[fsync] == nil {
 			// Part 1 did not warm this server up: one unrecorded crawl of
@@ -311,14 +222,72 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *real
 	return runs, nil
 }
 
+// runWget mirrors base from index.html with wget -r -np -nv --warc-file into
+// dir (one request at a time on one keep-alive connection, every response
+// also written to dir/wget.warc.gz) and returns its figures and the URLs
+// of the .html pages it fetched. Errors: wget failed to run (an HTTP error
+// of some URL is its exit status, not an error), or wrote no WARC file.
+func runWget(ctx context.Context, base, dir string) (report.RealRun, map[string]bool, error) {
+	var w report.RealRun
+	mirrorDir := filepath.Join(dir, "wget")
+	if err := os.MkdirAll(mirrorDir, 0o755); err != nil {
+		return w, nil, err
+	}
+	warc := filepath.Join(dir, "wget")
+	cmd := exec.CommandContext(ctx, "wget", "-r", "-np", "-nv", "--warc-file="+warc, "-o", filepath.Join(dir, "wget.log"), base+"index.html")
+	cmd.Dir = mirrorDir
+	t0 := time.Now()
+	err := cmd.Run()
+	w.WgetS = time.Since(t0).Seconds()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		// 8: some URL answered an HTTP error (robots.txt is 404, and the
+		// manual links a non-existent relative "pgsql-docs@..." page);
+		// the pages it fetched count.
+		w.WgetExitStatus = ee.ExitCode()
+	} else if err != nil {
+		return w, nil, fmt.Errorf("wget: %w", err)
+	}
+	st, err := os.Stat(warc + ".warc.gz")
+	if err != nil {
+		return w, nil, fmt.Errorf("wget --warc-file wrote no %s.warc.gz (a wget built without WARC support?): %w", warc, err)
+	}
+	w.WgetWARCMB = float64(st.Size()) / (1 << 20)
+	u, _ := url.Parse(base)
+	want, err := mirrorPages(filepath.Join(mirrorDir, u.Host), base)
+	w.WgetPages = len(want)
+	return w, want, err
+}
+
+// mirrorPages returns the URLs (under base) of the .html files in wget's
+// mirror directory, their path segments escaped as URLs.
+func mirrorPages(mirror, base string) (map[string]bool, error) {
+	want := map[string]bool{}
+	err := filepath.WalkDir(mirror, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") {
+			return err
+		}
+		rel, _ := filepath.Rel(mirror, p)
+		segs := strings.Split(filepath.ToSlash(rel), "/")
+		for i, s := range segs {
+			segs[i] = url.PathEscape(s)
+		}
+		want[base+strings.Join(segs, "/")] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wget mirror %s: %w", mirror, err)
+	}
+	return want, nil
+}
+
 // realCrawl seeds start and crawls it with 3 workers on the shared
 // ZooKeeper of run.ForceSync, filling in run's zkcrawl figures.
-func (b *bench) realCrawl(ctx context.Context, start, dir, crawl string, res *realResult, want map[string]bool, run *realRun) error {
+func (b *bench) realCrawl(ctx context.Context, start, dir, crawl string, res *report.Real, want map[string]bool, run *report.RealRun) error {
 	zk, err := b.sharedServer(ctx, run.ForceSync, nil)
 	if err != nil {
 		return err
 	}
-	zkAddr, client := zk.srv.Addr(), zk.client
 	cfg := map[string]any{
 		"allow_private_networks": true,
 		"per_host_rate_per_s":    0,
@@ -328,77 +297,53 @@ func (b *bench) realCrawl(ctx context.Context, start, dir, crawl string, res *re
 		"scope":                  "same_host",
 	}
 	run.LoadBefore = loadavg()
-	s0, err := readSrvr(ctx, zkAddr)
-	if err != nil {
-		return err
-	}
-	z0, err := readProc(zk.pid)
+	mark, err := zk.mark(ctx)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
-	if err := b.seed(ctx, zkAddr, crawl, dir, cfg, []string{start}); err != nil {
+	if err := b.seed(ctx, zk.srv.Addr(), crawl, dir, cfg, []string{start}); err != nil {
 		return err
 	}
 	t1 := time.Now()
 	run.SeedS = t1.Sub(t0).Seconds()
-	var workers []*workerProc
-	defer func() {
-		for _, w := range workers {
-			_ = w.Kill()
+	var front *frontier.Frontier // opened once the workers run, as the seeder's run ends the timing
+	pending := func(ctx context.Context) (bool, error) {
+		if front == nil {
+			opened, err := frontier.Open(ctx, zk.client, "/zkcrawl/"+crawl) // TODO(issue 13 item 5)
+			if err != nil {
+				return false, err
+			}
+			front = opened
 		}
-	}()
-	for i := 1; i <= 3; i++ {
-		w, err := b.startWorker(ctx, zkAddr, crawl, dir, fmt.Sprintf("w%d", i))
-		if err != nil {
-			return err
-		}
-		workers = append(workers, w)
+		return frontierEmpty(front)(ctx)
 	}
-	front, err := frontier.Open(ctx, client, "/zkcrawl/"+crawl)
+	f, r, err := b.runCrawl(ctx, zk, crawl, dir, 3, mark, pending, 5*time.Minute)
 	if err != nil {
 		return err
 	}
-	done, err := waitDone(ctx, func(ctx context.Context) (bool, error) {
-		p, err := front.Pending(ctx)
-		return p.Empty(), err
-	}, workers, 5*time.Minute)
+	defer f.kill()
+	run.DetectS = r.detect.Seconds()
+	run.ZKS, run.ZKCrawlS = r.end.Sub(t0).Seconds(), r.end.Sub(t1).Seconds()
+	run.Ratio, run.CrawlRatio = run.ZKS/run.WgetS, run.ZKCrawlS/run.WgetS
+	run.ZKOps, run.ZKOpErrors, run.WorkerCPUS = r.m.ops, r.m.opErrors, r.m.cpuS
+	run.ClaimP50Ms, run.ClaimP99Ms = ms(r.m.claim.quantile(0.5)), ms(r.m.claim.quantile(0.99))
+	run.ZKWrites, run.ZKCPUS, run.LoadAfter = r.zkWrites, r.zkCPUS, r.loadAfter
+	lines, err := f.stopAndRead()
 	if err != nil {
 		return err
 	}
-	end := lastWrite(workers)
-	run.DetectS = time.Since(done).Seconds()
-	run.ZKS = end.Sub(t0).Seconds()
-	run.ZKCrawlS = end.Sub(t1).Seconds()
-	run.Ratio = run.ZKS / run.WgetS
-	run.CrawlRatio = run.ZKCrawlS / run.WgetS
-	var claim hist
-	for _, w := range workers {
-		if err := w.awaitMetrics(ctx); err != nil {
-			return err
-		}
-		fams, err := scrape(ctx, w.Metrics)
-		if err != nil {
-			return err
-		}
-		claim, _ = claim.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_claim"))
-		run.ZKOps = addCounts(run.ZKOps, opCounts(fams))
-		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
-		cpu, _ := w.CPUTime()
-		run.WorkerCPUS += cpu.Seconds()
-	}
-	run.ClaimP50Ms, run.ClaimP99Ms = finite(claim.quantile(0.5)*1000), finite(claim.quantile(0.99)*1000)
-	if z1, err := readProc(zk.pid); err == nil {
-		run.ZKCPUS = (z1.CPU - z0.CPU).Seconds()
-	}
-	if s1, err := readSrvr(ctx, zkAddr); err == nil {
-		run.ZKWrites = s1.Zxid - s0.Zxid
-	}
-	run.LoadAfter = loadavg()
-	lines, err := stopAll(workers, dir)
-	if err != nil {
-		return err
-	}
+	compareWget(run, lines, want)
+	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", round(run.WgetS, 2), "zkcrawl_s", round(run.ZKS, 2),
+		"ratio", round(run.Ratio, 2), "writes_per_line", round(run.WritesPerLine, 2), "idle_gaps_s", round(run.IdleGapsS, 2),
+		"pages", run.ZKPages, "missing", run.Missing, "dups", run.Dups)
+	return nil
+}
+
+// compareWget fills run's figures of the crawl logs: lines, writes per
+// line, pauses, pages by worker, status-200 URLs, and wget's pages (want)
+// missing or fetched twice, and status-200 URLs wget did not fetch.
+func compareWget(run *report.RealRun, lines []storage.LogEntry, want map[string]bool) {
 	run.ZKLines = len(lines)
 	if run.ZKLines > 0 {
 		run.WritesPerLine = float64(run.ZKWrites) / float64(run.ZKLines)
@@ -429,10 +374,6 @@ func (b *bench) realCrawl(ctx context.Context, start, dir, crawl string, res *re
 			run.Extra++
 		}
 	}
-	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", round(run.WgetS, 2), "zkcrawl_s", round(run.ZKS, 2),
-		"ratio", round(run.Ratio, 2), "writes_per_line", round(run.WritesPerLine, 2), "idle_gaps_s", round(run.IdleGapsS, 2),
-		"pages", run.ZKPages, "missing", run.Missing, "dups", run.Dups)
-	return nil
 }
 
 // waitHTTP polls u until it answers 200, up to d.

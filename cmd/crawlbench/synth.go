@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -21,80 +20,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
-
-// synthResult is part 1.
-type synthResult struct {
-	Hosts, PagesPerHost, LinksPerPage int
-	CrossHostShare                    float64
-	Scope                             string
-	MaxInFlight                       int
-	Expected                          int        // ground-truth URLs a correct crawl fetches
-	Runs                              []synthRun // the fastest attempt of each worker count and forceSync
-	Attempts                          []synthRun // every run, in order
-	// The previous frontier layout's build (--baseline-bin), 3 workers,
-	// run in the same rounds: the fastest per forceSync, and every attempt.
-	BaselineName               string
-	Baseline, BaselineAttempts []synthRun
-}
-
-// synthRun is one crawl with Workers processes.
-type synthRun struct {
-	Workers     int
-	ForceSync   bool
-	Baseline    bool // run with --baseline-bin
-	Attempt     int
-	Crawl       string
-	Pages       int     // crawl log lines (fetch attempts)
-	URLs        int     // distinct URLs logged
-	Missing     int     // ground-truth URLs never logged
-	Dups        int     // URLs logged more than once
-	Extra       int     // URLs logged that a correct crawl does not fetch
-	WrongStatus int     // URLs whose last status differs from the truth
-	WallS       float64 // first worker start to the last crawl log line (the crawl then found done)
-	PagesPerS   float64
-	// CPU seconds over the run: the workers (sum), the ZooKeeper JVM, and
-	// this driver (which serves the synthetic web and polls).
-	WorkerCPUS, ZKCPUS, DriverCPUS float64
-	WorkerCPUMsPerPage             float64
-	ZKCPUMsPerPage                 float64
-	ZKWrites                       int64 // zxid delta over the run
-	ZKWritesPerPage                float64
-	// Group commit, from the workers' metrics: fenced steps (claims,
-	// completions, group steps, posts) and the ZooKeeper multis that
-	// carried them (coord's Client.CommitStats is not exported by the
-	// worker, so this is the ratio of the two counters).
-	FencedSteps, Multis      float64
-	StepsPerMulti            float64
-	Claims                   float64 // queue_claim observations, all workers
-	ClaimP50Ms, ClaimP99Ms   float64
-	ClaimMeanMs              float64
-	CompleteP50Ms, PostP50Ms float64
-	LinksQueued, LinksDup    float64
-	Dropped                  map[string]float64 // zkcrawl_links_dropped_total by reason
-	ZKOps                    map[string]float64 // requests and queue steps by op, all workers
-	ZKOpErrors               map[string]float64 // of which returned an error
-	PeakRSSMB                []float64          // per worker, VmHWM
-	PagesPerWorker           []int
-	LoadBefore, LoadAfter    string
-	FirstWorkerReadyS        float64 // until every worker served metrics
-	DetectS                  float64 // the last crawl log write to done confirmed
-	LongestGapS              float64 // longest pause between two crawl log lines
-	IdleGapsS                float64 // summed pauses over 250 ms: nothing fetched at all
-	// What the finished crawl left in ZooKeeper (part 3b), once its
-	// batches retired: mntr data size and znode count delta from before
-	// seeding to after the workers stopped, the seen chunks' data and keys.
-	Retired                     bool // every batch retired within the wait
-	RetireWaitS                 float64
-	DataDelta, ZnodeDelta       int64
-	SeenKeys, SeenChunks        int
-	SeenChunkBytes              int64
-	DataPerURL, ChunkBytesPerKy float64
-}
 
 // synthConfig is the crawl config of part 1.
 func (b *bench) synthConfig() map[string]any {
@@ -136,14 +67,16 @@ func (b *bench) warmCrawl(ctx context.Context, web *testenv.Web, truth map[strin
 	}
 }
 
-func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
+// runSynth runs part 1: every worker count on both shared servers,
+// --repeat rounds, plus the baseline build when --baseline-bin is given.
+func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	o := b.opts
 	web, truth, err := b.startSynthWeb(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer web.Close()
-	res := &synthResult{Hosts: o.hosts, PagesPerHost: o.pagesPerHost, LinksPerPage: o.links,
+	res := &report.Synth{Hosts: o.hosts, PagesPerHost: o.pagesPerHost, LinksPerPage: o.links,
 		CrossHostShare: o.cross, Scope: o.scope, MaxInFlight: o.synthInFlight, BaselineName: o.baselineName}
 	for _, e := range truth {
 		if e.Status > 0 {
@@ -160,7 +93,7 @@ func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
 		n    int
 		sync bool
 	}
-	best := map[key]*synthRun{}
+	best := map[key]*report.SynthRun{}
 	for a := 1; a <= max(o.repeat, 1); a++ {
 		for _, n := range o.workers {
 			for _, fsync := range []bool{true, false} {
@@ -198,7 +131,7 @@ func (b *bench) runSynth(ctx context.Context) (*synthResult, error) {
 
 // baselineRun runs 3 workers of the --baseline-bin build on zk and keeps
 // the fastest run per forceSync in res.Baseline.
-func (b *bench) baselineRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, attempt int, res *synthResult) error {
+func (b *bench) baselineRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, attempt int, res *report.Synth) error {
 	b.binDir = b.opts.baselineBin
 	run, err := b.synthRun(ctx, web, truth, zk, 3, attempt, true)
 	b.binDir = ""
@@ -206,7 +139,7 @@ func (b *bench) baselineRun(ctx context.Context, web *testenv.Web, truth map[str
 		return fmt.Errorf("part 1, %s baseline, %s, attempt %d: %w", b.opts.baselineName, syncName(zk.forceSync), attempt, err)
 	}
 	res.BaselineAttempts = append(res.BaselineAttempts, *run)
-	i := slices.IndexFunc(res.Baseline, func(x synthRun) bool { return x.ForceSync == run.ForceSync })
+	i := slices.IndexFunc(res.Baseline, func(x report.SynthRun) bool { return x.ForceSync == run.ForceSync })
 	switch {
 	case i < 0:
 		res.Baseline = append(res.Baseline, *run)
@@ -222,37 +155,23 @@ func (b *bench) baselineRun(ctx context.Context, web *testenv.Web, truth map[str
 // A baseline run uses the previous layout's binaries (b.bin), whose crawl
 // this code cannot open as a frontier: it is found done by the queue alone
 // (ready items and claims), and part 3b's seen chunks are not read.
-func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (*synthRun, error) {
-	zkAddr, client := zk.srv.Addr(), zk.client
+func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (*report.SynthRun, error) {
 	tag := fmt.Sprintf("w%d-%s-a%d", n, map[bool]string{true: "fsync", false: "nosync"}[zk.forceSync], attempt)
 	if baseline {
 		tag = "baseline-" + tag
 	}
-	run := &synthRun{Workers: n, ForceSync: zk.forceSync, Baseline: baseline, Attempt: attempt, Crawl: fmt.Sprintf("synth-%s-%d", tag, time.Now().Unix())}
-	dir := filepath.Join(b.outDir, "synth", tag) // attempt 0: the warm-up
+	run := &report.SynthRun{Workers: n, ForceSync: zk.forceSync, Baseline: baseline, Attempt: attempt, Crawl: fmt.Sprintf("synth-%s-%d", tag, time.Now().Unix())}
+	dir := filepath.Join(b.opts.outDir, "synth", tag) // attempt 0: the warm-up
 	before, err := zk.footprint(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.seed(ctx, zkAddr, run.Crawl, dir, b.synthConfig(), web.Seeds()); err != nil {
+	if err := b.seed(ctx, zk.srv.Addr(), run.Crawl, dir, b.synthConfig(), web.Seeds()); err != nil {
 		return nil, err
 	}
-	root := "/zkcrawl/" + run.Crawl
-	var front *frontier.Frontier
-	pending := func(ctx context.Context) (bool, error) {
-		p, err := front.Pending(ctx)
-		return p.Empty(), err
-	}
-	if baseline {
-		q, err := coord.OpenQueue(ctx, client, root)
-		if err != nil {
-			return nil, err
-		}
-		pending = func(ctx context.Context) (bool, error) {
-			p, err := q.Pending(ctx)
-			return p.Queued == 0 && p.Claimed == 0, err
-		}
-	} else if front, err = frontier.Open(ctx, client, root); err != nil {
+	root := "/zkcrawl/" + run.Crawl // TODO(issue 13 item 5)
+	pending, front, err := synthPending(ctx, zk.client, root, baseline)
+	if err != nil {
 		return nil, err
 	}
 	web.Reset()
@@ -260,98 +179,18 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	time.Sleep(500 * time.Millisecond)
 
 	run.LoadBefore = loadavg()
-	s0, err := readSrvr(ctx, zkAddr)
+	mark, err := zk.mark(ctx)
 	if err != nil {
 		return nil, err
 	}
-	z0, err := readProc(zk.pid)
+	f, r, err := b.runCrawl(ctx, zk, run.Crawl, dir, n, mark, pending, b.opts.crawlTimeout)
 	if err != nil {
 		return nil, err
 	}
-	self0 := selfCPU()
-	t0 := time.Now()
-	var workers []*workerProc
-	defer func() {
-		for _, w := range workers {
-			_ = w.Kill()
-		}
-	}()
-	for i := 1; i <= n; i++ {
-		w, err := b.startWorker(ctx, zkAddr, run.Crawl, dir, fmt.Sprintf("w%d", i))
-		if err != nil {
-			return nil, err
-		}
-		workers = append(workers, w)
-	}
-	for _, w := range workers {
-		if err := w.awaitMetrics(ctx); err != nil {
-			return nil, err
-		}
-	}
-	run.FirstWorkerReadyS = time.Since(t0).Seconds()
-	done, err := waitDone(ctx, pending, workers, b.opts.crawlTimeout)
-	if err != nil {
-		return nil, err
-	}
-	run.WallS = lastWrite(workers).Sub(t0).Seconds()
-	run.DetectS = time.Since(done).Seconds()
-
-	// Measure before stopping anything: metrics, /proc, zxid.
-	var claim, complete, post hist
-	for _, w := range workers {
-		fams, err := scrape(ctx, w.Metrics)
-		if err != nil {
-			return nil, err
-		}
-		if claim, err = claim.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_claim")); err != nil {
-			return nil, err
-		}
-		complete, _ = complete.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "queue_complete"))
-		post, _ = post.merge(histOf(fams, "zkcrawl_zk_op_duration_seconds", "op", "backlog_post"))
-		run.ZKOps = addCounts(run.ZKOps, opCounts(fams))
-		run.ZKOpErrors = addCounts(run.ZKOpErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
-		run.Dropped = addCounts(run.Dropped, labelCounts(fams, "zkcrawl_links_dropped_total", "reason"))
-		run.LinksQueued += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "queued"})
-		run.LinksDup += counterOf(fams, "zkcrawl_links_total", map[string]string{"result": "duplicate"})
-		cpu, err := w.CPUTime()
-		if err != nil {
-			return nil, err
-		}
-		run.WorkerCPUS += cpu.Seconds()
-		peak, err := w.RSSPeakKB()
-		if err != nil {
-			return nil, err
-		}
-		run.PeakRSSMB = append(run.PeakRSSMB, float64(peak)/1024)
-	}
-	z1, err := readProc(zk.pid)
-	if err != nil {
-		return nil, err
-	}
-	s1, err := readSrvr(ctx, zkAddr)
-	if err != nil {
-		return nil, err
-	}
-	run.DriverCPUS = (selfCPU() - self0).Seconds()
-	run.LoadAfter = loadavg()
-	run.ZKCPUS = (z1.CPU - z0.CPU).Seconds()
-	run.ZKWrites = s1.Zxid - s0.Zxid
-	run.Claims = claim.Count
-	// A histogram without observations (the baseline posts nothing) has
-	// no quantile: 0, since JSON has no NaN.
-	run.ClaimP50Ms = finite(claim.quantile(0.5) * 1000)
-	run.ClaimP99Ms = finite(claim.quantile(0.99) * 1000)
-	run.ClaimMeanMs = finite(claim.mean() * 1000)
-	run.CompleteP50Ms = finite(complete.quantile(0.5) * 1000)
-	run.PostP50Ms = finite(post.quantile(0.5) * 1000)
-	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
-		run.FencedSteps += run.ZKOps[op]
-	}
-	run.Multis = run.ZKOps["multi"]
-	if run.Multis > 0 {
-		run.StepsPerMulti = run.FencedSteps / run.Multis
-	}
-
+	defer f.kill()
+	run.FirstWorkerReadyS, run.WallS, run.DetectS = r.ready.Seconds(), r.wall.Seconds(), r.detect.Seconds()
+	run.ZKWrites, run.ZKCPUS, run.DriverCPUS, run.LoadAfter = r.zkWrites, r.zkCPUS, r.driverCPUS, r.loadAfter
+	recordSynthMetrics(run, r.m)
 	// Part 3b: wait (bounded) until every backlog batch has retired into
 	// the seen chunks, while the workers (the groups' owners) still run.
 	if !baseline {
@@ -361,8 +200,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 		}
 		run.RetireWaitS = time.Since(t1).Seconds()
 	}
-
-	lines, err := stopAll(workers, dir)
+	lines, err := f.stopAndRead()
 	if err != nil {
 		return nil, err
 	}
@@ -372,11 +210,66 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	}
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
 	if !baseline {
-		if run.SeenKeys, run.SeenChunks, run.SeenChunkBytes, err = seenChunks(ctx, client, front); err != nil {
+		if run.SeenKeys, run.SeenChunks, run.SeenChunkBytes, err = seenChunks(ctx, zk.client, front); err != nil {
 			return nil, err
 		}
 	}
+	b.judgeSynth(run, f, lines, truth)
+	return run, nil
+}
 
+// synthPending returns how part 1 finds a crawl done, and its frontier:
+// frontier.Pending empty, or for a baseline run (nil frontier) the queue's
+// ready items and claims alone.
+func synthPending(ctx context.Context, c *coord.Client, root string, baseline bool) (func(context.Context) (bool, error), *frontier.Frontier, error) {
+	if baseline {
+		q, err := coord.OpenQueue(ctx, c, root)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context) (bool, error) {
+			p, err := q.Pending(ctx)
+			return p.Queued == 0 && p.Claimed == 0, err
+		}, nil, nil
+	}
+	front, err := frontier.Open(ctx, c, root)
+	if err != nil {
+		return nil, nil, err
+	}
+	return frontierEmpty(front), front, nil
+}
+
+// frontierEmpty reports whether front holds nothing: no item ready,
+// claimed, in a backlog or in an inbox (frontier.Pending).
+func frontierEmpty(front *frontier.Frontier) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		p, err := front.Pending(ctx)
+		return p.Empty(), err
+	}
+}
+
+// recordSynthMetrics fills run's figures from the workers' metrics: claim,
+// completion and post latency, requests by op, group commit, links, CPU
+// and peak memory.
+func recordSynthMetrics(run *report.SynthRun, m workerMetrics) {
+	run.ZKOps, run.ZKOpErrors, run.Dropped = m.ops, m.opErrors, m.dropped
+	run.LinksQueued, run.LinksDup = m.linksQueued, m.linksDup
+	run.WorkerCPUS, run.PeakRSSMB = m.cpuS, m.peakRSSMB
+	run.Claims = m.claim.Count
+	run.ClaimP50Ms, run.ClaimP99Ms, run.ClaimMeanMs = ms(m.claim.quantile(0.5)), ms(m.claim.quantile(0.99)), ms(m.claim.mean())
+	run.CompleteP50Ms, run.PostP50Ms = ms(m.complete.quantile(0.5)), ms(m.post.quantile(0.5))
+	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
+		run.FencedSteps += run.ZKOps[op]
+	}
+	run.Multis = run.ZKOps["multi"]
+	if run.Multis > 0 {
+		run.StepsPerMulti = run.FencedSteps / run.Multis
+	}
+}
+
+// judgeSynth checks the crawl logs against the ground truth and derives
+// the per-page figures of run.
+func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEntry, truth map[string]testenv.WebExpect) {
 	c := checkTruth(lines, truth)
 	longest, idle := gaps(lines, 250*time.Millisecond)
 	run.LongestGapS, run.IdleGapsS = longest.Seconds(), idle.Seconds()
@@ -385,11 +278,11 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	for _, l := range lines {
 		per[l.Worker]++
 	}
-	for _, w := range workers {
+	for _, w := range f.workers {
 		run.PagesPerWorker = append(run.PagesPerWorker, per[w.ID])
 	}
 	if c.examples != "" {
-		b.log.Warn("part 1: crawl differs from the ground truth", "workers", n, "fsync", zk.forceSync, "examples", c.examples)
+		b.log.Warn("part 1: crawl differs from the ground truth", "workers", run.Workers, "fsync", run.ForceSync, "examples", c.examples)
 	}
 	if run.Pages > 0 {
 		p := float64(run.Pages)
@@ -402,7 +295,6 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	if run.SeenKeys > 0 {
 		run.ChunkBytesPerKy = float64(run.SeenChunkBytes) / float64(run.SeenKeys)
 	}
-	return run, nil
 }
 
 // waitRetired polls Backlog.Stats until no group has a live batch (every
@@ -444,16 +336,16 @@ func seenChunks(ctx context.Context, c *coord.Client, front *frontier.Frontier) 
 	conn := c.Conn()
 	for _, g := range st {
 		keys += g.Seen
-		dir := path.Join(root, "backlog", g.Name)
+		dir := path.Join(root, "backlog", g.Name) // TODO(issue 13 item 5)
 		names, _, err := conn.Children(dir)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("list %s: %w", dir, err)
 		}
 		for _, n := range names {
-			if !strings.HasPrefix(n, "s-") {
+			if !strings.HasPrefix(n, "s-") { // TODO(issue 13 item 5)
 				continue
 			}
-			_, zs, err := conn.Exists(dir + "/" + n)
+			_, zs, err := conn.Exists(dir + "/" + n) // TODO(issue 13 item 5)
 			if err != nil {
 				return 0, 0, 0, fmt.Errorf("stat %s/%s: %w", dir, n, err)
 			}
@@ -467,101 +359,6 @@ func seenChunks(ctx context.Context, c *coord.Client, front *frontier.Frontier) 
 		}
 	}
 	return keys, chunks, bytes, nil
-}
-
-// waitDone returns the moment the crawl was first seen done: empty
-// reports nothing left (frontier.Pending: nothing ready, claimed, in the
-// backlog or in an inbox), confirmed by a second reading 50 ms later with
-// no crawl log growing in between. It reads every shard's and group's
-// counts, so it is only asked once the crawl logs have stopped growing for
-// 100 ms. Errors: every worker exited, ctx ended, or timeout.
-func waitDone(ctx context.Context, empty func(context.Context) (bool, error), workers []*workerProc, timeout time.Duration) (time.Time, error) {
-	var logs []string
-	for _, w := range workers {
-		logs = append(logs, w.CrawlLog())
-	}
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last []int64
-	stable := 0
-	var firstZero time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-tick.C:
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("crawl not done after %v", timeout)
-		}
-		alive := 0
-		for _, w := range workers {
-			if !w.Exited() {
-				alive++
-			}
-		}
-		if alive == 0 {
-			return time.Time{}, errors.New("every worker exited before the crawl was done:\n" + workers[0].LogTail(20))
-		}
-		sizes := fileSizes(logs)
-		if equalInts(sizes, last) && sum(sizes) > 0 {
-			stable++
-		} else {
-			stable, firstZero = 0, time.Time{}
-		}
-		last = sizes
-		if stable < 2 {
-			continue
-		}
-		now := time.Now()
-		done, err := empty(ctx)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if !done {
-			firstZero = time.Time{}
-			continue
-		}
-		if firstZero.IsZero() {
-			firstZero = now
-			continue
-		}
-		return firstZero, nil
-	}
-}
-
-// lastWrite returns the latest modification time of the workers' crawl
-// logs: when the last page was logged. Its item was completed one
-// ZooKeeper round trip later.
-func lastWrite(workers []*workerProc) time.Time {
-	var t time.Time
-	for _, w := range workers {
-		if t1 := fileModTime(w.CrawlLog()); t1.After(t) {
-			t = t1
-		}
-	}
-	return t
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sum(a []int64) int64 {
-	var s int64
-	for _, v := range a {
-		s += v
-	}
-	return s
 }
 
 // correctness compares crawl log lines with the ground truth.

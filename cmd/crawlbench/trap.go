@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage"
@@ -30,47 +31,10 @@ import (
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
-// trapResult is part 4.
-type trapResult struct {
-	Links, URLLength int
-	TimeS            float64
-	AbortMB          float64
-	Runs             []trapRun
-}
-
-// trapRun is one flavour.
-type trapRun struct {
-	Flavour       string
-	Config        map[string]any
-	Base          zkFootprint
-	End           zkFootprint // at TimeS (or at the abort), worker still running
-	Final         zkFootprint // after the worker stopped
-	GrowthMB      float64     // End - Base, data
-	PeakGrowthMB  float64     // largest growth seen (1 s polls)
-	LastTenSMB    float64     // growth over the last 10 s of the run: still growing?
-	ZnodeGrowth   int64
-	Aborted       bool // stopped early: growth passed AbortMB
-	RanS          float64
-	Pages         int              // crawl log lines
-	TrapPages     int              // of which pages of the trap host itself
-	Dropped       map[string]int64 // status node `dropped`
-	MetricDropped map[string]float64
-	Pending       frontier.Pending
-	ZKWrites      int64
-	JVMRSSMB      float64
-	LoadAfter     string
-	// Frontier health, from ZooKeeper and the worker's log: dead letters
-	// (R/failed children: outside every quota), group steps that failed
-	// and made the manager reload, and connection losses.
-	DeadLetters    int
-	GroupFailures  int
-	ConnLosses     int
-	GroupErrorHint string // the first group step error logged
-}
-
-func (b *bench) runTraps(ctx context.Context) (*trapResult, error) {
+// runTraps runs part 4: each trap flavour in turn.
+func (b *bench) runTraps(ctx context.Context) (*report.Trap, error) {
 	o := b.opts
-	res := &trapResult{Links: testenv.TrapDefaultLinks, URLLength: testenv.TrapDefaultURLLength, TimeS: o.trapTime.Seconds(), AbortMB: float64(o.trapAbortMB)}
+	res := &report.Trap{Links: testenv.TrapDefaultLinks, URLLength: testenv.TrapDefaultURLLength, TimeS: o.trapTime.Seconds(), AbortMB: float64(o.trapAbortMB)}
 	for _, f := range testenv.TrapFlavours {
 		run, err := b.trapRun(ctx, f)
 		if run != nil {
@@ -83,124 +47,53 @@ func (b *bench) runTraps(ctx context.Context) (*trapResult, error) {
 	return res, nil
 }
 
-func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*trapRun, error) {
-	o := b.opts
-	run := &trapRun{Flavour: string(flavour), Config: map[string]any{"allow_private_networks": true}}
+// trapRun serves one trap flavour on loopback and lets one worker crawl it
+// on a fresh ZooKeeper for --trap-time (less past --trap-abort-mb).
+func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*report.TrapRun, error) {
+	run := &report.TrapRun{Flavour: string(flavour), Config: map[string]any{"allow_private_networks": true}}
 	if flavour == testenv.TrapSubdomain {
 		run.Config["scope"] = "any"
 	}
-	b.log.Info("part 4: trap", "flavour", flavour, "time", o.trapTime)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	b.log.Info("part 4: trap", "flavour", flavour, "time", b.opts.trapTime)
+	trapHost, stopTrap, err := serveTrap(flavour)
 	if err != nil {
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	h, err := testenv.NewTrapHandler(testenv.TrapConfig{Flavour: flavour, Port: port})
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	seed := fmt.Sprintf("http://127.0.0.1:%d/", port)
-
-	dir := filepath.Join(b.outDir, "trap", string(flavour))
-	zk, err := b.startZK(ctx, zkSpec{dir: filepath.Join("trap", string(flavour), "zk"), forceSync: true, heap: "1g"})
+	defer stopTrap()
+	dir := filepath.Join(b.opts.outDir, "trap", string(flavour))
+	zk, base, err := b.startOwnZK(ctx, filepath.Join("trap", string(flavour), "zk"))
 	if err != nil {
 		return nil, err
 	}
 	defer zk.close()
-	if run.Base, err = zk.footprint(ctx); err != nil {
-		return nil, err
-	}
-	s0, err := readSrvr(ctx, zk.srv.Addr())
+	run.Base = base
+	mark, err := zk.mark(ctx)
 	if err != nil {
 		return nil, err
 	}
 	crawl := "trap-" + string(flavour)
-	if err := b.seed(ctx, zk.srv.Addr(), crawl, dir, run.Config, []string{seed}); err != nil {
+	if err := b.seed(ctx, zk.srv.Addr(), crawl, dir, run.Config, []string{"http://" + trapHost + "/"}); err != nil {
 		return nil, err
 	}
-	front, err := frontier.Open(ctx, zk.client, "/zkcrawl/"+crawl)
+	f, err := b.startFleet(ctx, zk.srv.Addr(), crawl, dir, 1)
 	if err != nil {
 		return nil, err
 	}
-	w, err := b.startWorker(ctx, zk.srv.Addr(), crawl, dir, "w1")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = w.Kill() }()
-	if err := w.awaitMetrics(ctx); err != nil {
-		return nil, err
-	}
-	t0 := time.Now()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var history []zkFootprint
-	for time.Since(t0) < o.trapTime {
-		select {
-		case <-ctx.Done():
-			return run, ctx.Err()
-		case <-tick.C:
-		}
-		f, err := zk.footprint(ctx)
-		if err != nil {
-			return run, err
-		}
-		history = append(history, f)
-		g := float64(f.DataBytes-run.Base.DataBytes) / (1 << 20)
-		run.PeakGrowthMB = max(run.PeakGrowthMB, g)
-		if g > float64(o.trapAbortMB) {
-			run.Aborted = true
-			b.log.Warn("part 4: trap growth past the abort limit; stopping this flavour early", "flavour", flavour, "growth_mb", round(g, 1))
-			break
-		}
-		if w.Exited() {
-			return run, fmt.Errorf("the worker exited:\n%s", w.LogTail(20))
-		}
-	}
-	run.RanS = time.Since(t0).Seconds()
-	if run.End, err = zk.footprint(ctx); err != nil {
+	defer f.kill()
+	if err := b.watchGrowth(ctx, zk, f.workers[0], run); err != nil {
 		return run, err
 	}
-	run.GrowthMB = float64(run.End.DataBytes-run.Base.DataBytes) / (1 << 20)
-	run.PeakGrowthMB = max(run.PeakGrowthMB, run.GrowthMB)
-	run.ZnodeGrowth = run.End.Znodes - run.Base.Znodes
-	run.JVMRSSMB = float64(run.End.RSSKB) / 1024
-	if k := len(history) - 11; k >= 0 {
-		run.LastTenSMB = float64(run.End.DataBytes-history[k].DataBytes) / (1 << 20)
-	}
-	if s1, err := readSrvr(ctx, zk.srv.Addr()); err == nil {
-		run.ZKWrites = s1.Zxid - s0.Zxid
-	}
-	if fams, err := scrape(ctx, w.Metrics); err == nil {
-		run.MetricDropped = labelCounts(fams, "zkcrawl_links_dropped_total", "reason")
-	}
-	// The status node is rewritten every 2 s: wait for one more write.
-	time.Sleep(2100 * time.Millisecond)
-	_, data, err := coord.Members(ctx, zk.client, "/zkcrawl/"+crawl)
-	if err != nil {
+	run.ZKWrites, _, _ = zk.since(ctx, mark) // 0 when unreadable
+	if err := b.trapEnd(ctx, zk, crawl, f, run); err != nil {
 		return run, err
 	}
-	var st worker.Status
-	if err := json.Unmarshal(data["w1"], &st); err != nil {
-		return run, fmt.Errorf("status node of w1 %q: %w", data["w1"], err)
-	}
-	run.Dropped = st.Dropped
-	if run.Pending, err = front.Pending(ctx); err != nil {
-		return run, err
-	}
-	if _, zs, err := zk.client.Conn().Exists("/zkcrawl/" + crawl + "/failed"); err == nil && zs != nil {
-		run.DeadLetters = int(zs.NumChildren)
-	}
-	lines, err := stopAll([]*workerProc{w}, dir)
+	lines, err := f.stopAndRead()
 	if err != nil {
 		return run, err
 	}
 	run.Pages = len(lines)
-	run.GroupFailures, run.ConnLosses, run.GroupErrorHint = logTrouble(w.LogFile)
-	run.TrapPages = countHost(lines, fmt.Sprintf("127.0.0.1:%d", port))
+	run.GroupFailures, run.ConnLosses, run.GroupErrorHint = logTrouble(f.workers[0].LogFile)
+	run.TrapPages = countHost(lines, trapHost)
 	if run.Final, err = zk.footprint(ctx); err != nil {
 		return run, err
 	}
@@ -209,6 +102,100 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*trap
 		"last_10s_mb", round(run.LastTenSMB, 1), "znodes", run.ZnodeGrowth, "pages", run.Pages, "trap_pages", run.TrapPages,
 		"dropped", run.Dropped, "pending", run.Pending)
 	return run, nil
+}
+
+// serveTrap serves testenv's trap handler of flavour on a free loopback
+// port and returns its host:port and a stop function.
+func serveTrap(flavour testenv.TrapFlavour) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := testenv.NewTrapHandler(testenv.TrapConfig{Flavour: flavour, Port: ln.Addr().(*net.TCPAddr).Port})
+	if err != nil {
+		ln.Close()
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// watchGrowth reads ZooKeeper's footprint every second for --trap-time,
+// keeping the peak growth, and stops early past --trap-abort-mb; then it
+// reads the footprint at the end. Errors: the worker exited, ctx ended,
+// or a reading failed.
+func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, w *workerProc, run *report.TrapRun) error {
+	t0 := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var history []report.ZKFootprint
+	for time.Since(t0) < b.opts.trapTime {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		f, err := zk.footprint(ctx)
+		if err != nil {
+			return err
+		}
+		history = append(history, f)
+		g := float64(f.DataBytes-run.Base.DataBytes) / (1 << 20)
+		run.PeakGrowthMB = max(run.PeakGrowthMB, g)
+		if g > float64(b.opts.trapAbortMB) {
+			run.Aborted = true
+			b.log.Warn("part 4: trap growth past the abort limit; stopping this flavour early", "flavour", run.Flavour, "growth_mb", round(g, 1))
+			break
+		}
+		if w.Exited() {
+			return fmt.Errorf("the worker exited:\n%s", w.LogTail(20))
+		}
+	}
+	run.RanS = time.Since(t0).Seconds()
+	var err error
+	if run.End, err = zk.footprint(ctx); err != nil {
+		return err
+	}
+	run.GrowthMB = float64(run.End.DataBytes-run.Base.DataBytes) / (1 << 20)
+	run.PeakGrowthMB = max(run.PeakGrowthMB, run.GrowthMB)
+	run.ZnodeGrowth = run.End.Znodes - run.Base.Znodes
+	run.JVMRSSMB = float64(run.End.RSSKB) / 1024
+	if k := len(history) - 11; k >= 0 {
+		run.LastTenSMB = float64(run.End.DataBytes-history[k].DataBytes) / (1 << 20)
+	}
+	return nil
+}
+
+// trapEnd reads, while the worker still runs, what it dropped (its
+// metrics, and its status node after the next 2 s refresh), what the
+// frontier holds and the dead letters.
+func (b *bench) trapEnd(ctx context.Context, zk *benchZK, crawl string, f *fleet, run *report.TrapRun) error {
+	if fams, err := scrape(ctx, f.workers[0].Metrics); err == nil {
+		run.MetricDropped = labelCounts(fams, "zkcrawl_links_dropped_total", "reason")
+	}
+	// The status node is rewritten every 2 s: wait for one more write.
+	time.Sleep(2100 * time.Millisecond)
+	_, data, err := coord.Members(ctx, zk.client, "/zkcrawl/"+crawl) // TODO(issue 13 item 5)
+	if err != nil {
+		return err
+	}
+	var st worker.Status
+	if err := json.Unmarshal(data["w1"], &st); err != nil {
+		return fmt.Errorf("status node of w1 %q: %w", data["w1"], err)
+	}
+	run.Dropped = st.Dropped
+	front, err := frontier.Open(ctx, zk.client, "/zkcrawl/"+crawl) // TODO(issue 13 item 5)
+	if err != nil {
+		return err
+	}
+	if run.Pending, err = front.Pending(ctx); err != nil {
+		return err
+	}
+	if _, zs, err := zk.client.Conn().Exists("/zkcrawl/" + crawl + "/failed"); err == nil && zs != nil { // TODO(issue 13 item 5)
+		run.DeadLetters = int(zs.NumChildren)
+	}
+	return nil
 }
 
 // countHost counts the crawl log lines whose URL is on host (host:port).

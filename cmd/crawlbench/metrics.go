@@ -3,13 +3,15 @@ package main
 // Prometheus scraping: the workers' /metrics in the text exposition format,
 // parsed with the Prometheus library's parser; histograms of several workers
 // merged bucket by bucket and quantiles interpolated inside a bucket the way
-// PromQL's histogram_quantile does.
+// PromQL's histogram_quantile does; and what the benchmark reads of a
+// fleet: its metrics summed over the workers, CPU time and peak memory.
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -55,21 +57,11 @@ type hist struct {
 // an empty hist when it is absent (a worker that never claimed).
 func histOf(fams map[string]*dto.MetricFamily, name, label, value string) hist {
 	var h hist
-	f := fams[name]
-	if f == nil {
-		return h
-	}
-	for _, m := range f.GetMetric() {
-		match := false
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == label && lp.GetValue() == value {
-				match = true
-			}
-		}
-		if !match || m.GetHistogram() == nil {
+	for _, m := range fams[name].GetMetric() {
+		ph := m.GetHistogram()
+		if ph == nil || !slices.ContainsFunc(m.GetLabel(), func(lp *dto.LabelPair) bool { return lp.GetName() == label && lp.GetValue() == value }) {
 			continue
 		}
-		ph := m.GetHistogram()
 		for _, b := range ph.GetBucket() {
 			h.Bounds = append(h.Bounds, b.GetUpperBound())
 			h.Counts = append(h.Counts, float64(b.GetCumulativeCount()))
@@ -79,32 +71,6 @@ func histOf(fams map[string]*dto.MetricFamily, name, label, value string) hist {
 		h.Sum, h.Count = ph.GetSampleSum(), float64(ph.GetSampleCount())
 	}
 	return h
-}
-
-// counterOf sums the counter family name over the metrics whose labels
-// include every label=value pair of match (nil: all).
-func counterOf(fams map[string]*dto.MetricFamily, name string, match map[string]string) float64 {
-	f := fams[name]
-	if f == nil {
-		return 0
-	}
-	var sum float64
-	for _, m := range f.GetMetric() {
-		ok := true
-		for k, v := range match {
-			found := false
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == k && lp.GetValue() == v {
-					found = true
-				}
-			}
-			ok = ok && found
-		}
-		if ok && m.GetCounter() != nil {
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
 }
 
 // merge adds o into h bucket by bucket; both must have the same bounds
@@ -179,24 +145,6 @@ func exactQuantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[i]
 }
 
-// opCounts returns, per op label of zkcrawl_zk_op_duration_seconds, the
-// number of observations (ZooKeeper requests and queue steps).
-func opCounts(fams map[string]*dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	f := fams["zkcrawl_zk_op_duration_seconds"]
-	if f == nil {
-		return out
-	}
-	for _, m := range f.GetMetric() {
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == "op" && m.GetHistogram() != nil {
-				out[lp.GetValue()] += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return out
-}
-
 // addCounts adds b's counts into a (allocating a when nil) and returns it.
 func addCounts(a, b map[string]float64) map[string]float64 {
 	if a == nil {
@@ -208,17 +156,18 @@ func addCounts(a, b map[string]float64) map[string]float64 {
 	return a
 }
 
-// labelCounts returns counter family name's values by the value of label.
+// labelCounts sums family name by the value of label: a counter's value,
+// a histogram's observation count.
 func labelCounts(fams map[string]*dto.MetricFamily, name, label string) map[string]float64 {
 	out := map[string]float64{}
-	f := fams[name]
-	if f == nil {
-		return out
-	}
-	for _, m := range f.GetMetric() {
+	for _, m := range fams[name].GetMetric() {
 		for _, lp := range m.GetLabel() {
-			if lp.GetName() == label && m.GetCounter() != nil {
+			switch {
+			case lp.GetName() != label:
+			case m.GetCounter() != nil:
 				out[lp.GetValue()] += m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				out[lp.GetValue()] += float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
@@ -232,3 +181,56 @@ func finite(v float64) float64 {
 	}
 	return v
 }
+
+// workerMetrics is what a fleet's workers report, summed over them.
+type workerMetrics struct {
+	claim, complete, post hist               // zkcrawl_zk_op_duration_seconds of queue_claim, queue_complete, backlog_post
+	ops, opErrors         map[string]float64 // requests and queue steps by op; of which failed
+	dropped               map[string]float64 // zkcrawl_links_dropped_total by reason
+	linksQueued, linksDup float64
+	cpuS                  float64   // worker CPU seconds, summed
+	peakRSSMB             []float64 // per worker, VmHWM
+}
+
+// metrics scrapes every worker's /metrics and reads its CPU time and peak
+// RSS from /proc. Errors: a scrape, a /proc read, or histograms of
+// different buckets.
+func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
+	var m workerMetrics
+	const opHist = "zkcrawl_zk_op_duration_seconds"
+	for _, w := range f.workers {
+		fams, err := scrape(ctx, w.Metrics)
+		if err != nil {
+			return m, err
+		}
+		for _, x := range []struct {
+			h  *hist
+			op string
+		}{{&m.claim, "queue_claim"}, {&m.complete, "queue_complete"}, {&m.post, "backlog_post"}} {
+			if *x.h, err = x.h.merge(histOf(fams, opHist, "op", x.op)); err != nil {
+				return m, err
+			}
+		}
+		m.ops = addCounts(m.ops, labelCounts(fams, opHist, "op"))
+		m.opErrors = addCounts(m.opErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
+		m.dropped = addCounts(m.dropped, labelCounts(fams, "zkcrawl_links_dropped_total", "reason"))
+		links := labelCounts(fams, "zkcrawl_links_total", "result")
+		m.linksQueued += links["queued"]
+		m.linksDup += links["duplicate"]
+		cpu, err := w.CPUTime()
+		if err != nil {
+			return m, err
+		}
+		m.cpuS += cpu.Seconds()
+		peak, err := w.RSSPeakKB()
+		if err != nil {
+			return m, err
+		}
+		m.peakRSSMB = append(m.peakRSSMB, float64(peak)/1024)
+	}
+	return m, nil
+}
+
+// ms converts seconds to milliseconds; 0 for NaN (a histogram without
+// observations has no quantile), since JSON has no NaN.
+func ms(s float64) float64 { return finite(s * 1000) }

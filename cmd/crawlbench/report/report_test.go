@@ -1,0 +1,69 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestNumGroupsThousands(t *testing.T) {
+	cases := map[float64]string{1234567.891: "1,234,567.89", 999: "999.00", -12345: "-12,345.00", 0.5: "0.50"}
+	for v, want := range cases {
+		if got := num(v, 2); got != want {
+			t.Errorf("num(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if got := f0(math.NaN()); got != "—" {
+		t.Errorf("f0(NaN) = %q", got)
+	}
+}
+
+// tableRow returns the table line whose measure contains measure.
+func tableRow(t *testing.T, table, measure string) string {
+	t.Helper()
+	for _, l := range strings.Split(table, "\n") {
+		if strings.Contains(l, measure) {
+			return l
+		}
+	}
+	t.Fatalf("no row %q in\n%s", measure, table)
+	return ""
+}
+
+func TestTableJudgesTargets(t *testing.T) {
+	r := &Results{
+		Queued: &Queued{URLs: 300000, Hosts: 3000, SeedPerS: 40000, PostedDataPerURL: 3, DrainedDataPerURL: 49,
+			PostedZnodesPerURL: 0.001, DrainedZnodesPerURL: 0.02},
+		Trap: &Trap{Links: 10000, URLLength: 1900, TimeS: 40, AbortMB: 512, Runs: []TrapRun{
+			{Flavour: "repetitive", GrowthMB: 1, PeakGrowthMB: 2},
+			{Flavour: "subdomain", GrowthMB: 30, PeakGrowthMB: 33, Dropped: map[string]int64{"bytes": 5}},
+		}},
+		Real: &Real{MaxInFlight: 8, Runs: []RealRun{
+			{ForceSync: true, WgetS: 2, ZKS: 1, Ratio: 0.5, WritesPerLine: 1.3, ZKPages: 10, WgetPages: 10},
+			{ForceSync: false, WgetS: 2, ZKS: 3, Ratio: 1.5, WritesPerLine: 1.2, ZKPages: 10, WgetPages: 10},
+		}},
+	}
+	table := r.Table()
+	for measure, want := range map[string]string{
+		"seeding rate":                   "**NOT MET**",
+		"znodes per queued URL":          "met",
+		"ZooKeeper data per queued URL":  "**NOT MET**", // 49 B after the drain
+		"repetitive: ZooKeeper data":     "met",
+		"subdomain: ZooKeeper data":      "**NOT MET**", // the peak counts
+		"loopback: ratio zkcrawl / wget": "met",         // judged on forceSync=yes
+		"writes per crawl log line":      "**NOT MET**",
+		"pages zkcrawl of wget; missing": "met",
+	} {
+		row := tableRow(t, table, measure)
+		cells := strings.Split(strings.TrimSuffix(strings.TrimSpace(row), "|"), "|")
+		if got := strings.TrimSpace(cells[len(cells)-1]); got != want {
+			t.Errorf("row %q: verdict %q, want %q:\n%s", measure, got, want, row)
+		}
+	}
+	if row := tableRow(t, table, "loopback: ratio"); !strings.Contains(row, "0.50 (forceSync=no: 1.50)") {
+		t.Errorf("ratio row does not show forceSync=no beside yes: %s", row)
+	}
+	if row := tableRow(t, table, "subdomain: ZooKeeper data"); !strings.Contains(row, "bytes 5") {
+		t.Errorf("trap row lacks the dropped counts: %s", row)
+	}
+}
