@@ -39,7 +39,7 @@ import (
 // windows; ZooKeeper's footprint is read before, between and after.
 func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	o := b.opts
-	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: 2}
+	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: 3}
 	b.log.Info("part 3a: queued URLs via bin/seeder", "urls", res.URLs, "hosts", res.Hosts)
 	dir := filepath.Join(o.outDir, "queued")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
