@@ -231,7 +231,7 @@ func (w *Worker) manageGroup(ctx context.Context, sess *coord.Session, g int) {
 		switch {
 		case ctx.Err() != nil, errors.Is(err, coord.ErrSessionExpired):
 			return
-		case errors.Is(err, coord.ErrGroupMoved):
+		case errors.Is(err, coord.ErrVersionConflict):
 			w.log.Debug("shard group changed under us; reloading", "group", coord.GroupName(g), "error", err)
 		default:
 			w.log.Warn("shard group manager failed; reloading", "group", coord.GroupName(g), "error", err)
@@ -296,7 +296,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-sess.Done():
+		case <-sess.Ctx().Done():
 			return coord.ErrSessionExpired
 		case <-grp.InboxEvent():
 		case <-sig.wake:
@@ -377,10 +377,8 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	layout := w.front.Layout()
 	groups := int64(layout.Groups())
 	var posts []coord.Post
-	if grp.InboxDue() {
-		if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
-			return false, false, err
-		}
+	if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
+		return false, false, err
 	}
 	nPosts := len(posts)
 	for _, o := range offers {
@@ -406,7 +404,7 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 			step.Drained = append(step.Drained, p.Name)
 		}
 		if p.Err != nil {
-			w.log.Warn("undecodable inbox post drained", "group", coord.GroupName(grp.Index()), "post", p.Name, "error", p.Err)
+			w.log.Warn("undecodable inbox post drained", "post", p.Name, "error", p.Err) // p.Err names the group
 			drops[dropBad]++
 			continue
 		}
@@ -522,7 +520,6 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 			v.queued--
 			if res.Ready != nil {
 				v.addReady(coord.ShardName(shards[k])+"/"+res.Ready[k], m.host, int64(len(step.Move[k].Data)))
-				w.queue.Known(shards[k], res.Ready[k], step.Move[k].Data)
 			} // else: counted again by syncReady
 			k++
 		}

@@ -280,7 +280,7 @@ func (w *Worker) finishFailed(ctx context.Context, claim *coord.Claim, it fronti
 		next.NotBefore = retryAt(cfg, next.Attempts).UTC()
 		data, err := next.Encode()
 		if err == nil {
-			err = w.persist(ctx, "retry", it, func(ctx context.Context) error { return claim.Retry(ctx, data) })
+			err = w.persist(ctx, "retry", it, func(ctx context.Context) error { return claim.Reschedule(ctx, data) })
 		}
 		if err != nil {
 			w.lost(ctx, claim, it, "retry", err)

@@ -173,14 +173,15 @@ type claimDoc struct {
 func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) (*statusDoc, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	client := q.Client()
+	client := c.client
 	doc := &statusDoc{Crawl: c.g.crawl, Root: c.root, Time: time.Now().UTC()}
 
 	// Config znode.
-	data, version, err := coord.NewConfigStore(client, worker.ConfigPath(c.root)).Read(cctx)
+	cfgStore := coord.Config(client, c.root)
+	data, version, err := cfgStore.Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
-		doc.Config = configDoc{Version: -1, Error: "no config znode " + worker.ConfigPath(c.root)}
+		doc.Config = configDoc{Version: -1, Error: "no config znode " + cfgStore.String()}
 	case err != nil:
 		return nil, fmt.Errorf("read config: %w", err)
 	default:
@@ -195,7 +196,7 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	}
 
 	// Drain marker.
-	note, dver, err := coord.NewConfigStore(client, worker.DrainPath(c.root)).Read(cctx)
+	note, dver, err := coord.Drain(client, c.root).Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 	case err != nil:
