@@ -190,7 +190,7 @@ func (q *Queue) createClaim(ctx context.Context, sess *Session, fence string, sh
 		return err
 	}, nil)
 	if err != nil {
-		if lost && !orphaned && sess.alive() && !errors.Is(err, errReread) {
+		if lost && !orphaned && sess.alive() && (IsConnectionLoss(err) || ctx.Err() != nil) {
 			// Outcome unknown and we stop here: undo in the background.
 			orphaned = true
 			go orphan(nil, err)
@@ -345,7 +345,9 @@ func (cl *Claim) finish(ctx context.Context, op string, itemIdx int, ops []any) 
 			settled, err = cl.outcome(idx, itemIdx, err)
 			return err
 		}
-		cl.maybeCommitted = true // connection loss or ctx: outcome unknown
+		if IsConnectionLoss(err) || ctx.Err() != nil {
+			cl.maybeCommitted = true // outcome unknown
+		}
 		return err
 	}, nil)
 	if isExpired(err) {

@@ -362,9 +362,9 @@ func (w *Worker) abandon(ctx context.Context, claim *coord.Claim, it frontier.It
 // failed because ZooKeeper was unreachable beyond coord's own retries.
 const persistRetryInterval = time.Second
 
-// persist runs a claim finisher (Complete, Retry, Fail or Release) and,
+// persist runs a claim finisher (Complete, Reschedule, Fail or Release) and,
 // while it fails with connection loss (ZooKeeper unreachable for longer
-// than coord.DefaultRetryPolicy retries, e.g. a quorum loss), calls it again
+// than coord's retry policy retries, e.g. a quorum loss), calls it again
 // every second for as long as ctx lives. Calling a finisher again is safe
 // (coord detects an earlier commit; docs/design.md "coord guarantees": "when
 // a finisher returns a context or connection-loss error, call it again").
