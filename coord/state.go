@@ -74,18 +74,14 @@ func (c *Client) Subscribe(ctx context.Context) <-chan StateChange {
 	}
 	c.subs[ch] = struct{}{}
 	c.mu.Unlock()
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-c.closedCh:
-		}
+	context.AfterFunc(ctx, func() { // Close closes the channel itself
 		c.mu.Lock()
 		if _, ok := c.subs[ch]; ok {
 			delete(c.subs, ch)
 			close(ch)
 		}
 		c.mu.Unlock()
-	}()
+	})
 	return ch
 }
 
