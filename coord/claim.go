@@ -124,19 +124,15 @@ func (q *Queue) readItem(ctx context.Context, shard int, name string, cached boo
 	if it, ok := q.cached(shard, name); ok && cached {
 		return it, nil
 	}
-	var it cachedItem
-	err := q.c.retry(ctx, func(ctx context.Context) error {
-		data, st, err := q.c.get(ctx, q.itemPath(shard, name))
-		if err == nil {
-			it = cachedItem{data: data, version: st.Version}
-		}
-		return err
-	})
+	data, st, err := q.c.readData(ctx, q.itemPath(shard, name))
 	if errors.Is(err, zk.ErrNoNode) {
 		q.cache(shard, name, cachedItem{}, false)
-		return it, fmt.Errorf("coord: Queue.Claim %s/%s: %w", ShardName(shard), name, ErrGone)
+		return cachedItem{}, fmt.Errorf("coord: Queue.Claim %s/%s: %w", ShardName(shard), name, ErrGone)
 	}
-	return it, err
+	if err != nil {
+		return cachedItem{}, err
+	}
+	return cachedItem{data: data, version: st.Version}, nil
 }
 
 // createClaim sends the claim multi for item it (as read) of shard, and

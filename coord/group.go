@@ -131,15 +131,10 @@ func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
 		} else {
 			p = b.chunkPath(g, cur.chunks[i-n].seq)
 		}
-		var d []byte
-		if err := b.q.c.retry(ctx, func(ctx context.Context) error {
-			var err error
-			d, _, err = b.q.c.get(ctx, p)
-			return err
-		}); err != nil {
+		d, _, err := b.q.c.readData(ctx, p)
+		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
-		var err error
 		if i < n {
 			batchRecs[i], err = decodeRecords(d)
 			if err == nil && len(batchRecs[i]) != cur.batches[i].count {
