@@ -281,7 +281,7 @@ func (c *crawl) setRate(rate float64) {
 	defer cancel()
 	cfg := c.spec.config
 	cfg.PerHostRatePerS = rate
-	if _, err := coord.NewConfigStore(c.client, worker.ConfigPath(c.root)).Write(ctx, cfg.Encode(), -1); err != nil {
+	if _, err := coord.Config(c.client, c.root).Write(ctx, cfg.Encode(), -1); err != nil {
 		c.t.Fatalf("set per_host_rate_per_s %v: %v", rate, err)
 	}
 }
@@ -328,7 +328,7 @@ func (c *crawl) resolveURLs(ctx context.Context, cls []claim) {
 }
 
 // pending reads the queued and claimed counts.
-func (c *crawl) pending(ctx context.Context) (coord.Pending, error) {
+func (c *crawl) pending(ctx context.Context) (coord.QueueStats, error) {
 	return c.queue.Pending(ctx)
 }
 
@@ -346,7 +346,7 @@ func (c *crawl) awaitFinished(timeout, quiet time.Duration) error {
 	ctx, cancel := context.WithTimeout(c.t.Context(), timeout)
 	defer cancel()
 	var since time.Time
-	var last coord.Pending
+	var last coord.QueueStats
 	var lastErr error
 	for {
 		p, err := c.pending(ctx)

@@ -10,7 +10,7 @@ import (
 )
 
 // completeGaveUp is the text of a worker log line reporting that a
-// Claim.Complete ran out of coord.DefaultRetryPolicy's attempts (12; about
+// Claim.Complete ran out of coord's retry policy's attempts (12; about
 // 12 s against a dead server).
 const completeGaveUp = "Claim.Complete"
 

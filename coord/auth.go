@@ -13,46 +13,44 @@ import (
 // (WithAuth), or gave others.
 var ErrNotAuthorized = errors.New("coord: not authorized by the znode's ACL")
 
-// Auth is one ZooKeeper authentication: a scheme and its credentials, sent
+// auth is one ZooKeeper authentication: a scheme and its credentials, sent
 // with AddAuth on every connection of the session (ZooKeeper Programmer's
 // Guide, "ZooKeeper access control using ACLs", "Builtin ACL Schemes").
-type Auth struct {
-	// Scheme is the authentication scheme; only "digest" is supported
-	// (go-zookeeper has no SASL client).
-	Scheme string
-	// Credentials are the scheme's credentials; for digest "USER:PASSWORD".
-	Credentials []byte
+type auth struct {
+	scheme      string // only "digest" (go-zookeeper has no SASL client)
+	credentials []byte // for digest "USER:PASSWORD"
 }
 
-// ParseAuth parses "SCHEME:CREDENTIALS", e.g. "digest:crawler:s3cret".
+// WithAuth parses spec, "SCHEME:CREDENTIALS" (e.g.
+// "digest:crawler:s3cret"), into an Option that makes Connect authenticate
+// the session (zk.Conn.AddAuth, resent by go-zookeeper after every
+// reconnect before any other request) and create every znode with a
+// creator-only ACL (scheme "auth", all permissions for the session's
+// identity), so that a crawl created with credentials cannot be read or
+// changed by a client without them. Without it znodes are world:anyone with
+// all permissions.
+//
 // Errors (wrapping ErrInvalidArgument) name the input's problem: no scheme,
 // a scheme other than digest, digest credentials without "USER:" or with an
 // empty user or password. The credentials never appear in the error.
-func ParseAuth(s string) (Auth, error) {
-	scheme, cred, ok := strings.Cut(s, ":")
+func WithAuth(spec string) (Option, error) {
+	scheme, cred, ok := strings.Cut(spec, ":")
 	if !ok || scheme == "" {
-		return Auth{}, fmt.Errorf("coord: auth: want SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("coord: auth: want SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD: %w", ErrInvalidArgument)
 	}
 	if scheme != "digest" {
-		return Auth{}, fmt.Errorf("coord: auth scheme %q: only digest is supported (go-zookeeper has no SASL): %w", scheme, ErrInvalidArgument)
+		return nil, fmt.Errorf("coord: auth scheme %q: only digest is supported (go-zookeeper has no SASL): %w", scheme, ErrInvalidArgument)
 	}
 	user, pass, ok := strings.Cut(cred, ":")
 	if !ok || user == "" || pass == "" {
-		return Auth{}, fmt.Errorf("coord: auth: digest credentials want USER:PASSWORD, both non-empty: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("coord: auth: digest credentials want USER:PASSWORD, both non-empty: %w", ErrInvalidArgument)
 	}
-	return Auth{Scheme: scheme, Credentials: []byte(cred)}, nil
-}
-
-// WithAuth makes Connect authenticate the session with a (zk.Conn.AddAuth,
-// resent by go-zookeeper after every reconnect before any other request) and
-// create every znode with a creator-only ACL: see Client.ACL. Without it
-// znodes are world:anyone with all permissions.
-func WithAuth(a Auth) Option {
-	return func(o *options) { o.auth = &a }
+	a := &auth{scheme: scheme, credentials: []byte(cred)}
+	return func(o *options) { o.auth = a }, nil
 }
 
 // openACL is the ACL of a Client without WithAuth (world:anyone, all
-// permissions). Create znodes with Client.ACL, never with this directly.
+// permissions). Create znodes with Client.acl, never with this directly.
 var openACL = zk.WorldACL(zk.PermAll)
 
 // creatorACL gives all permissions to the identities the creating session
@@ -60,18 +58,12 @@ var openACL = zk.WorldACL(zk.PermAll)
 // "uses the current user, credentials, and scheme").
 var creatorACL = zk.AuthACL(zk.PermAll)
 
-// ACL returns the ACL every znode this client creates must carry: creator-only
-// (scheme "auth", all permissions for the session's authenticated identity)
-// when the client was connected WithAuth, world:anyone otherwise. Every create
-// in coord, and in any code that creates znodes through a Client's Conn, uses
-// this one accessor, so a crawl created with credentials cannot be read or
-// changed by a client without them.
-func (c *Client) ACL() []zk.ACL {
+// acl returns the ACL every znode this client creates must carry:
+// creator-only when the client was connected WithAuth, world:anyone
+// otherwise. Every create in coord uses this one accessor.
+func (c *Client) acl() []zk.ACL {
 	if c.auth != nil {
 		return creatorACL
 	}
 	return openACL
 }
-
-// Authenticated reports whether the client was connected WithAuth.
-func (c *Client) Authenticated() bool { return c.auth != nil }

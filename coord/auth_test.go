@@ -8,10 +8,13 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 )
 
-func TestParseAuth(t *testing.T) {
-	a, err := coord.ParseAuth("digest:crawler:pa:ss")
-	if err != nil || a.Scheme != "digest" || string(a.Credentials) != "crawler:pa:ss" {
-		t.Errorf("ParseAuth = %+v, %v", a, err)
+func TestWithAuth(t *testing.T) {
+	o, err := coord.WithAuth("digest:crawler:pa:ss")
+	if err != nil {
+		t.Fatalf("WithAuth: %v", err)
+	}
+	if scheme, cred := coord.AuthOf(o); scheme != "digest" || string(cred) != "crawler:pa:ss" {
+		t.Errorf("WithAuth = %s %q", scheme, cred)
 	}
 	for in, want := range map[string]string{
 		"":                "SCHEME:CREDENTIALS",
@@ -22,12 +25,12 @@ func TestParseAuth(t *testing.T) {
 		"digest:bob:":     "USER:PASSWORD",
 		":digest:bob:pwd": "SCHEME:CREDENTIALS",
 	} {
-		_, err := coord.ParseAuth(in)
+		_, err := coord.WithAuth(in)
 		if err == nil || !errors.Is(err, coord.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseAuth(%q) = %v, want an invalid-argument error about %s", in, err, want)
+			t.Errorf("WithAuth(%q) = %v, want an invalid-argument error about %s", in, err, want)
 		}
 		if err != nil && strings.Contains(in, "secret") && strings.Contains(err.Error(), "secret") {
-			t.Errorf("ParseAuth(%q) error shows the credentials: %v", in, err)
+			t.Errorf("WithAuth(%q) error shows the credentials: %v", in, err)
 		}
 	}
 }

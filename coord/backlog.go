@@ -4,42 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// Znode names of the frontier's compact store under a crawl root R
-// (docs/design.md, "Frontier layout 2").
-const (
-	inboxDir    = "inbox"   // R/inbox/<g>/i-NNNNNNNNNN: posts (persistent-sequential)
-	backlogDir  = "backlog" // R/backlog/<g>: cursor; children b-N (batches) and s-N (seen chunks)
-	postPrefix  = "i-"
-	batchPrefix = "b-"
-	chunkPrefix = "s-"
-)
-
 // Sizes of the compact store.
 const (
-	// BatchRawBytes is how many raw record bytes a backlog batch takes
+	// batchRawBytes is how many raw record bytes a backlog batch takes
 	// before a new batch is started (about 8 KiB once compressed).
-	BatchRawBytes = 32 << 10
-	// ChunkKeys is how many fingerprints a seen chunk holds (8 bytes or
+	batchRawBytes = 32 << 10
+	// chunkKeys is how many fingerprints a seen chunk holds (8 bytes or
 	// fewer each once delta-coded: at most ~36 KiB of data).
-	ChunkKeys = 4096
-	// MaxPostBytes bounds the encoded data of one post.
-	MaxPostBytes = 256 << 10
+	chunkKeys = 4096
+	// maxPostBytes bounds the encoded data of one post.
+	maxPostBytes = 256 << 10
 )
-
-// KeyFunc returns the 64-bit dedup key (fingerprint) of a record. It must
-// be a pure function of the record's identity (for a crawl item: its
-// normalized URL), so that a record and its retried or re-posted copies
-// share a key.
-type KeyFunc func(record []byte) uint64
-
-// GroupName returns the znode name of shard group g: "g000", "g001", ...
-func GroupName(g int) string { return fmt.Sprintf("g%03d", g) }
 
 // Backlog is the frontier store of layout 2 for groups shard groups: per
 // group an inbox of posts that anyone may write, and a backlog of accepted
@@ -50,24 +30,23 @@ func GroupName(g int) string { return fmt.Sprintf("g%03d", g) }
 type Backlog struct {
 	q      *Queue
 	groups int
-	key    KeyFunc
-	posts  atomic.Int64 // posts written by this process (for benchmarks)
+	key    func(record []byte) uint64
 }
 
 // NewBacklog returns the backlog of q's crawl root with groups groups
-// (1..MaxShards). It does no I/O; Init creates the znodes.
-func NewBacklog(q *Queue, groups int, key KeyFunc) *Backlog {
+// (1..100,000). It does no I/O; Init creates the znodes. key returns the
+// 64-bit dedup key (fingerprint) of a record; it must be a pure function of
+// the record's identity (for a crawl item: its normalized URL), so that a
+// record and its retried or re-posted copies share a key.
+func NewBacklog(q *Queue, groups int, key func(record []byte) uint64) *Backlog {
 	return &Backlog{q: q, groups: groups, key: key}
 }
-
-// Groups returns the number of shard groups.
-func (b *Backlog) Groups() int { return b.groups }
 
 func (b *Backlog) checkGroup(op string, g int) error {
 	if b.q.initErr != nil {
 		return b.q.initErr
 	}
-	if g < 0 || g >= b.groups || b.groups > MaxShards {
+	if g < 0 || g >= b.groups || b.groups > maxShards {
 		return fmt.Errorf("coord: %s: group %d: must be in [0, %d): %w", op, g, b.groups, ErrInvalidArgument)
 	}
 	return nil
@@ -82,28 +61,25 @@ func (b *Backlog) chunkPath(g int, seq uint64) string {
 	return fmt.Sprintf("%s/%s%010d", b.cursorPath(g), chunkPrefix, seq)
 }
 
-// Init creates R/inbox, R/backlog and, for every group, R/inbox/<g> and the
-// cursor R/backlog/<g> (empty: a new group). Idempotent; the creates are
+// Init creates the crawl's queue and frontier store znodes if missing:
+// those of the queue (R/queue with the shard count, R/claims, R/failed,
+// R/sessions, and every shard's R/queue/<shard> and R/claims/<shard>), then
+// R/inbox, R/backlog and, for every group, R/inbox/<g> and the cursor
+// R/backlog/<g> (empty: a new group). Idempotent; the creates are
 // pipelined.
+//
+// Errors: ErrInvalidArgument if R/queue exists with a different shard
+// count; ZooKeeper errors after retries.
 func (b *Backlog) Init(ctx context.Context) error {
-	if b.q.initErr != nil {
-		return b.q.initErr
+	if err := b.q.create(ctx); err != nil {
+		return err
 	}
 	var paths []string
 	for g := 0; g < b.groups; g++ {
 		paths = append(paths, b.inboxPath(g), b.cursorPath(g))
 	}
 	for _, set := range [][]string{{b.q.root + "/" + inboxDir, b.q.root + "/" + backlogDir}, paths} {
-		err := parallel(ctx, len(set), putConcurrency, func(ctx context.Context, i int) error {
-			return Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
-				_, err := b.q.c.create(ctx, set[i], nil, zk.FlagPersistent, nil)
-				if errors.Is(err, zk.ErrNodeExists) {
-					return nil
-				}
-				return err
-			})
-		})
-		if err != nil {
+		if err := b.q.c.createAll(ctx, set); err != nil {
 			return fmt.Errorf("coord: Backlog.Init %s: %w", b.q.name, err)
 		}
 	}
@@ -116,7 +92,7 @@ func (b *Backlog) Init(ctx context.Context) error {
 // key the group has seen, or that repeat within the inbox, are dropped by
 // the owner when it drains the post, so posting a record twice is harmless:
 // after connection loss Post is simply retried. Records beyond
-// MaxPostBytes encoded are split over several posts.
+// maxPostBytes encoded are split over several posts.
 //
 // Errors: ErrInvalidArgument (bad group, a record over 64 KiB);
 // ErrNotInitialized; ctx errors and connection loss after retries (the post
@@ -128,7 +104,7 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 	}
 	for len(records) > 0 {
 		n, size := 0, 0
-		for n < len(records) && (n == 0 || size+len(records[n]) <= 4*MaxPostBytes) {
+		for n < len(records) && (n == 0 || size+len(records[n]) <= 4*maxPostBytes) {
 			if len(records[n]) > maxRecordBytes {
 				return fmt.Errorf("coord: Backlog.Post: record of %d bytes, limit %d: %w", len(records[n]), maxRecordBytes, ErrInvalidArgument)
 			}
@@ -136,11 +112,11 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 			n++
 		}
 		data := encodeRecords(records[:n], true)
-		if len(data) > MaxPostBytes && n > 1 {
+		if len(data) > maxPostBytes && n > 1 {
 			// Poorly compressible: halve and go again.
 			n /= 2
 			data = encodeRecords(records[:n], true)
-			if len(data) > MaxPostBytes {
+			if len(data) > maxPostBytes {
 				if err := b.Post(ctx, g, records[:n]); err != nil {
 					return err
 				}
@@ -150,10 +126,10 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 		}
 		// A multi of check(inbox) and the create, so that the post rides in
 		// the group commit with the process's other writes (coord/commit.go).
-		err := Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
+		err := b.q.c.retry(ctx, func(ctx context.Context) error {
 			_, _, err := b.q.c.multi(ctx, nil,
 				&zk.CheckVersionRequest{Path: b.inboxPath(g), Version: -1},
-				&zk.CreateRequest{Path: b.inboxPath(g) + "/" + postPrefix, Data: data, Acl: b.q.c.ACL(), Flags: zk.FlagSequence})
+				&zk.CreateRequest{Path: b.inboxPath(g) + "/" + postPrefix, Data: data, Acl: b.q.c.acl(), Flags: zk.FlagSequence})
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
@@ -162,7 +138,6 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 		if err != nil {
 			return fmt.Errorf("coord: Backlog.Post group %s: %w", GroupName(g), err)
 		}
-		b.posts.Add(1)
 		records = records[n:]
 	}
 	return nil
@@ -190,7 +165,7 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 	err := parallel(ctx, b.groups, 64, func(ctx context.Context, g int) error {
 		s := &out[g]
 		s.Group, s.Name = g, GroupName(g)
-		return Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
+		return b.q.c.retry(ctx, func(ctx context.Context) error {
 			ok, st, err := b.q.c.exists(ctx, b.inboxPath(g))
 			if err != nil {
 				return err
@@ -254,7 +229,3 @@ func (b *Backlog) Keys(ctx context.Context, g int) (map[uint64]struct{}, error) 
 	}
 	return st.seen, nil
 }
-
-// PostsWritten returns how many posts this process has written (for
-// benchmarks).
-func (b *Backlog) PostsWritten() int64 { return b.posts.Load() }

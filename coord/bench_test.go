@@ -44,7 +44,8 @@ func BenchmarkCrawlLoop(b *testing.B) {
 	start := time.Now()
 	for w := 0; w < workers; w++ {
 		c := connect(b, zkAddr(b))
-		wq := coord.NewQueue(c, root, shards, coord.WithOwner(ids[w]))
+		c.SetOwner(ids[w])
+		wq := coord.NewQueue(c, root, shards)
 		sess, err := c.Session(ctx)
 		if err != nil {
 			b.Fatal(err)

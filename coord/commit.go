@@ -69,19 +69,6 @@ type committer struct {
 	requests atomic.Int64
 }
 
-// CommitStats returns how many combined multis this Client has sent and how
-// many callers' multis they carried in total (a request put back after
-// another request's op failed counts again when resent), since Connect;
-// requests/multis is the mean number of multis per ZooKeeper transaction
-// (group commit). Both are 0 after Close.
-func (c *Client) CommitStats() (multis, requests int64) {
-	if v, ok := committers.Load(c); ok {
-		b := v.(*committer)
-		return b.multis.Load(), b.requests.Load()
-	}
-	return 0, 0
-}
-
 // committer returns c's committer, starting its goroutine on first use.
 func (c *Client) committer() *committer {
 	if v, ok := committers.Load(c); ok {

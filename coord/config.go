@@ -6,16 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
 // ConfigStore is the "active configuration service" of Hadoop: The Definitive
 // Guide ("Building Applications with ZooKeeper") on one znode: Read, a
-// compare-and-set Write keyed on the znode version, and a Watch that
+// compare-and-set Write keyed on the znode version, Delete, and a Watch that
 // delivers every latest value. The value is opaque bytes (zkcrawl stores
-// JSON); its znode version is the config version.
+// JSON); its znode version is the config version. Config and Drain return
+// the crawl's stores.
 type ConfigStore struct {
 	c    *Client
 	path string // absolute
@@ -35,9 +35,6 @@ type ConfigValue struct {
 	Mzxid int64
 }
 
-// Exists reports whether the config znode existed.
-func (v ConfigValue) Exists() bool { return v.Version >= 0 }
-
 // NewConfigStore returns the store for the znode at p (absolute, chroot
 // applied). An invalid path makes every call fail with ErrInvalidArgument.
 func NewConfigStore(c *Client, p string) *ConfigStore {
@@ -51,26 +48,24 @@ func NewConfigStore(c *Client, p string) *ConfigStore {
 	return s
 }
 
+// String returns the znode's path as given (without the chroot), e.g.
+// "/zkcrawl/docs/drain", for messages.
+func (s *ConfigStore) String() string { return s.name }
+
 // Read returns the current data and version.
 // Errors: ErrNotFound when the znode does not exist.
 func (s *ConfigStore) Read(ctx context.Context) ([]byte, int32, error) {
 	if s.err != nil {
 		return nil, 0, s.err
 	}
-	var data []byte
-	var st *zk.Stat
-	err := Retry(ctx, s.c.retry, func(ctx context.Context) error {
-		var err error
-		data, st, err = s.c.get(ctx, s.path)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, -1, fmt.Errorf("coord: ConfigStore.Read %s: %w", s.name, ErrNotFound)
-	}
+	v, err := s.readRetried(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("coord: ConfigStore.Read %s: %w", s.name, err)
 	}
-	return data, st.Version, nil
+	if v.Version < 0 {
+		return nil, -1, fmt.Errorf("coord: ConfigStore.Read %s: %w", s.name, ErrNotFound)
+	}
+	return v.Data, v.Version, nil
 }
 
 // Write stores data and returns the new version.
@@ -81,7 +76,7 @@ func (s *ConfigStore) Read(ctx context.Context) ([]byte, int32, error) {
 //
 // A compare-and-set whose reply is lost to connection loss is resolved by
 // reading back: version expectedVersion+1 holding our data means it
-// committed; the old version means it did not, and it is retried.
+// committed; the old version means it did not, and it is sent again.
 //
 // Errors: ErrVersionConflict (BadVersion, or the znode is absent for a
 // compare-and-set); ErrInvalidArgument for expectedVersion < -1.
@@ -90,70 +85,93 @@ func (s *ConfigStore) Write(ctx context.Context, data []byte, expectedVersion in
 		return 0, s.err
 	}
 	where := fmt.Sprintf("coord: ConfigStore.Write %s", s.name)
-	if expectedVersion < -1 {
+	var ver int32
+	var err error
+	switch {
+	case expectedVersion < -1:
 		return 0, fmt.Errorf("%s: expected version %d: must be >= -1: %w", where, expectedVersion, ErrInvalidArgument)
-	}
-	if expectedVersion == -1 {
-		var ver int32
-		err := Retry(ctx, s.c.retry, func(ctx context.Context) error {
-			st, err := s.c.set(ctx, s.path, data, -1)
-			if err == nil {
-				ver = st.Version
-				return nil
-			}
-			if !errors.Is(err, zk.ErrNoNode) {
-				return err
-			}
-			if err := s.c.ensurePath(ctx, path.Dir(s.path)); err != nil {
-				return err
-			}
-			_, err = s.c.create(ctx, s.path, data, zk.FlagPersistent, nil)
-			if errors.Is(err, zk.ErrNodeExists) {
-				return zk.ErrConnectionClosed // created meanwhile: set it (retry)
-			}
-			ver = 0
+	case expectedVersion == -1:
+		err = s.c.retry(ctx, func(ctx context.Context) error {
+			ver, err = s.upsert(ctx, data)
 			return err
 		})
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", where, err)
-		}
-		return ver, nil
+	default:
+		ver, err = s.compareAndSet(ctx, data, expectedVersion)
 	}
-	for attempt := 1; ; attempt++ {
-		st, err := s.c.set(ctx, s.path, data, expectedVersion)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	return ver, nil
+}
+
+// upsert sets the znode's data, creating it (and its parents) if absent.
+// One attempt, for retry.
+func (s *ConfigStore) upsert(ctx context.Context, data []byte) (int32, error) {
+	st, err := s.c.set(ctx, s.path, data, -1)
+	if err == nil {
+		return st.Version, nil
+	}
+	if !errors.Is(err, zk.ErrNoNode) {
+		return 0, err
+	}
+	if err := s.c.ensurePath(ctx, path.Dir(s.path)); err != nil {
+		return 0, err
+	}
+	_, err = s.c.create(ctx, s.path, data, zk.FlagPersistent, nil)
+	if errors.Is(err, zk.ErrNodeExists) {
+		return 0, zk.ErrConnectionClosed // created meanwhile: set it (retry)
+	}
+	return 0, err
+}
+
+// compareAndSet writes data at version expected, reading back after a
+// lost reply (Write's contract).
+func (s *ConfigStore) compareAndSet(ctx context.Context, data []byte, expected int32) (int32, error) {
+	conflict := func(found string) error {
+		return fmt.Errorf("expected version %d%s: %w", expected, found, ErrVersionConflict)
+	}
+	var ver int32
+	err := s.c.retryWrite(ctx, func(ctx context.Context) error {
+		st, err := s.c.set(ctx, s.path, data, expected)
 		switch {
 		case err == nil:
-			return st.Version, nil
+			ver = st.Version
 		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode):
-			return 0, fmt.Errorf("%s: expected version %d: %w", where, expectedVersion, ErrVersionConflict)
-		case !IsConnectionLoss(err):
-			return 0, fmt.Errorf("%s: %w", where, err)
+			return conflict("")
 		}
-		// Outcome unknown: read back.
-		var cur []byte
-		var cst *zk.Stat
-		rerr := Retry(ctx, s.c.retry, func(ctx context.Context) error {
-			var err error
-			cur, cst, err = s.c.get(ctx, s.path)
-			return err
-		})
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		cur, err := s.readRetried(ctx)
 		switch {
-		case errors.Is(rerr, zk.ErrNoNode):
-			return 0, fmt.Errorf("%s: expected version %d: %w", where, expectedVersion, ErrVersionConflict)
-		case rerr != nil:
-			return 0, fmt.Errorf("%s: outcome unknown: %w", where, rerr)
-		case cst.Version == expectedVersion+1 && bytes.Equal(cur, data):
-			return cst.Version, nil
-		case cst.Version != expectedVersion:
-			return 0, fmt.Errorf("%s: expected version %d, found %d: %w", where, expectedVersion, cst.Version, ErrVersionConflict)
+		case err != nil:
+			return true, fmt.Errorf("outcome unknown: %w", err)
+		case cur.Version < 0:
+			return true, conflict(", found none")
+		case cur.Version == expected+1 && bytes.Equal(cur.Data, data):
+			ver = cur.Version
+			return true, nil
+		case cur.Version != expected:
+			return true, conflict(fmt.Sprintf(", found %d", cur.Version))
 		}
-		if attempt >= s.c.retry.Attempts {
-			return 0, fmt.Errorf("%s: gave up after %d attempts: %w", where, attempt, err)
-		}
-		if !sleepCtx(ctx, s.c.retry.Backoff(attempt)) {
-			return 0, ctx.Err()
-		}
+		return false, nil
+	})
+	return ver, err
+}
+
+// Delete deletes the znode, whatever its version (for a drain request:
+// cancels it). Errors: ErrNotFound when it does not exist.
+func (s *ConfigStore) Delete(ctx context.Context) error {
+	if s.err != nil {
+		return s.err
 	}
+	err := s.c.retry(ctx, func(ctx context.Context) error { return s.c.del(ctx, s.path, -1) })
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("coord: ConfigStore.Delete %s: %w", s.name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("coord: ConfigStore.Delete %s: %w", s.name, err)
+	}
+	return nil
 }
 
 // Watch delivers the config's value now and after every change, until ctx
@@ -177,55 +195,16 @@ func (s *ConfigStore) Watch(ctx context.Context) <-chan ConfigValue {
 		close(out)
 		return out
 	}
-	go s.watchLoop(ctx, out)
-	return out
-}
-
-func (s *ConfigStore) watchLoop(ctx context.Context, out chan ConfigValue) {
-	defer close(out)
-	var last *ConfigValue
-	var ev <-chan zk.Event // the armed watch; one at a time (go-zookeeper keeps every channel until it fires)
-	for attempt := 1; ; {
-		epoch := s.c.reconnected()
-		var v ConfigValue
-		var err error
-		if ev != nil && !fired(ev) {
-			// A reconnect: re-read, but the watch set before still stands
-			// (go-zookeeper re-registers it), so set no second one.
-			v, err = s.read(ctx)
-		} else {
-			v, ev, err = s.readWatch(ctx)
+	read := func(ctx context.Context, armed <-chan zk.Event) (ConfigValue, <-chan zk.Event, error) {
+		if armed != nil {
+			v, err := s.read(ctx)
+			return v, armed, err
 		}
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrClosed) || s.c.isClosed() {
-				return
-			}
-			s.c.log.Debug("config watch: read failed, retrying", "path", s.name, "err", err)
-			select {
-			case <-epoch:
-			case <-time.After(s.c.retry.Backoff(attempt)):
-			case <-ctx.Done():
-				return
-			case <-s.c.closedCh:
-				return
-			}
-			attempt++
-			continue
-		}
-		attempt = 1
-		if last == nil || last.Mzxid != v.Mzxid || last.Version != v.Version {
-			last = &v
-			offerLatest(out, v)
-		}
-		select {
-		case <-ev:
-		case <-epoch:
-		case <-ctx.Done():
-			return
-		case <-s.c.closedCh:
-			return
-		}
+		return s.readWatch(ctx)
 	}
+	key := func(v ConfigValue) [2]int64 { return [2]int64{v.Mzxid, int64(v.Version)} }
+	go watchLatest(ctx, s.c, s.name, out, read, key)
+	return out
 }
 
 // readWatch reads the znode with a data watch, or sets an exists watch if
@@ -250,7 +229,7 @@ func (s *ConfigStore) readWatch(ctx context.Context) (ConfigValue, <-chan zk.Eve
 	}
 }
 
-// read reads the znode without a watch.
+// read reads the znode without a watch (Version -1 when absent).
 func (s *ConfigStore) read(ctx context.Context) (ConfigValue, error) {
 	data, st, err := s.c.get(ctx, s.path)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -262,29 +241,13 @@ func (s *ConfigStore) read(ctx context.Context) (ConfigValue, error) {
 	return ConfigValue{Data: data, Version: st.Version, Mzxid: st.Mzxid}, nil
 }
 
-// fired reports, without blocking, whether a watch channel has delivered
-// (go-zookeeper closes it after its one event).
-func fired(ev <-chan zk.Event) bool {
-	select {
-	case <-ev:
-		return true
-	default:
-		return false
-	}
-}
-
-// offerLatest puts v into a 1-slot channel, replacing an unread value. Only
-// the single producer calls it, so after draining the send cannot block.
-func offerLatest[T any](out chan T, v T) {
-	for {
-		select {
-		case out <- v:
-			return
-		default:
-		}
-		select {
-		case <-out:
-		default:
-		}
-	}
+// readRetried is read, retried after connection loss.
+func (s *ConfigStore) readRetried(ctx context.Context) (ConfigValue, error) {
+	var v ConfigValue
+	err := s.c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = s.read(ctx)
+		return err
+	})
+	return v, err
 }

@@ -123,7 +123,7 @@ func TestConfigWatchAcrossExpiry(t *testing.T) {
 		case v := <-ch:
 			if string(v.Data) == "during-4" {
 				select {
-				case <-sess.Done():
+				case <-sess.Ctx().Done():
 				default:
 					t.Fatal("session did not expire")
 				}

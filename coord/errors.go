@@ -2,9 +2,6 @@ package coord
 
 import (
 	"errors"
-	"io"
-	"net"
-	"syscall"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -30,11 +27,13 @@ var (
 	ErrNotFound = errors.New("coord: znode not found")
 
 	// ErrVersionConflict is returned by compare-and-set writes when the znode
-	// version differs from the expected one (ZooKeeper BadVersion).
+	// version differs from the expected one (ZooKeeper BadVersion): a config
+	// written by someone else meanwhile, or a shard group's cursor written by
+	// another owner (Group.Apply: open the group again).
 	ErrVersionConflict = errors.New("coord: version conflict")
 
 	// ErrNotInitialized means the queue's parent znodes are missing: run
-	// Queue.Init first.
+	// Backlog.Init first.
 	ErrNotInitialized = errors.New("coord: queue not initialized")
 
 	// ErrClaimed means another worker (another session, or another goroutine
@@ -44,24 +43,14 @@ var (
 	// ErrGone means the item no longer exists: someone else completed it.
 	ErrGone = errors.New("coord: item gone")
 
-	// ErrClaimLost means the claim's session ended (or the claim znode
-	// vanished): this call changed nothing and the item stays queued for
-	// another worker (at-least-once). One ambiguity remains: if an earlier
+	// ErrClaimLost means the claim's session ended, the claim znode
+	// vanished, or the claim was already finished by an earlier call: this
+	// call changed nothing and the item stays queued for another worker
+	// (at-least-once). One ambiguity remains: if an earlier
 	// attempt of the same call was cut off by connection loss and the session
 	// then expired, that attempt may have committed before; either way the
 	// item is never lost.
 	ErrClaimLost = errors.New("coord: claim lost")
-
-	// ErrClaimFinished means Complete, Release, Retry or Fail was already
-	// called successfully on this Claim.
-	ErrClaimFinished = errors.New("coord: claim already finished")
-
-	// ErrNotLocked is returned by Mutex.Unlock when the Mutex is not held.
-	ErrNotLocked = errors.New("coord: mutex not held")
-
-	// ErrLockBusy is returned when Lock or TryLock is called on a Mutex that is
-	// already held or being acquired by this same Mutex value.
-	ErrLockBusy = errors.New("coord: mutex already held or being acquired")
 )
 
 // IsConnectionLoss reports whether err is a ZooKeeper connection-loss error:
@@ -73,24 +62,15 @@ var (
 // session moved to another server, so a retry is safe. So are socket
 // errors (broken pipe, connection reset, EOF): go-zookeeper v1.0.4 hands a
 // request the raw error when writing it to a dying connection fails, and
-// whether the server got it is then unknown.
+// whether the server got it is then unknown (zkquirks.go, quirk 7).
 func IsConnectionLoss(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, zk.ErrConnectionClosed) ||
+	return errors.Is(err, zk.ErrConnectionClosed) ||
 		errors.Is(err, zk.ErrNoServer) ||
 		errors.Is(err, zk.ErrSessionMoved) ||
-		errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNABORTED) {
-		return true
-	}
-	var opErr *net.OpError
-	return errors.As(err, &opErr)
+		isSocketError(err)
 }
 
 // isExpired reports whether err says the session has expired.

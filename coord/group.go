@@ -13,12 +13,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ErrGroupMoved means another process wrote the group's cursor since this
-// Group loaded it (a second owner during a handoff, or an earlier step of
-// ours whose outcome was lost and then overtaken): nothing of the failed
-// step was written. Open the group again and redo the work.
-var ErrGroupMoved = errors.New("coord: shard group changed by another owner")
-
 // Group is the owner's handle on one shard group's compact frontier store
 // (docs/design.md, "Frontier layout 2"), bound to a Session like etcd's
 // concurrency recipes: it holds the group's cursor as last written, the
@@ -56,7 +50,7 @@ type Ref struct {
 type Post struct {
 	Name    string
 	Records [][]byte
-	Err     error // the post does not decode: drain it (delete) and count it
+	Err     error // the post does not decode (the error names the post and its group): drain it (delete) and count it
 }
 
 // Move asks Apply to turn a backlog record into a ready item: a
@@ -92,7 +86,7 @@ type StepResult struct {
 
 // Open loads group g for its owner's session sess: the cursor, every live
 // batch and every seen chunk (pipelined reads). Call it when the group is
-// taken over and again after ErrGroupMoved.
+// taken over and again after Apply returned ErrVersionConflict.
 //
 // Errors: ErrInvalidArgument; ErrSessionExpired; ErrNotInitialized when the
 // group's znodes are missing (a crawl of another layout); a znode that does
@@ -114,13 +108,7 @@ func (b *Backlog) Open(ctx context.Context, sess *Session, g int) (*Group, error
 
 // load reads group g's cursor, batches and seen chunks.
 func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
-	var data []byte
-	var stat *zk.Stat
-	err := Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
-		var err error
-		data, stat, err = b.q.c.get(ctx, b.cursorPath(g))
-		return err
-	})
+	data, stat, err := b.q.c.readData(ctx, b.cursorPath(g))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("coord: group %s of %s: %w", GroupName(g), b.q.name, ErrNotInitialized)
 	}
@@ -143,15 +131,10 @@ func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
 		} else {
 			p = b.chunkPath(g, cur.chunks[i-n].seq)
 		}
-		var d []byte
-		if err := Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
-			var err error
-			d, _, err = b.q.c.get(ctx, p)
-			return err
-		}); err != nil {
+		d, _, err := b.q.c.readData(ctx, p)
+		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
-		var err error
 		if i < n {
 			batchRecs[i], err = decodeRecords(d)
 			if err == nil && len(batchRecs[i]) != cur.batches[i].count {
@@ -182,12 +165,6 @@ func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
 	}
 	return st, nil
 }
-
-// Index returns the group's index.
-func (gr *Group) Index() int { return gr.g }
-
-// Session returns the session the group is bound to.
-func (gr *Group) Session() *Session { return gr.sess }
 
 // Seen reports whether key is in the group's seen-set.
 func (gr *Group) Seen(key uint64) bool {
@@ -232,24 +209,21 @@ func (gr *Group) Retirable() bool {
 	return false
 }
 
-// InboxDue reports whether Inbox may find posts it has not returned yet:
+// inboxDue reports whether Inbox may find posts it has not returned yet:
 // no watch is armed, the armed watch fired, a reconnect happened since it
-// was armed, or the last Inbox call left posts unread. When it is false the
-// owner can skip listing the inbox.
-func (gr *Group) InboxDue() bool {
-	if gr.watch == nil || gr.more {
-		return true
+// was armed (then the watch is dropped: the next listing arms a new one),
+// or the last Inbox call left posts unread.
+func (gr *Group) inboxDue() bool {
+	if gr.watch != nil {
+		select {
+		case <-gr.watch:
+			gr.watch = nil // fired: re-armed by the next listing
+		case <-gr.watchAt:
+			gr.watch = nil // a reconnect may have lost it
+		default:
+		}
 	}
-	select {
-	case <-gr.watch:
-		gr.watch = nil // fired: re-armed by the next Inbox
-		return true
-	case <-gr.watchAt:
-		gr.watch = nil
-		return true
-	default:
-		return false
-	}
+	return gr.watch == nil || gr.more
 }
 
 // InboxEvent returns a channel that receives an event when the inbox's
@@ -257,72 +231,27 @@ func (gr *Group) InboxDue() bool {
 // child watch is armed at a time, re-armed only after it fired.
 func (gr *Group) InboxEvent() <-chan zk.Event { return gr.watch }
 
-// Inbox lists the group's inbox (arming a child watch if none is armed)
-// and returns its oldest posts, in sequence order, at most about maxBytes
-// of post data plus their decoded records (at least one post), so a step
-// that accepts them all stays small. A post that does not decode is returned with Err set,
-// so the caller drains it.
+// Inbox returns the group's oldest inbox posts, in sequence order, at most
+// about maxBytes of post data plus their decoded records (at least one
+// post), so a step that accepts them all stays small. It lists the inbox
+// (arming a child watch if none is armed) only when there may be posts it
+// has not returned: otherwise it returns none at once, so the owner may
+// call it at every step. A post that does not decode is returned with Err
+// set, so the caller drains it.
 func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
-	c := gr.b.q.c
-	armed := gr.watch != nil || gr.peek
-	if gr.watch != nil {
-		select {
-		case <-gr.watch:
-			armed = false
-		case <-gr.watchAt:
-			armed = false // a reconnect may have lost it
-		default:
-		}
+	if !gr.inboxDue() {
+		return nil, nil
 	}
-	var names []string
-	p := gr.b.inboxPath(gr.g)
-	err := Retry(ctx, c.retry, func(ctx context.Context) error {
-		var err error
-		if armed {
-			names, _, err = c.children(ctx, p)
-			return err
-		}
-		epoch := c.reconnected()
-		var ev <-chan zk.Event
-		names, _, ev, err = c.childrenW(ctx, p)
-		if err == nil {
-			gr.watch, gr.watchAt = ev, epoch
-		}
-		return err
-	})
+	names, err := gr.listInbox(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("coord: inbox of group %s: %w", GroupName(gr.g), err)
 	}
-	sort.Slice(names, func(i, j int) bool { return itemSeq(names[i]) < itemSeq(names[j]) })
 	var out []Post
 	read := 0
 	gr.more = false
 	for len(names) > 0 && read < maxBytes {
 		n := min(len(names), 8)
-		batch := make([]Post, n)
-		sizes := make([]int, n)
-		err := parallel(ctx, n, n, func(ctx context.Context, i int) error {
-			batch[i].Name = names[i]
-			var d []byte
-			err := Retry(ctx, c.retry, func(ctx context.Context) error {
-				var err error
-				d, _, err = c.get(ctx, p+"/"+names[i])
-				return err
-			})
-			if errors.Is(err, zk.ErrNoNode) {
-				batch[i].Name = "" // drained by someone else meanwhile
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			batch[i].Records, batch[i].Err = decodeRecords(d)
-			sizes[i] = len(d)
-			for _, r := range batch[i].Records {
-				sizes[i] += len(r) // what the records take once accepted
-			}
-			return nil
-		})
+		batch, sizes, err := gr.readPosts(ctx, names[:n])
 		if err != nil {
 			return nil, fmt.Errorf("coord: inbox of group %s: %w", GroupName(gr.g), err)
 		}
@@ -346,6 +275,59 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 	return out, nil
 }
 
+// listInbox returns the inbox's post names in sequence order, arming a
+// child watch unless one stands (or the Group only peeks).
+func (gr *Group) listInbox(ctx context.Context) ([]string, error) {
+	c := gr.b.q.c
+	armed := gr.watch != nil || gr.peek
+	var names []string
+	p := gr.b.inboxPath(gr.g)
+	err := c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		if armed {
+			names, _, err = c.children(ctx, p)
+			return err
+		}
+		epoch := c.reconnected()
+		var ev <-chan zk.Event
+		names, _, ev, err = c.childrenW(ctx, p)
+		if err == nil {
+			gr.watch, gr.watchAt = ev, epoch
+		}
+		return err
+	})
+	sort.Slice(names, func(i, j int) bool { return itemSeq(names[i]) < itemSeq(names[j]) })
+	return names, err
+}
+
+// readPosts reads and decodes the named posts (pipelined). A post drained
+// by someone else meanwhile comes back with Name "". sizes[i] is post i's
+// data plus its decoded records: what it takes once accepted.
+func (gr *Group) readPosts(ctx context.Context, names []string) (posts []Post, sizes []int, err error) {
+	c := gr.b.q.c
+	p := gr.b.inboxPath(gr.g)
+	posts, sizes = make([]Post, len(names)), make([]int, len(names))
+	err = parallel(ctx, len(names), len(names), func(ctx context.Context, i int) error {
+		d, _, err := c.readData(ctx, p+"/"+names[i])
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil // drained by someone else meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		posts[i].Name = names[i]
+		if posts[i].Records, err = decodeRecords(d); err != nil {
+			posts[i].Err = fmt.Errorf("post %s of group %s: %w", names[i], GroupName(gr.g), err)
+		}
+		sizes[i] = len(d)
+		for _, r := range posts[i].Records {
+			sizes[i] += len(r)
+		}
+		return nil
+	})
+	return posts, sizes, err
+}
+
 // Apply writes one step as one multi: check(session fence),
 // setData(cursor, version), then the backlog appends (setData of the newest
 // batch or create of new ones), the ready creates of the moves, the
@@ -358,179 +340,227 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 // it did not, and it is sent again.
 //
 // Errors: ErrSessionExpired (the fence failed; nothing written);
-// ErrGroupMoved (another process wrote the group; nothing written: Open
+// ErrVersionConflict (another process wrote the group's cursor since this
+// Group loaded it: a second owner during a handoff, or an earlier step of
+// ours whose outcome was lost and then overtaken; nothing written: Open
 // again); ErrInvalidArgument (a Move names no pending record); ctx errors
 // and connection loss after retries (outcome unknown: Open again).
 func (gr *Group) Apply(ctx context.Context, s Step) (res StepResult, err error) {
 	defer gr.b.q.c.observed("group_step", time.Now(), &err)
-	st := gr.st
-	next := st.cur.clone()
-	next.nonce = rand.Uint64()
-	b, g := gr.b, gr.g
-	var ops []any
-	add := func(op any) { ops = append(ops, op) }
-
-	// Appends.
-	touched := map[uint64]bool{}
-	newRecs := map[uint64][][]byte{}
-	newSize := map[uint64]int{}
-	var created []uint64
-	var accepted []Ref
-	for _, r := range s.Accept {
-		var last *batchState
-		if k := len(next.batches); k > 0 {
-			last = &next.batches[k-1]
-		}
-		if last == nil || st.rawSize[last.seq]+newSize[last.seq] >= BatchRawBytes {
-			next.batches = append(next.batches, batchState{seq: next.nextBatch})
-			next.nextBatch++
-			last = &next.batches[len(next.batches)-1]
-			created = append(created, last.seq)
-		}
-		if _, ok := newRecs[last.seq]; !ok {
-			newRecs[last.seq] = slices.Clone(st.batches[last.seq])
-		}
-		newRecs[last.seq] = append(newRecs[last.seq], r)
-		newSize[last.seq] += len(r)
-		last.grow(len(newRecs[last.seq]))
-		accepted = append(accepted, Ref{Batch: last.seq, Index: len(newRecs[last.seq]) - 1})
-		touched[last.seq] = true
+	where := "coord: Group.Apply " + GroupName(gr.g)
+	p, err := gr.plan(s)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", where, err)
 	}
-	for seq := range touched {
-		// Raw while the batch is open (it grows with every step); flate
-		// once it is full.
-		full := st.rawSize[seq]+newSize[seq] >= BatchRawBytes
-		data := encodeRecords(newRecs[seq], full)
-		if slices.Contains(created, seq) {
-			add(&zk.CreateRequest{Path: b.batchPath(g, seq), Data: data, Acl: b.q.c.ACL(), Flags: zk.FlagPersistent})
-		} else {
-			add(&zk.SetDataRequest{Path: b.batchPath(g, seq), Data: data, Version: -1})
-		}
-	}
-
-	// Moves.
-	firstMove := len(ops) + 2
-	for _, m := range s.Move {
-		i := slices.IndexFunc(next.batches, func(bt batchState) bool { return bt.seq == m.Ref.Batch })
-		if i < 0 || m.Ref.Index < 0 || m.Ref.Index >= next.batches[i].count || next.batches[i].isMoved(m.Ref.Index) {
-			return res, fmt.Errorf("coord: Group.Apply %s: move of %v: no such pending record: %w", GroupName(g), m.Ref, ErrInvalidArgument)
-		}
-		next.batches[i].setMoved(m.Ref.Index)
-		add(&zk.CreateRequest{Path: b.q.shardPath(queueDir, m.Shard) + "/" + itemPrefix, Data: m.Data, Acl: b.q.c.ACL(), Flags: zk.FlagSequence})
-	}
-
-	// Retirement: batches fully moved and not appended to in this step.
-	lastChunk := st.lastChunk
-	var retired []uint64
-	keep := next.batches[:0]
-	var fold []uint64
-	for _, bt := range next.batches {
-		if !touched[bt.seq] && bt.allMoved() {
-			retired = append(retired, bt.seq)
-			for _, r := range st.batches[bt.seq] {
-				fold = append(fold, b.key(r))
-			}
-			add(&zk.DeleteRequest{Path: b.batchPath(g, bt.seq), Version: -1})
-			continue
-		}
-		keep = append(keep, bt)
-	}
-	next.batches = keep
-	if len(fold) > 0 {
-		slices.Sort(fold)
-		fold = slices.Compact(fold)
-		for len(fold) > 0 {
-			k := len(next.chunks)
-			if k > 0 && len(lastChunk) < ChunkKeys {
-				n := min(ChunkKeys-len(lastChunk), len(fold))
-				merged := append(slices.Clone(lastChunk), fold[:n]...)
-				slices.Sort(merged)
-				merged = slices.Compact(merged)
-				add(&zk.SetDataRequest{Path: b.chunkPath(g, next.chunks[k-1].seq), Data: encodeKeys(merged), Version: -1})
-				next.chunks[k-1].count = len(merged)
-				lastChunk, fold = merged, fold[n:]
-				continue
-			}
-			n := min(ChunkKeys, len(fold))
-			lastChunk = slices.Clone(fold[:n])
-			add(&zk.CreateRequest{Path: b.chunkPath(g, next.nextChunk), Data: encodeKeys(lastChunk), Acl: b.q.c.ACL(), Flags: zk.FlagPersistent})
-			next.chunks = append(next.chunks, chunkState{seq: next.nextChunk, count: n})
-			next.nextChunk++
-			fold = fold[n:]
-		}
-	}
-
-	// Drains.
-	for _, name := range s.Drained {
-		add(&zk.DeleteRequest{Path: b.inboxPath(g) + "/" + name, Version: -1})
-	}
-
-	cursor := encodeCursor(next)
-	ops = append([]any{
-		&zk.CheckVersionRequest{Path: gr.fence, Version: -1},
-		&zk.SetDataRequest{Path: b.cursorPath(g), Data: cursor, Version: st.version},
-	}, ops...)
-
-	commit := func(resp []zk.MultiResponse) StepResult {
-		for seq, recs := range newRecs {
-			st.batches[seq] = recs
-			st.rawSize[seq] += newSize[seq]
-		}
-		for _, r := range s.Accept {
-			st.seen[b.key(r)] = struct{}{}
-		}
-		for _, seq := range retired {
-			delete(st.batches, seq)
-			delete(st.rawSize, seq)
-		}
-		st.cur, st.version, st.lastChunk = next, st.version+1, lastChunk
-		out := StepResult{Retired: len(retired), Accepted: accepted}
-		if resp != nil {
-			for i := range s.Move {
-				out.Ready = append(out.Ready, path.Base(resp[firstMove+i].String))
-			}
-		}
-		return out
-	}
-	for attempt := 1; ; attempt++ {
+	err = gr.b.q.c.retryWrite(ctx, func(ctx context.Context) error {
 		if !gr.sess.alive() {
-			return res, fmt.Errorf("coord: Group.Apply %s: session %s: %w", GroupName(g), gr.sess, ErrSessionExpired)
+			return fmt.Errorf("session %s: %w", gr.sess, ErrSessionExpired)
 		}
-		resp, idx, err := b.q.c.multi(ctx, nil, ops...)
+		resp, idx, err := gr.b.q.c.multi(ctx, nil, p.ops...)
 		switch {
 		case err == nil:
-			return commit(resp), nil
+			res = gr.commit(p, resp)
 		case idx == 0:
-			return res, fmt.Errorf("coord: Group.Apply %s: session %s fence gone: %w", GroupName(g), gr.sess, ErrSessionExpired)
+			return fmt.Errorf("session %s fence gone: %w", gr.sess, ErrSessionExpired)
 		case idx > 0:
-			return res, fmt.Errorf("coord: Group.Apply %s: op %d: %v: %w", GroupName(g), idx, err, ErrGroupMoved)
-		case isExpired(err):
-			return res, fmt.Errorf("coord: Group.Apply %s: %w", GroupName(g), err)
-		case !IsConnectionLoss(err):
-			return res, fmt.Errorf("coord: Group.Apply %s: %w", GroupName(g), err)
+			return fmt.Errorf("op %d: %v: group changed by another owner: %w", idx, err, ErrVersionConflict)
 		}
-		// Outcome unknown: read the cursor back.
-		var data []byte
-		var stat *zk.Stat
-		rerr := Retry(ctx, b.q.c.retry, func(ctx context.Context) error {
-			var err error
-			data, stat, err = b.q.c.get(ctx, b.cursorPath(g))
-			return err
-		})
-		if rerr != nil {
-			return res, fmt.Errorf("coord: Group.Apply %s: outcome unknown: %w", GroupName(g), rerr)
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		committed, err := gr.settle(ctx, p)
+		if committed {
+			res = gr.commit(p, nil)
 		}
-		if have, derr := decodeCursor(data); derr == nil && have.nonce == next.nonce && stat.Version == st.version+1 {
-			return commit(nil), nil
+		return committed || err != nil, err
+	})
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", where, err)
+	}
+	return res, nil
+}
+
+// stepPlan is a Step turned into one multi, with what the group's state
+// becomes once it commits.
+type stepPlan struct {
+	step      Step
+	ops       []any
+	next      cursorState         // the cursor written
+	newRecs   map[uint64][][]byte // batch -> its records after the appends
+	newSize   map[uint64]int      // batch -> raw bytes appended
+	touched   map[uint64]bool     // batches appended to
+	created   []uint64            // batches created
+	accepted  []Ref               // where each accepted record went
+	firstMove int                 // index in ops of the first ready create
+	retired   []uint64            // batches retired
+	lastChunk []uint64            // keys of the newest seen chunk afterwards
+}
+
+// plan builds the multi of step s (Apply's doc): the fence check and the
+// cursor write first, then appends, moves, retirement and drains.
+// Errors: ErrInvalidArgument for a Move of no pending record.
+func (gr *Group) plan(s Step) (*stepPlan, error) {
+	p := &stepPlan{step: s, next: gr.st.cur.clone(), newRecs: map[uint64][][]byte{},
+		newSize: map[uint64]int{}, touched: map[uint64]bool{}, lastChunk: gr.st.lastChunk}
+	p.next.nonce = rand.Uint64()
+	gr.planAppends(p)
+	p.firstMove = len(p.ops) + 2
+	if err := gr.planMoves(p); err != nil {
+		return nil, err
+	}
+	gr.planRetirement(p)
+	for _, name := range s.Drained {
+		p.ops = append(p.ops, &zk.DeleteRequest{Path: gr.b.inboxPath(gr.g) + "/" + name, Version: -1})
+	}
+	p.ops = append([]any{
+		&zk.CheckVersionRequest{Path: gr.fence, Version: -1},
+		&zk.SetDataRequest{Path: gr.b.cursorPath(gr.g), Data: encodeCursor(p.next), Version: gr.st.version},
+	}, p.ops...)
+	return p, nil
+}
+
+// planAppends appends the accepted records to the newest batch while it
+// holds less than batchRawBytes of raw records, to new batches beyond:
+// setData of a batch appended to (raw while it is open, flate once it is
+// full), create of a new one.
+func (gr *Group) planAppends(p *stepPlan) {
+	st, b, g := gr.st, gr.b, gr.g
+	for _, r := range p.step.Accept {
+		var last *batchState
+		if k := len(p.next.batches); k > 0 {
+			last = &p.next.batches[k-1]
 		}
-		if stat.Version != st.version {
-			return res, fmt.Errorf("coord: Group.Apply %s: cursor at version %d, had %d: %w", GroupName(g), stat.Version, st.version, ErrGroupMoved)
+		if last == nil || st.rawSize[last.seq]+p.newSize[last.seq] >= batchRawBytes {
+			p.next.batches = append(p.next.batches, batchState{seq: p.next.nextBatch})
+			p.next.nextBatch++
+			last = &p.next.batches[len(p.next.batches)-1]
+			p.created = append(p.created, last.seq)
 		}
-		if attempt >= b.q.c.retry.Attempts {
-			return res, fmt.Errorf("coord: Group.Apply %s: gave up after %d attempts: %w", GroupName(g), attempt, err)
+		if _, ok := p.newRecs[last.seq]; !ok {
+			p.newRecs[last.seq] = slices.Clone(st.batches[last.seq])
 		}
-		if !sleepCtx(ctx, b.q.c.retry.Backoff(attempt)) {
-			return res, ctx.Err()
+		p.newRecs[last.seq] = append(p.newRecs[last.seq], r)
+		p.newSize[last.seq] += len(r)
+		last.grow(len(p.newRecs[last.seq]))
+		p.accepted = append(p.accepted, Ref{Batch: last.seq, Index: len(p.newRecs[last.seq]) - 1})
+		p.touched[last.seq] = true
+	}
+	for seq := range p.touched {
+		full := st.rawSize[seq]+p.newSize[seq] >= batchRawBytes
+		data := encodeRecords(p.newRecs[seq], full)
+		if slices.Contains(p.created, seq) {
+			p.ops = append(p.ops, &zk.CreateRequest{Path: b.batchPath(g, seq), Data: data, Acl: b.q.c.acl(), Flags: zk.FlagPersistent})
+		} else {
+			p.ops = append(p.ops, &zk.SetDataRequest{Path: b.batchPath(g, seq), Data: data, Version: -1})
 		}
 	}
+}
+
+// planMoves creates a ready item per Move and marks its record moved.
+func (gr *Group) planMoves(p *stepPlan) error {
+	for _, m := range p.step.Move {
+		i := slices.IndexFunc(p.next.batches, func(bt batchState) bool { return bt.seq == m.Ref.Batch })
+		if i < 0 || m.Ref.Index < 0 || m.Ref.Index >= p.next.batches[i].count || p.next.batches[i].isMoved(m.Ref.Index) {
+			return fmt.Errorf("move of %v: no such pending record: %w", m.Ref, ErrInvalidArgument)
+		}
+		p.next.batches[i].setMoved(m.Ref.Index)
+		p.ops = append(p.ops, &zk.CreateRequest{Path: gr.b.q.shardPath(queueDir, m.Shard) + "/" + itemPrefix, Data: m.Data, Acl: gr.b.q.c.acl(), Flags: zk.FlagSequence})
+	}
+	return nil
+}
+
+// planRetirement deletes the batches whose records are all moved (and
+// that this step did not append to) and folds their keys into the seen
+// chunks.
+func (gr *Group) planRetirement(p *stepPlan) {
+	keep := p.next.batches[:0]
+	var fold []uint64
+	for _, bt := range p.next.batches {
+		if p.touched[bt.seq] || !bt.allMoved() {
+			keep = append(keep, bt)
+			continue
+		}
+		p.retired = append(p.retired, bt.seq)
+		for _, r := range gr.st.batches[bt.seq] {
+			fold = append(fold, gr.b.key(r))
+		}
+		p.ops = append(p.ops, &zk.DeleteRequest{Path: gr.b.batchPath(gr.g, bt.seq), Version: -1})
+	}
+	p.next.batches = keep
+	slices.Sort(fold)
+	gr.planFold(p, slices.Compact(fold))
+}
+
+// planFold merges sorted keys into the newest seen chunk while it holds
+// fewer than chunkKeys, and into new chunks beyond.
+func (gr *Group) planFold(p *stepPlan, fold []uint64) {
+	b, g := gr.b, gr.g
+	for len(fold) > 0 {
+		k := len(p.next.chunks)
+		if k > 0 && len(p.lastChunk) < chunkKeys {
+			n := min(chunkKeys-len(p.lastChunk), len(fold))
+			merged := append(slices.Clone(p.lastChunk), fold[:n]...)
+			slices.Sort(merged)
+			merged = slices.Compact(merged)
+			p.ops = append(p.ops, &zk.SetDataRequest{Path: b.chunkPath(g, p.next.chunks[k-1].seq), Data: encodeKeys(merged), Version: -1})
+			p.next.chunks[k-1].count = len(merged)
+			p.lastChunk, fold = merged, fold[n:]
+			continue
+		}
+		n := min(chunkKeys, len(fold))
+		p.lastChunk = slices.Clone(fold[:n])
+		p.ops = append(p.ops, &zk.CreateRequest{Path: b.chunkPath(g, p.next.nextChunk), Data: encodeKeys(p.lastChunk), Acl: b.q.c.acl(), Flags: zk.FlagPersistent})
+		p.next.chunks = append(p.next.chunks, chunkState{seq: p.next.nextChunk, count: n})
+		p.next.nextChunk++
+		fold = fold[n:]
+	}
+}
+
+// commit makes the group's state what p wrote and reports it. resp is the
+// multi's reply, nil when the commit was learnt by reading back (the ready
+// items' names are then unknown). Ready items this process created are
+// remembered for Take (their data is known: no read to claim them).
+func (gr *Group) commit(p *stepPlan, resp []zk.MultiResponse) StepResult {
+	st := gr.st
+	for seq, recs := range p.newRecs {
+		st.batches[seq] = recs
+		st.rawSize[seq] += p.newSize[seq]
+	}
+	for _, r := range p.step.Accept {
+		st.seen[gr.b.key(r)] = struct{}{}
+	}
+	for _, seq := range p.retired {
+		delete(st.batches, seq)
+		delete(st.rawSize, seq)
+	}
+	st.cur, st.version, st.lastChunk = p.next, st.version+1, p.lastChunk
+	out := StepResult{Retired: len(p.retired), Accepted: p.accepted}
+	if resp != nil {
+		for i, m := range p.step.Move {
+			name := path.Base(resp[p.firstMove+i].String)
+			out.Ready = append(out.Ready, name)
+			if m.Shard >= 0 && m.Shard < len(gr.b.q.cursors) {
+				gr.b.q.cache(m.Shard, name, cachedItem{data: m.Data, version: 0}, true)
+			}
+		}
+	}
+	return out
+}
+
+// settle learns the outcome of a step whose reply was lost by reading the
+// cursor back: our nonce at the next version means it committed; another
+// version means another process wrote (ErrVersionConflict); the old version
+// means it did not commit (send it again).
+func (gr *Group) settle(ctx context.Context, p *stepPlan) (committed bool, err error) {
+	data, stat, err := gr.b.q.c.readData(ctx, gr.b.cursorPath(gr.g))
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("outcome unknown: %w", err)
+	case stat.Version == gr.st.version+1:
+		if have, derr := decodeCursor(data); derr == nil && have.nonce == p.next.nonce {
+			return true, nil
+		}
+	case stat.Version == gr.st.version:
+		return false, nil
+	}
+	return false, fmt.Errorf("cursor at version %d, had %d: group changed by another owner: %w", stat.Version, gr.st.version, ErrVersionConflict)
 }

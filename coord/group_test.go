@@ -192,7 +192,7 @@ func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 }
 
 // Two owners of one group (a handoff overlap): the one whose cursor is
-// stale gets ErrGroupMoved and writes nothing; reopened, it sees the other's
+// stale gets ErrVersionConflict and writes nothing; reopened, it sees the other's
 // step.
 func TestGroupSecondOwnerIsFenced(t *testing.T) {
 	t.Parallel()
@@ -215,8 +215,8 @@ func TestGroupSecondOwnerIsFenced(t *testing.T) {
 	if _, err := g1.Apply(ctx, coord.Step{Accept: [][]byte{[]byte("a"), []byte("b")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g2.Apply(ctx, coord.Step{Accept: [][]byte{[]byte("a")}}); !errors.Is(err, coord.ErrGroupMoved) {
-		t.Fatalf("stale owner's Apply = %v, want ErrGroupMoved", err)
+	if _, err := g2.Apply(ctx, coord.Step{Accept: [][]byte{[]byte("a")}}); !errors.Is(err, coord.ErrVersionConflict) {
+		t.Fatalf("stale owner's Apply = %v, want ErrVersionConflict", err)
 	}
 	if g2, err = b2.Open(ctx, s2, 0); err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestGroupSecondOwnerIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-s1.Done():
+	case <-s1.Ctx().Done():
 	case <-ctx.Done():
 		t.Fatal("session 1 never reported its expiry")
 	}

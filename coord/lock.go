@@ -19,8 +19,9 @@ import (
 // "<guid>-lock-<10-digit sequence>" (ZooKeeper recipes: locks).
 const lockInfix = "-lock-"
 
-// Mutex is a distributed exclusive lock on a znode directory, following the
-// ZooKeeper recipe "Locks" (ZooKeeper Recipes and Solutions):
+// Mutex is a distributed exclusive lock on a znode directory, bound to one
+// Session like etcd's concurrency.NewMutex(s, pfx), following the ZooKeeper
+// recipe "Locks" (ZooKeeper Recipes and Solutions):
 //
 //  1. create "<dir>/<guid>-lock-" ephemeral and sequential;
 //  2. list the children (no watch, to avoid the herd effect);
@@ -30,46 +31,45 @@ const lockInfix = "-lock-"
 //
 // The GUID lets a create whose reply was lost to connection loss be found
 // again, so it is never repeated (no orphan node, no deadlock). A cancelled
-// Lock deletes its node, in the background if the create is still in flight.
+// Lock deletes its node, in the background if the create is still in
+// flight.
 //
-// The lock lives as long as the session that created its node: Lost is
-// closed when that session expires (or the node is deleted by someone else).
-// While the client is disconnected the holder cannot know whether it still
-// holds the lock; holders needing strict mutual exclusion must also stop
-// work on StateDisconnected (see Client.Subscribe).
+// The lock lives as long as the session: when the session's Ctx is done
+// the lock is lost (the server deleted the node) and the holder must stop.
+// While the client is disconnected the holder cannot know whether the
+// session still lives; holders needing strict mutual exclusion must also
+// stop work on StateDisconnected (see Client.Subscribe).
 //
-// A Mutex value is one contender: it is not for concurrent Lock calls (a
-// second concurrent Lock or TryLock returns ErrLockBusy). Use one Mutex per
-// goroutine that contends.
+// A Mutex value is one contender: a second Lock or TryLock while one is
+// held or under way fails (ErrInvalidArgument). Use one Mutex per goroutine
+// that contends.
 type Mutex struct {
-	c   *Client
-	dir string // absolute
-	log *slog.Logger
+	s    *Session
+	dir  string // absolute
+	name string // as given
+	log  *slog.Logger
 
 	mu      sync.Mutex
-	busy    bool
+	busy    bool   // a Lock or TryLock is under way
 	node    string // absolute path of our node while held
-	sess    *Session
-	lost    chan struct{}
-	stop    chan struct{}
 	dirDone bool
 }
 
-// NewMutex returns a Mutex on the lock directory path (absolute, e.g.
-// "/zkcrawl/crawl1/locks/seeder"; the client's chroot is applied). The
-// directory is created on first use. An invalid path makes every call return
-// an error wrapping ErrInvalidArgument.
-func NewMutex(c *Client, path string) *Mutex {
-	return &Mutex{c: c, dir: c.abs(path), log: c.log.With("lock", path)}
+// NewMutex returns a Mutex of session s on the lock directory path
+// (absolute, e.g. "/zkcrawl/crawl1/locks/seeder"; the client's chroot is
+// applied). The directory is created on first use. An invalid path makes
+// every call return an error wrapping ErrInvalidArgument.
+func NewMutex(s *Session, path string) *Mutex {
+	return &Mutex{s: s, dir: s.c.abs(path), name: path, log: s.c.log.With("lock", path)}
 }
 
-// Lock blocks until the lock is held or ctx is done. On ctx done it returns
-// ctx's error and leaves no node behind. A session expiry while waiting is
-// survived: Lock starts over in the client's next session.
+// Lock blocks until the lock is held, ctx is done or the session ends. On
+// ctx done it returns ctx's error and leaves no node behind.
 //
-// Errors: ErrLockBusy if this Mutex is already held or acquiring;
-// ErrInvalidArgument for a bad path; ErrClosed; ctx errors; ZooKeeper errors
-// that retries could not overcome.
+// Errors: ErrSessionExpired when the session ends (its node is gone with
+// it: take a new Session and a new Mutex); ErrInvalidArgument for a bad
+// path or a Mutex already held or acquiring; ErrClosed; ctx errors;
+// ZooKeeper errors that retries could not overcome.
 func (m *Mutex) Lock(ctx context.Context) error {
 	_, err := m.acquire(ctx, true)
 	return err
@@ -77,117 +77,128 @@ func (m *Mutex) Lock(ctx context.Context) error {
 
 // TryLock makes one attempt: it returns true if the lock was free and is now
 // held, false (and no node left behind) if another contender holds it or is
-// queued before us.
+// queued before us. Errors as Lock.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	return m.acquire(ctx, false)
-}
-
-// IsOwner reports whether this Mutex holds the lock: acquired, not
-// unlocked, and not lost.
-func (m *Mutex) IsOwner() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.node == "" {
-		return false
-	}
-	select {
-	case <-m.lost:
-		return false
-	default:
-		return true
-	}
-}
-
-// Lost returns a channel closed when the held lock is lost: the session that
-// holds it expired or the client closed, or the lock node was deleted by
-// someone else. When the Mutex is not held it returns an already closed
-// channel. Unlock does not close it.
-func (m *Mutex) Lost() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.node == "" {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return m.lost
-}
-
-// Session returns the session that holds the lock, or nil when not held.
-func (m *Mutex) Session() *Session {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.node == "" {
-		return nil
-	}
-	return m.sess
 }
 
 // Unlock releases the lock by deleting our node. If ctx ends first the
 // delete goes on in the background (until it succeeds or the session ends),
 // so the lock is never left held by a live session.
 //
-// Errors: ErrNotLocked if not held; ctx errors (the release continues in
-// the background). A lock already lost through session expiry unlocks
-// without error: its node is gone.
+// Errors: ErrNotFound if the Mutex does not hold the lock; ctx errors (the
+// release continues in the background). A lock already lost with its
+// session unlocks without error: its node is gone.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
-	node, sess, stop := m.node, m.sess, m.stop
-	if node == "" {
-		m.mu.Unlock()
-		return ErrNotLocked
-	}
-	m.node, m.sess = "", nil
-	close(stop)
+	node := m.node
+	m.node = ""
 	m.mu.Unlock()
-	return m.deleteNode(ctx, node, sess)
-}
-
-// deleteNode deletes our lock node; when ctx ends first the delete continues
-// in the background until done or the session ends.
-func (m *Mutex) deleteNode(ctx context.Context, node string, sess *Session) error {
-	del := func(ctx context.Context) error {
-		return Retry(ctx, m.c.retry, func(ctx context.Context) error {
-			err := m.c.del(ctx, node, -1)
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil
-			}
-			return err
-		})
+	if node == "" {
+		return fmt.Errorf("coord: Mutex.Unlock %s: not held: %w", m.name, ErrNotFound)
 	}
-	err := del(ctx)
+	err := m.deleteNode(ctx, node)
 	switch {
 	case err == nil, isExpired(err), errors.Is(err, ErrClosed):
 		return nil
 	case ctx.Err() != nil || IsConnectionLoss(err):
-		go m.backgroundDelete(node, sess, del)
+		go m.deleteInBackground(node)
 	}
-	return err
+	return fmt.Errorf("coord: Mutex.Unlock %s: %w", m.name, err)
 }
 
-// backgroundDelete keeps deleting node until it succeeds, the session that
-// may own it ends, or the client closes.
-func (m *Mutex) backgroundDelete(node string, sess *Session, del func(context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		var sessDone <-chan struct{}
-		if sess != nil {
-			sessDone = sess.Done()
+// deleteNode deletes node (retried after connection loss; NoNode is done).
+func (m *Mutex) deleteNode(ctx context.Context, node string) error {
+	return m.s.c.retry(ctx, func(ctx context.Context) error {
+		err := m.s.c.del(ctx, node, -1)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
 		}
-		select {
-		case <-sessDone:
-		case <-m.c.closedCh:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
+		return err
+	})
+}
+
+// deleteInBackground keeps deleting node until it succeeds or the session
+// (whose ephemeral node it is) ends.
+func (m *Mutex) deleteInBackground(node string) {
+	ctx := m.s.Ctx()
 	for ctx.Err() == nil {
-		if err := del(ctx); err == nil || isExpired(err) || errors.Is(err, ErrClosed) {
+		if err := m.deleteNode(ctx, node); err == nil || isExpired(err) || errors.Is(err, ErrClosed) {
 			return
 		}
 		sleepCtx(ctx, time.Second)
 	}
+}
+
+// acquire is Lock (wait) and TryLock (!wait).
+func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
+	if err := m.begin(); err != nil {
+		return false, err
+	}
+	defer m.end()
+	// Stop when the session ends, too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(m.s.Ctx(), cancel)()
+	if err := m.ensureDir(ctx); err != nil {
+		return false, m.failed(ctx, err)
+	}
+	prefix := uuid.NewString() + lockInfix
+	node, err := m.createNode(ctx, prefix)
+	if err != nil {
+		m.cleanupGUID(prefix, "")
+		return false, m.failed(ctx, err)
+	}
+	for {
+		held, pred, err := m.position(ctx, node)
+		switch {
+		case err != nil:
+			m.cleanupGUID(prefix, node)
+			return false, m.failed(ctx, err)
+		case held:
+			m.mu.Lock()
+			m.node = node
+			m.mu.Unlock()
+			m.log.Debug("lock acquired", "node", node, "session", m.s.String())
+			return true, nil
+		case !wait:
+			if err := m.deleteNode(ctx, node); err != nil {
+				m.cleanupGUID(prefix, node)
+				return false, m.failed(ctx, err)
+			}
+			return false, nil
+		}
+		if err := m.waitGone(ctx, pred); err != nil {
+			m.cleanupGUID(prefix, node)
+			return false, m.failed(ctx, err)
+		}
+	}
+}
+
+// begin marks the Mutex busy; an error if it is held or busy already.
+func (m *Mutex) begin() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.busy || m.node != "" {
+		return fmt.Errorf("coord: Mutex %s: already held or being acquired by this Mutex (use one per contender): %w", m.name, ErrInvalidArgument)
+	}
+	m.busy = true
+	return nil
+}
+
+func (m *Mutex) end() {
+	m.mu.Lock()
+	m.busy = false
+	m.mu.Unlock()
+}
+
+// failed names the Mutex in err, and says ErrSessionExpired when the
+// session's end is why ctx was cancelled.
+func (m *Mutex) failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil && !m.s.alive() {
+		return m.s.expired("coord: Mutex " + m.name)
+	}
+	return fmt.Errorf("coord: Mutex %s: %w", m.name, err)
 }
 
 func (m *Mutex) ensureDir(ctx context.Context) error {
@@ -197,15 +208,110 @@ func (m *Mutex) ensureDir(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	if err := validatePath(m.dir); err != nil {
-		return fmt.Errorf("coord: NewMutex: %w", err)
+	if err := validatePath(m.name); err != nil {
+		return err
 	}
-	if err := m.c.ensurePath(ctx, m.dir); err != nil {
+	if err := m.s.c.ensurePath(ctx, m.dir); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	m.dirDone = true
 	m.mu.Unlock()
+	return nil
+}
+
+// createNode creates our ephemeral-sequential node and checks that it
+// belongs to our session (a create queued during a disconnection may run in
+// the client's next session: that node is deleted and the session is gone).
+// After connection loss it looks for our GUID among the children (the
+// create may have succeeded) before creating again. A create abandoned on
+// ctx done deletes its node once its reply arrives.
+func (m *Mutex) createNode(ctx context.Context, prefix string) (string, error) {
+	c := m.s.c
+	node := ""
+	err := c.retryWrite(ctx, func(ctx context.Context) error {
+		if !m.s.alive() {
+			return m.s.expired("create lock node")
+		}
+		p, err := c.create(ctx, m.dir+"/"+prefix, nil, zk.FlagEphemeral|zk.FlagSequence, func(p string, err error) {
+			if err == nil {
+				m.cleanupGUID(prefix, p)
+			} else if IsConnectionLoss(err) {
+				m.cleanupGUID(prefix, "")
+			}
+		})
+		node = p
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		kids, err := m.s.c.readChildren(ctx, m.dir)
+		for _, k := range kids {
+			if strings.HasPrefix(k, prefix) {
+				node = m.dir + "/" + k
+				return true, nil
+			}
+		}
+		return err != nil, err
+	})
+	if err != nil {
+		return "", err
+	}
+	var owner int64
+	err = c.retry(ctx, func(ctx context.Context) error {
+		ok, st, err := c.exists(ctx, node)
+		if err == nil && ok {
+			owner = st.EphemeralOwner
+		}
+		return err
+	})
+	if err == nil && owner != m.s.id {
+		_ = m.deleteNode(ctx, node)
+		err = m.s.expired("lock node " + node + " made by session " + sessionHex(owner))
+	}
+	return node, err
+}
+
+// position tells whether node is the lowest lock node (held), or else the
+// node just before it (pred). Errors: ErrSessionExpired when node is gone
+// (its session ended); ZooKeeper errors after retries.
+func (m *Mutex) position(ctx context.Context, node string) (held bool, pred string, err error) {
+	kids, err := m.s.c.readChildren(ctx, m.dir)
+	if err != nil {
+		return false, "", err
+	}
+	nodes := sortedLockNodes(kids)
+	for i, n := range nodes {
+		if m.dir+"/"+n.name == node {
+			if i == 0 {
+				return true, "", nil
+			}
+			return false, m.dir + "/" + nodes[i-1].name, nil
+		}
+	}
+	return false, "", m.s.expired("lock node " + node + " gone")
+}
+
+// waitGone waits until pred is gone (an exists watch on it, re-checked
+// after every reconnect) or ctx ends.
+func (m *Mutex) waitGone(ctx context.Context, pred string) error {
+	c := m.s.c
+	var exists bool
+	var ev <-chan zk.Event
+	err := c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		exists, _, ev, err = c.existsW(ctx, pred)
+		return err
+	})
+	if err != nil || !exists {
+		return err
+	}
+	select {
+	case <-ev:
+	case <-c.reconnected():
+		// Re-check after a reconnect instead of trusting the watch was
+		// re-registered (zkquirks.go, quirk 6).
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -234,275 +340,24 @@ func sortedLockNodes(children []string) []lockNode {
 	return out
 }
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
-	m.mu.Lock()
-	if m.busy || m.node != "" {
-		m.mu.Unlock()
-		return false, fmt.Errorf("coord: Mutex %s: %w", m.dir, ErrLockBusy)
-	}
-	m.busy = true
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.busy = false
-		m.mu.Unlock()
-	}()
-
-	if err := m.ensureDir(ctx); err != nil {
-		return false, err
-	}
-	guid := uuid.NewString()
-	prefix := guid + lockInfix
-	node := "" // absolute path of our node, "" when we have none (yet)
-
-	// giveUp removes any node of ours and returns err.
-	giveUp := func(err error) (bool, error) {
-		m.cleanupGUID(prefix, node)
-		return false, err
-	}
-
-	for {
-		sess, err := m.c.Session(ctx)
-		if err != nil {
-			return giveUp(err)
-		}
-		if node == "" {
-			node, err = m.createNode(ctx, prefix)
-			if err != nil {
-				if isExpired(err) {
-					continue // start over in the next session
-				}
-				return giveUp(err)
-			}
-		}
-		var kids []string
-		err = Retry(ctx, m.c.retry, func(ctx context.Context) error {
-			var err error
-			kids, _, err = m.c.children(ctx, m.dir)
-			return err
-		})
-		if err != nil {
-			if isExpired(err) {
-				node = ""
-				continue
-			}
-			return giveUp(err)
-		}
-		nodes := sortedLockNodes(kids)
-		idx := -1
-		for i, n := range nodes {
-			if strings.HasPrefix(n.name, prefix) {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			// Our node is gone: its session expired. Create a new one.
-			node = ""
-			continue
-		}
-		node = m.dir + "/" + nodes[idx].name
-
-		if idx == 0 {
-			ok, err := m.takeOwnership(ctx, node)
-			if err != nil {
-				if isExpired(err) {
-					node = ""
-					continue
-				}
-				return giveUp(err)
-			}
-			if ok {
-				return true, nil
-			}
-			node = ""
-			continue
-		}
-		if !wait {
-			if err := m.deleteNode(ctx, node, sess); err != nil {
-				return false, err
-			}
-			return false, nil
-		}
-		// Watch only our predecessor (no herd effect).
-		pred := m.dir + "/" + nodes[idx-1].name
-		var exists bool
-		var ev <-chan zk.Event
-		err = Retry(ctx, m.c.retry, func(ctx context.Context) error {
-			var err error
-			exists, _, ev, err = m.c.existsW(ctx, pred)
-			return err
-		})
-		if err != nil {
-			if isExpired(err) {
-				node = ""
-				continue
-			}
-			return giveUp(err)
-		}
-		if !exists {
-			continue
-		}
-		select {
-		case <-ev:
-		case <-sess.Done():
-		case <-m.c.reconnected():
-			// Re-check after a reconnect instead of trusting the watch was
-			// re-registered.
-		case <-ctx.Done():
-			return giveUp(ctx.Err())
-		}
-	}
-}
-
-// createNode creates our ephemeral-sequential node, recovering from
-// connection loss by looking for our GUID among the children (the create
-// may have succeeded). A create abandoned on ctx done deletes its node once
-// its reply arrives.
-func (m *Mutex) createNode(ctx context.Context, prefix string) (string, error) {
-	for attempt := 1; ; attempt++ {
-		p, err := m.c.create(ctx, m.dir+"/"+prefix, nil, zk.FlagEphemeral|zk.FlagSequence, func(p string, err error) {
-			if err == nil {
-				m.cleanupGUID(prefix, p)
-			} else if IsConnectionLoss(err) {
-				m.cleanupGUID(prefix, "")
-			}
-		})
-		if err == nil {
-			return p, nil
-		}
-		if !IsConnectionLoss(err) {
-			return "", err
-		}
-		// Outcome unknown: find our node by its GUID.
-		var kids []string
-		err2 := Retry(ctx, m.c.retry, func(ctx context.Context) error {
-			var err error
-			kids, _, err = m.c.children(ctx, m.dir)
-			return err
-		})
-		if err2 != nil {
-			return "", err2
-		}
-		for _, k := range kids {
-			if strings.HasPrefix(k, prefix) {
-				return m.dir + "/" + k, nil
-			}
-		}
-		if attempt >= m.c.retry.Attempts {
-			return "", fmt.Errorf("coord: Mutex %s: create lock node: %w", m.dir, err)
-		}
-		if !sleepCtx(ctx, m.c.retry.Backoff(attempt)) {
-			return "", ctx.Err()
-		}
-	}
-}
-
-// takeOwnership is called when our node is the lowest. It sets an exists
-// watch on the node and checks that its ephemeralOwner is the client's live
-// session (a create queued during a disconnection may have run in a newer
-// session than expected; then that session owns it, which is fine).
-func (m *Mutex) takeOwnership(ctx context.Context, node string) (bool, error) {
-	var ok bool
-	var st *zk.Stat
-	var ev <-chan zk.Event
-	err := Retry(ctx, m.c.retry, func(ctx context.Context) error {
-		var err error
-		ok, st, ev, err = m.c.existsW(ctx, node)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	if !ok {
-		return false, nil
-	}
-	owner := m.c.liveSession(st.EphemeralOwner)
-	if owner == nil {
-		// Owned by a session that is no longer ours: it has expired and the
-		// server is about to delete (or has deleted) the node.
-		return false, nil
-	}
-	lost := make(chan struct{})
-	stop := make(chan struct{})
-	m.mu.Lock()
-	m.node, m.sess, m.lost, m.stop = node, owner, lost, stop
-	m.mu.Unlock()
-	go m.monitor(node, owner, ev, lost, stop)
-	m.log.Debug("lock acquired", "node", node, "session", owner.String())
-	return true, nil
-}
-
-// monitor closes lost when the holder's session ends or the node is
-// deleted, until stop (Unlock).
-func (m *Mutex) monitor(node string, sess *Session, ev <-chan zk.Event, lost, stop chan struct{}) {
-	defer close(lost)
-	for {
-		select {
-		case <-stop:
-			return
-		case <-sess.Done():
-			m.log.Warn("lock lost: session ended", "node", node, "session", sess.String(), "err", sess.Err())
-			return
-		case e := <-ev:
-			if e.Type == zk.EventNodeDeleted {
-				select {
-				case <-stop:
-				default:
-					m.log.Warn("lock lost: node deleted", "node", node)
-				}
-				return
-			}
-			ev = nil // re-arm below
-		case <-m.c.reconnected():
-			ev = nil
-		}
-		if ev == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), m.c.timeout)
-			ok, _, e2, err := m.c.existsW(ctx, node)
-			cancel()
-			switch {
-			case err == nil && !ok:
-				select {
-				case <-stop:
-				default:
-					m.log.Warn("lock lost: node deleted", "node", node)
-				}
-				return
-			case err == nil:
-				ev = e2
-			case isExpired(err) || errors.Is(err, ErrClosed):
-				return
-			default:
-				// Connection loss: re-check on the next reconnect.
-			}
-		}
-	}
-}
-
 // cleanupGUID deletes, in the background, every node carrying our GUID
-// prefix (and known, if not empty). Used when Lock gives up.
+// prefix (and known, if not empty), until done or the session ends (its
+// nodes go with it). Used when Lock gives up.
 func (m *Mutex) cleanupGUID(prefix, known string) {
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*m.c.timeout+10*time.Second)
+		ctx, cancel := context.WithTimeout(m.s.Ctx(), 2*m.s.c.timeout+10*time.Second)
 		defer cancel()
 		if known != "" {
-			_ = Retry(ctx, m.c.retry, func(ctx context.Context) error {
-				err := m.c.del(ctx, known, -1)
-				if errors.Is(err, zk.ErrNoNode) {
-					return nil
-				}
-				return err
-			})
+			_ = m.deleteNode(ctx, known)
 		}
-		_ = Retry(ctx, m.c.retry, func(ctx context.Context) error {
-			kids, _, err := m.c.children(ctx, m.dir)
+		_ = m.s.c.retry(ctx, func(ctx context.Context) error {
+			kids, _, err := m.s.c.children(ctx, m.dir)
 			if err != nil {
 				return err
 			}
 			for _, k := range kids {
 				if strings.HasPrefix(k, prefix) {
-					if err := m.c.del(ctx, m.dir+"/"+k, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					if err := m.s.c.del(ctx, m.dir+"/"+k, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 						return err
 					}
 				}

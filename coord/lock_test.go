@@ -22,6 +22,16 @@ func lockChildren(t testing.TB, c *coord.Client, dir string) []string {
 	return kids
 }
 
+// session returns c's current session.
+func session(t testing.TB, ctx context.Context, c *coord.Client) *coord.Session {
+	t.Helper()
+	s, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // 8 sessions x 50 acquisitions: never two holders at once.
 func TestMutexExclusion(t *testing.T) {
 	t.Parallel()
@@ -38,7 +48,7 @@ func TestMutexExclusion(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m := coord.NewMutex(c, dir)
+			m := coord.NewMutex(session(t, ctx, c), dir)
 			for r := 0; r < rounds; r++ {
 				if err := m.Lock(ctx); err != nil {
 					errs <- err
@@ -47,9 +57,6 @@ func TestMutexExclusion(t *testing.T) {
 				n := inside.Add(1)
 				if n > maxInside.Load() {
 					maxInside.Store(n)
-				}
-				if !m.IsOwner() {
-					errs <- errors.New("IsOwner false while holding")
 				}
 				v := counter
 				time.Sleep(100 * time.Microsecond)
@@ -82,14 +89,15 @@ func TestMutexExclusion(t *testing.T) {
 }
 
 // Expiring the holder's session (through its proxy) hands the lock to the
-// next waiter, and the old holder learns it through Lost.
+// next waiter, and the old holder learns it through its session's Ctx.
 func TestMutexHandoffOnExpiry(t *testing.T) {
 	t.Parallel()
 	dir := testRoot(t) + "/lock"
 	ctx := ctxT(t, 60*time.Second)
 	p, hc := proxied(t, zkAddr(t))
 	wc := connect(t, zkAddr(t))
-	holder, waiter := coord.NewMutex(hc, dir), coord.NewMutex(wc, dir)
+	hs := session(t, ctx, hc)
+	holder, waiter := coord.NewMutex(hs, dir), coord.NewMutex(session(t, ctx, wc), dir)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -114,27 +122,25 @@ func TestMutexHandoffOnExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-holder.Lost():
+	case <-hs.Ctx().Done():
 	case <-time.After(10 * time.Second):
-		t.Fatal("holder's Lost not closed")
-	}
-	if holder.IsOwner() {
-		t.Fatal("old holder still IsOwner")
-	}
-	if !waiter.IsOwner() {
-		t.Fatal("waiter not IsOwner")
+		t.Fatal("holder's session context not cancelled")
 	}
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock of a lost lock: %v", err)
+	}
+	if err := holder.Lock(ctx); !errors.Is(err, coord.ErrSessionExpired) {
+		t.Fatalf("Lock in an ended session: %v, want ErrSessionExpired", err)
 	}
 	if err := waiter.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The old holder's client works on with its new session.
-	if err := holder.Lock(ctx); err != nil {
+	again := coord.NewMutex(session(t, ctx, hc), dir)
+	if err := again.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := holder.Unlock(ctx); err != nil {
+	if err := again.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -145,7 +151,8 @@ func TestMutexHandoffOnClose(t *testing.T) {
 	dir := testRoot(t) + "/lock"
 	ctx := ctxT(t, 30*time.Second)
 	hc, wc := connect(t, zkAddr(t)), connect(t, zkAddr(t))
-	holder, waiter := coord.NewMutex(hc, dir), coord.NewMutex(wc, dir)
+	hs := session(t, ctx, hc)
+	holder, waiter := coord.NewMutex(hs, dir), coord.NewMutex(session(t, ctx, wc), dir)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +168,7 @@ func TestMutexHandoffOnClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("waiter did not get the lock after the holder closed")
 	}
-	<-holder.Lost()
+	<-hs.Ctx().Done()
 }
 
 // A waiter whose context is cancelled leaves no node; TryLock on a held lock
@@ -171,11 +178,11 @@ func TestMutexCancelLeavesNoNode(t *testing.T) {
 	dir := testRoot(t) + "/lock"
 	ctx := ctxT(t, 30*time.Second)
 	c1, c2 := connect(t, zkAddr(t)), connect(t, zkAddr(t))
-	holder := coord.NewMutex(c1, dir)
+	holder := coord.NewMutex(session(t, ctx, c1), dir)
 	if ok, err := holder.TryLock(ctx); !ok || err != nil {
 		t.Fatalf("TryLock on a free lock = %v, %v", ok, err)
 	}
-	waiter := coord.NewMutex(c2, dir)
+	waiter := coord.NewMutex(session(t, ctx, c2), dir)
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	err := waiter.Lock(wctx)
 	cancel()
@@ -188,16 +195,13 @@ func TestMutexCancelLeavesNoNode(t *testing.T) {
 		t.Fatalf("TryLock on a held lock = %v, %v", ok, err)
 	}
 	eventually(t, 5*time.Second, "only the holder's node after TryLock", func() bool { return len(lockChildren(t, c2, dir)) == 1 })
-	if waiter.IsOwner() {
-		t.Fatal("waiter IsOwner after failed TryLock")
-	}
-	if err := waiter.Unlock(ctx); !errors.Is(err, coord.ErrNotLocked) {
+	if err := waiter.Unlock(ctx); !errors.Is(err, coord.ErrNotFound) {
 		t.Fatalf("Unlock of unheld: %v", err)
 	}
 	// Cancel a Lock whose create cannot even reach the server: the node
 	// created after the partition heals is removed too.
 	p, c3 := proxied(t, zkAddr(t))
-	blocked := coord.NewMutex(c3, dir)
+	blocked := coord.NewMutex(session(t, ctx, c3), dir)
 	if ok, err := blocked.TryLock(ctx); ok || err != nil { // creates the dir cache; leaves no node
 		t.Fatalf("TryLock = %v, %v", ok, err)
 	}

@@ -6,16 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
-
-// workersDir is the membership directory under a crawl root R:
-// R/workers/<id>, ephemeral, data = the member's status.
-const workersDir = "workers"
 
 // Member is this process's ephemeral znode R/workers/<id> in a group
 // (ZooKeeper recipes: group membership through ephemeral znodes). It lives
@@ -60,12 +57,12 @@ func Join(ctx context.Context, sess *Session, root, id string, status []byte) (*
 	warned := false
 	for {
 		if !sess.alive() {
-			return nil, fmt.Errorf("%s: session %s: %w", where, sess, ErrSessionExpired)
+			return nil, sess.expired(where)
 		}
 		var st *zk.Stat
 		var ev <-chan zk.Event
 		var exists bool
-		err := Retry(ctx, c.retry, func(ctx context.Context) error {
+		err := c.retry(ctx, func(ctx context.Context) error {
 			_, err := c.create(ctx, p, status, zk.FlagEphemeral, nil)
 			if errors.Is(err, zk.ErrNoNode) {
 				if err := c.ensurePath(ctx, dir); err != nil {
@@ -99,7 +96,7 @@ func Join(ctx context.Context, sess *Session, root, id string, status []byte) (*
 		}
 		select {
 		case <-ev:
-		case <-sess.Done():
+		case <-sess.done():
 		case <-c.reconnected():
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%s: id held by session %s: %w", where, sessionHex(st.EphemeralOwner), ctx.Err())
@@ -107,15 +104,9 @@ func Join(ctx context.Context, sess *Session, root, id string, status []byte) (*
 	}
 }
 
-// ID returns the member id.
-func (m *Member) ID() string { return m.id }
-
-// Session returns the session the member znode belongs to.
+// Session returns the session the member znode belongs to; the member
+// lives as long as it.
 func (m *Member) Session() *Session { return m.sess }
-
-// Done returns a channel closed when the member's session ends; the caller
-// then Joins again with the client's new session.
-func (m *Member) Done() <-chan struct{} { return m.sess.Done() }
 
 // Update replaces the member's status data (unconditional setData; retried
 // after connection loss, which is safe).
@@ -131,9 +122,9 @@ func (m *Member) Update(ctx context.Context, status []byte) error {
 		return fmt.Errorf("%s: member left: %w", where, ErrNotFound)
 	}
 	if !m.sess.alive() {
-		return fmt.Errorf("%s: session %s: %w", where, m.sess, ErrSessionExpired)
+		return m.sess.expired(where)
 	}
-	err := Retry(ctx, m.c.retry, func(ctx context.Context) error {
+	err := m.c.retry(ctx, func(ctx context.Context) error {
 		_, err := m.c.set(ctx, m.path, status, -1)
 		return err
 	})
@@ -155,7 +146,7 @@ func (m *Member) Leave(ctx context.Context) error {
 	if !m.sess.alive() {
 		return nil
 	}
-	err := Retry(ctx, m.c.retry, func(ctx context.Context) error {
+	err := m.c.retry(ctx, func(ctx context.Context) error {
 		ok, st, err := m.c.exists(ctx, m.path)
 		if err != nil || !ok || st.EphemeralOwner != m.sess.id {
 			return err
@@ -180,12 +171,7 @@ func Members(ctx context.Context, c *Client, root string) ([]string, map[string]
 		return nil, nil, fmt.Errorf("coord: Members: root: %w", err)
 	}
 	dir := c.abs(root) + "/" + workersDir
-	var ids []string
-	err := Retry(ctx, c.retry, func(ctx context.Context) error {
-		var err error
-		ids, _, err = c.children(ctx, dir)
-		return err
-	})
+	ids, err := c.readChildren(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, map[string][]byte{}, nil
 	}
@@ -196,7 +182,7 @@ func Members(ctx context.Context, c *Client, root string) ([]string, map[string]
 	data := make([][]byte, len(ids))
 	gone := make([]bool, len(ids))
 	err = parallel(ctx, len(ids), 64, func(ctx context.Context, i int) error {
-		return Retry(ctx, c.retry, func(ctx context.Context) error {
+		return c.retry(ctx, func(ctx context.Context) error {
 			d, _, err := c.get(ctx, dir+"/"+ids[i])
 			if errors.Is(err, zk.ErrNoNode) {
 				gone[i] = true
@@ -233,51 +219,26 @@ func WatchMembers(ctx context.Context, c *Client, root string) <-chan []string {
 		return out
 	}
 	dir := c.abs(root) + "/" + workersDir
-	go func() {
-		defer close(out)
-		var last []string
-		first := true
-		for attempt := 1; ; {
-			epoch := c.reconnected()
-			ids, ev, err := childrenOrAbsent(ctx, c, dir)
-			if err != nil {
-				if ctx.Err() != nil || c.isClosed() {
-					return
-				}
-				select {
-				case <-epoch:
-				case <-time.After(c.retry.Backoff(attempt)):
-				case <-ctx.Done():
-					return
-				case <-c.closedCh:
-					return
-				}
-				attempt++
-				continue
-			}
-			attempt = 1
-			sort.Strings(ids)
-			if first || !equalStrings(ids, last) {
-				first = false
-				last = ids
-				offerLatest(out, append([]string(nil), ids...))
-			}
-			select {
-			case <-ev:
-			case <-epoch:
-			case <-ctx.Done():
-				return
-			case <-c.closedCh:
-				return
-			}
-		}
-	}()
+	read := func(ctx context.Context, armed <-chan zk.Event) ([]string, <-chan zk.Event, error) {
+		ids, ev, err := childrenOrAbsent(ctx, c, dir, armed)
+		slices.Sort(ids)
+		return ids, ev, err
+	}
+	key := func(ids []string) string { return strings.Join(ids, "/") } // "/" is in no id
+	go watchLatest(ctx, c, dir, out, read, key)
 	return out
 }
 
-// childrenOrAbsent lists dir's children with a child watch, or, if dir is
-// absent, sets an exists watch for its creation and returns no children.
-func childrenOrAbsent(ctx context.Context, c *Client, dir string) ([]string, <-chan zk.Event, error) {
+// childrenOrAbsent lists dir's children with a child watch (none when
+// armed, a watch that still stands, is given), or, if dir is absent, sets
+// an exists watch for its creation and returns no children.
+func childrenOrAbsent(ctx context.Context, c *Client, dir string, armed <-chan zk.Event) ([]string, <-chan zk.Event, error) {
+	if armed != nil {
+		ids, _, err := c.children(ctx, dir)
+		if err == nil || !errors.Is(err, zk.ErrNoNode) {
+			return ids, armed, err
+		}
+	}
 	for {
 		ids, _, ev, err := c.childrenW(ctx, dir)
 		if err == nil {
@@ -294,18 +255,6 @@ func childrenOrAbsent(ctx context.Context, c *Client, dir string) ([]string, <-c
 			return []string{}, ev, nil
 		}
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // hrwScore is the rendezvous weight of member for shard: FNV-1a 64 of
@@ -326,12 +275,12 @@ func hrwScore(member string, shard int) uint64 {
 	return x
 }
 
-// Owner returns the member that owns shard by rendezvous (highest random
+// owner returns the member that owns shard by rendezvous (highest random
 // weight) hashing (Thaler and Ravishankar, 1996): every member scores the
 // shard and the highest score wins (ties: the smaller id). When a member
 // joins or leaves only the shards it wins or held move. Returns "" when
 // members is empty. members need not be sorted.
-func Owner(shard int, members []string) string {
+func owner(shard int, members []string) string {
 	best, bestScore := "", uint64(0)
 	for _, m := range members {
 		s := hrwScore(m, shard)
@@ -343,12 +292,15 @@ func Owner(shard int, members []string) string {
 }
 
 // OwnedShards returns, in increasing order, the shards in [0, shards) that
-// self owns among members by Owner. Over all members the results partition
-// the shards exactly. Empty when self is not a member.
+// self owns among members by rendezvous (highest random weight) hashing
+// (Thaler and Ravishankar, 1996): every member scores each shard and the
+// highest score wins (ties: the smaller id), so when a member joins or
+// leaves only the shards it wins or held move. Over all members the
+// results partition the shards exactly. Empty when self is not a member.
 func OwnedShards(self string, shards int, members []string) []int {
 	var out []int
 	for i := 0; i < shards; i++ {
-		if Owner(i, members) == self {
+		if owner(i, members) == self {
 			out = append(out, i)
 		}
 	}

@@ -79,7 +79,7 @@ func TestMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMembers(t, ch, "[a]")
-	<-c.Done()
+	<-c.Session().Ctx().Done()
 	if err := c.Update(ctx, []byte("x")); !errors.Is(err, coord.ErrSessionExpired) {
 		t.Fatalf("Update after expiry: %v", err)
 	}

@@ -10,59 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// call runs fn (ZooKeeper operation op: "get", "children", "exists",
-// "create", "set", "delete", "multi"; reported to the WithObserver hook) on its own goroutine so that the caller returns as soon as ctx
-// is done (go-zookeeper's calls take no context). Non-idempotent calls pass
-// orphan to undo an effect nobody will own (a lock node, a claim): orphan is
-// called, on another goroutine, exactly when call returns ctx.Err(); it
-// receives fn's result once known, or ctx.Err() if fn was never started.
-func call[T any](ctx context.Context, c *Client, op string, fn func() (T, error), orphan func(T, error)) (T, error) {
-	var zero T
-	if obs := c.observer; obs != nil {
-		inner := fn
-		fn = func() (T, error) {
-			start := time.Now()
-			v, err := inner()
-			obs(op, time.Since(start), err)
-			return v, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		if orphan != nil {
-			go orphan(zero, err)
-		}
-		return zero, err
-	}
-	if c.isClosed() {
-		return zero, ErrClosed
-	}
-	if ctx.Done() == nil {
-		v, err := fn()
-		return v, c.mapErr(err)
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := fn()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, c.mapErr(r.err)
-	case <-ctx.Done():
-		if orphan != nil {
-			go func() {
-				r := <-ch
-				orphan(r.v, c.mapErr(r.err))
-			}()
-		}
-		return zero, ctx.Err()
-	}
-}
-
 // mapErr turns go-zookeeper's session-end errors into coord's sentinels
 // (keeping the original in the chain).
 func (c *Client) mapErr(err error) error {
@@ -156,7 +103,7 @@ func (c *Client) existsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan 
 
 func (c *Client) create(ctx context.Context, p string, data []byte, flags int32, orphan func(string, error)) (string, error) {
 	return call(ctx, c, "create", func() (string, error) {
-		return c.conn.Create(p, data, flags, c.ACL())
+		return c.conn.Create(p, data, flags, c.acl())
 	}, orphan)
 }
 
@@ -171,6 +118,29 @@ func (c *Client) del(ctx context.Context, p string, version int32) error {
 		return struct{}{}, c.conn.Delete(p, version)
 	}, nil)
 	return err
+}
+
+// readData returns p's data and stat, retried after connection loss.
+func (c *Client) readData(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
+	var data []byte
+	var st *zk.Stat
+	err := c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		data, st, err = c.get(ctx, p)
+		return err
+	})
+	return data, st, err
+}
+
+// readChildren returns p's children, retried after connection loss.
+func (c *Client) readChildren(ctx context.Context, p string) ([]string, error) {
+	var names []string
+	err := c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		names, _, err = c.children(ctx, p)
+		return err
+	})
+	return names, err
 }
 
 // multi runs the ops as one ZooKeeper transaction. On success it returns
@@ -192,7 +162,7 @@ func (c *Client) ensurePath(ctx context.Context, p string) error {
 	cur := ""
 	for _, part := range parts {
 		cur += "/" + part
-		err := Retry(ctx, c.retry, func(ctx context.Context) error {
+		err := c.retry(ctx, func(ctx context.Context) error {
 			_, err := c.create(ctx, cur, nil, zk.FlagPersistent, nil)
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
@@ -204,17 +174,6 @@ func (c *Client) ensurePath(ctx context.Context, p string) error {
 		}
 	}
 	return nil
-}
-
-// abs applies the chroot to a recipe path.
-func (c *Client) abs(p string) string {
-	if p == "/" {
-		if c.chroot != "" {
-			return c.chroot
-		}
-		return "/"
-	}
-	return c.chroot + p
 }
 
 // validatePath checks that p is an absolute ZooKeeper path without a

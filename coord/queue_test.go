@@ -151,7 +151,8 @@ func queueLeft(t testing.TB, c *coord.Client, root string, shards int) (items, c
 
 func newQueue(t testing.TB, c *coord.Client, root string, shards int) *coord.Queue {
 	t.Helper()
-	q := coord.NewQueue(c, root, shards, coord.WithOwner("test"))
+	c.SetOwner("test")
+	q := coord.NewQueue(c, root, shards)
 	if err := q.Init(ctxT(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,8 @@ func TestClaimLifecycle(t *testing.T) {
 	p, c := proxied(t, zkAddr(t))
 	q := newQueue(t, c, root, 2)
 	other := connect(t, zkAddr(t))
-	oq := coord.NewQueue(other, root, 2, coord.WithOwner("other"))
+	other.SetOwner("other")
+	oq := coord.NewQueue(other, root, 2)
 	sess, _ := c.Session(ctx)
 	osess, _ := other.Session(ctx)
 
@@ -414,15 +416,15 @@ func TestClaimLifecycle(t *testing.T) {
 		st.Shards[1].Claims[0].Session != sess.ID() {
 		t.Fatalf("Stats = %+v, %v", st, err)
 	}
-	if err := cl.Retry(ctx, []byte("v2")); err != nil {
+	if err := cl.Reschedule(ctx, []byte("v2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.Complete(ctx); !errors.Is(err, coord.ErrClaimFinished) {
-		t.Fatalf("Complete after Retry: %v", err)
+	if err := cl.Complete(ctx); !errors.Is(err, coord.ErrClaimLost) {
+		t.Fatalf("Complete after Reschedule: %v", err)
 	}
-	cl2, err := oq.Take(ctx, osess, 1, func(n string, d []byte) bool { return string(d) == "v2" })
+	cl2, err := oq.Take(ctx, osess, 1, func(n string, d []byte) (func(), bool) { return nil, string(d) == "v2" })
 	if err != nil || cl2.Name() != name {
-		t.Fatalf("Take after Retry = %v, %v", cl2, err)
+		t.Fatalf("Take after Reschedule = %v, %v", cl2, err)
 	}
 	if err := cl2.Fail(ctx, []byte("dead")); err != nil {
 		t.Fatal(err)
@@ -462,7 +464,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if err := testenv.ExpireSession(ctx, p, testSessionTimeout); err != nil {
 		t.Fatal(err)
 	}
-	<-sess.Done()
+	<-sess.Ctx().Done()
 	if err := cl4.Complete(ctx); !errors.Is(err, coord.ErrClaimLost) {
 		t.Fatalf("Complete after expiry: %v, want ErrClaimLost", err)
 	}
@@ -555,7 +557,8 @@ func TestTakeWaitsForPut(t *testing.T) {
 	root := testRoot(t)
 	ctx := ctxT(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
-	q := coord.NewQueue(c, root, 1, coord.WithRecheck(200*time.Millisecond))
+	q := coord.NewQueue(c, root, 1)
+	q.SetRecheck(200 * time.Millisecond)
 	if err := q.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -592,8 +595,8 @@ func TestTakeWaitsForPut(t *testing.T) {
 	var order []string
 	var rejectOnce atomic.Bool
 	for len(order) < 3 {
-		cl, err := q.Take(ctx, sess, 0, func(_ string, d []byte) bool {
-			return string(d) != "c001" || rejectOnce.Swap(true)
+		cl, err := q.Take(ctx, sess, 0, func(_ string, d []byte) (func(), bool) {
+			return nil, string(d) != "c001" || rejectOnce.Swap(true)
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,10 +13,10 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// DefaultSessionTimeout is the session timeout requested when
+// defaultSessionTimeout is the session timeout requested when
 // WithSessionTimeout is not given. The server clamps it to
 // [2*tickTime, 20*tickTime].
-const DefaultSessionTimeout = 10 * time.Second
+const defaultSessionTimeout = 10 * time.Second
 
 // Option configures Connect.
 type Option func(*options)
@@ -26,20 +25,19 @@ type options struct {
 	timeout time.Duration
 	logger  *slog.Logger
 	dialer  zk.Dialer
-	retry   RetryPolicy
-	observe Observer
-	auth    *Auth
+	observe func(op string, d time.Duration, err error)
+	auth    *auth
+	owner   string
 }
 
-// Observer receives the duration and outcome of every ZooKeeper request a
-// Client makes (op: "get", "children", "exists", "create", "set", "delete",
-// "multi") and of every queue recipe step ("queue_put", "queue_claim",
-// "queue_complete", "queue_retry", "queue_fail", "queue_release"). It is
+// WithObserver installs a hook that receives the duration and outcome of
+// every ZooKeeper request the Client makes (op: "get", "children",
+// "exists", "create", "set", "delete", "multi") and of every recipe step
+// ("queue_put", "queue_claim", "queue_complete", "queue_retry" (Claim.Reschedule),
+// "queue_fail", "queue_release", "group_step", "backlog_post"). It is
 // called on the request's goroutine and must be quick; metrics use it.
-type Observer func(op string, d time.Duration, err error)
-
-// WithObserver installs an Observer (default none).
-func WithObserver(f Observer) Option {
+// Default: none.
+func WithObserver(f func(op string, d time.Duration, err error)) Option {
 	return func(o *options) { o.observe = f }
 }
 
@@ -58,17 +56,11 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
 
-// WithDialer sets the dialer go-zookeeper uses for each server connection
-// (default net.DialTimeout). Tests use it to route through a proxy;
-// TLSDialer gives one that speaks TLS.
-func WithDialer(d zk.Dialer) Option {
-	return func(o *options) { o.dialer = d }
-}
-
-// WithRetryPolicy sets the retry policy the recipes use for idempotent
-// operations after connection loss (default DefaultRetryPolicy).
-func WithRetryPolicy(p RetryPolicy) Option {
-	return func(o *options) { o.retry = p.normalized() }
+// WithOwner sets the worker id this client writes into the claims and
+// session fence markers it creates (shown by Queue.Stats and
+// Queue.ShardClaims as ClaimInfo.Owner; default "").
+func WithOwner(id string) Option {
+	return func(o *options) { o.owner = id }
 }
 
 // Client is a ZooKeeper client with session tracking. It wraps one
@@ -79,12 +71,12 @@ type Client struct {
 	log     *slog.Logger
 	chroot  string
 	timeout time.Duration
-	retry   RetryPolicy
 	servers string
+	owner   string // WithOwner
 	// observer is the WithObserver hook, nil when none.
-	observer Observer
-	// auth is the WithAuth authentication, nil when none; see ACL.
-	auth *Auth
+	observer func(op string, d time.Duration, err error)
+	// auth is the WithAuth authentication, nil when none; see acl.
+	auth *auth
 
 	mu            sync.Mutex
 	state         State
@@ -108,64 +100,51 @@ type Client struct {
 }
 
 // Session is one ZooKeeper session of a Client, in the style of etcd's
-// concurrency.Session: a handle whose Done channel is closed when that
-// session ends. Ephemeral znodes created under it live exactly as long as it.
+// concurrency.Session: a handle whose context is cancelled when that
+// session ends. Ephemeral znodes created under it live exactly as long as
+// it; the recipes bound to it (claims, Group, Member, Mutex) act only while
+// it lives.
 type Session struct {
-	c       *Client
-	id      int64
-	started time.Time
-	done    chan struct{}
-	once    sync.Once
-	mu      sync.Mutex
-	err     error
+	c      *Client
+	id     int64
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// newSession returns the handle of session id of c.
+func newSession(c *Client, id int64) *Session {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Session{c: c, id: id, ctx: ctx, cancel: cancel}
 }
 
 // ID returns the ZooKeeper session id (the ephemeralOwner of the session's
 // ephemeral znodes).
 func (s *Session) ID() int64 { return s.id }
 
-// Done returns a channel closed when this session expires or the client is
-// closed. It is not closed by a mere connection loss (the session may
-// survive it).
-func (s *Session) Done() <-chan struct{} { return s.done }
-
-// Err returns nil while the session is live, ErrSessionExpired after the
-// server expired it, ErrClosed after Client.Close.
-func (s *Session) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
+// Ctx returns a context cancelled when this session ends, as etcd's
+// concurrency.Session.Ctx: when the server expired it (context.Cause then
+// wraps ErrSessionExpired) or the client was closed (ErrClosed). A mere
+// connection loss does not cancel it (the session may survive it). Derive
+// the context of work that must stop with the session from it.
+func (s *Session) Ctx() context.Context { return s.ctx }
 
 // String returns the session id in ZooKeeper's hex notation, e.g.
 // "0x1000a2b3c4d0000".
 func (s *Session) String() string { return sessionHex(s.id) }
 
-// Client returns the client the session belongs to.
-func (s *Session) Client() *Client { return s.c }
+func (s *Session) alive() bool { return s.ctx.Err() == nil }
 
-// Started returns when the client first observed the session.
-func (s *Session) Started() time.Time { return s.started }
+// done is Ctx().Done().
+func (s *Session) done() <-chan struct{} { return s.ctx.Done() }
 
-func (s *Session) alive() bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
+// end ends the session with err (ErrSessionExpired or ErrClosed); only the
+// first call counts.
+func (s *Session) end(err error) { s.cancel(err) }
+
+// expired returns the error of a call that found s ended.
+func (s *Session) expired(where string) error {
+	return fmt.Errorf("%s: session %s: %w", where, s, ErrSessionExpired)
 }
-
-func (s *Session) end(err error) {
-	s.once.Do(func() {
-		s.mu.Lock()
-		s.err = err
-		s.mu.Unlock()
-		close(s.done)
-	})
-}
-
-func sessionHex(id int64) string { return fmt.Sprintf("0x%x", uint64(id)) }
 
 // Connect opens a ZooKeeper client and waits until the first session is
 // established or ctx is done.
@@ -176,18 +155,16 @@ func sessionHex(id int64) string { return fmt.Sprintf("0x%x", uint64(id)) }
 // and creates the chroot znode if it is missing; paths seen through Conn()
 // and in raw zk.Event values are absolute (with the chroot).
 //
-// Errors: ErrInvalidArgument for a malformed connect string; ctx's error,
-// naming the servers, when no session was established in time.
+// Errors: ErrInvalidArgument for a malformed connect string or a
+// non-positive session timeout; ctx's error, naming the servers and the
+// last dial error, when no session was established in time.
 func Connect(ctx context.Context, servers string, opts ...Option) (*Client, error) {
-	o := options{timeout: DefaultSessionTimeout, logger: slog.Default(), dialer: net.DialTimeout, retry: DefaultRetryPolicy}
+	o := options{timeout: defaultSessionTimeout, logger: slog.Default(), dialer: net.DialTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.logger == nil {
 		o.logger = slog.Default()
-	}
-	if o.dialer == nil {
-		o.dialer = net.DialTimeout
 	}
 	if o.timeout <= 0 {
 		return nil, fmt.Errorf("coord: Connect: session timeout %v: must be positive: %w", o.timeout, ErrInvalidArgument)
@@ -200,7 +177,7 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 		log:         o.logger.With("component", "coord"),
 		chroot:      chroot,
 		timeout:     o.timeout,
-		retry:       o.retry,
+		owner:       o.owner,
 		observer:    o.observe,
 		auth:        o.auth,
 		servers:     servers,
@@ -210,57 +187,43 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 		subs:        make(map[chan StateChange]struct{}),
 		closedCh:    make(chan struct{}),
 	}
-	dial := o.dialer
-	recordingDial := func(network, address string, timeout time.Duration) (net.Conn, error) {
-		conn, err := dial(network, address, timeout)
-		if err != nil {
-			c.lastDial.Store(&err)
-		}
-		return conn, err
-	}
-	if len(hosts) == 1 {
-		// go-zookeeper sleeps 1s before redialing once it has tried every
-		// listed server since its last success; with one server that is every
-		// reconnect, which eats most of a short session timeout after a mere
-		// connection drop. Listing it twice makes the first redial immediate.
-		hosts = append(hosts, hosts[0])
-	}
-	conn, _, err := zk.Connect(hosts, o.timeout,
-		zk.WithLogger(&zkLogger{l: o.logger.With("component", "go-zookeeper")}),
-		zk.WithLogInfo(true),
-		zk.WithDialer(recordingDial),
-		zk.WithEventCallback(c.onEvent),
-	)
+	conn, err := c.dial(hosts, o)
 	if err != nil {
 		return nil, fmt.Errorf("coord: Connect %q: %w", servers, err)
 	}
 	c.conn = conn
 	c.connPtr.Store(conn)
-
-	if _, err := c.Session(ctx); err != nil {
+	if err := c.start(ctx); err != nil {
 		c.Close()
+		return nil, fmt.Errorf("coord: Connect %q: %w", servers, err)
+	}
+	return c, nil
+}
+
+// start waits for the client's first session, then authenticates it
+// (WithAuth) and creates the chroot znode.
+func (c *Client) start(ctx context.Context) error {
+	if _, err := c.Session(ctx); err != nil {
 		if last := c.lastDial.Load(); last != nil {
-			return nil, fmt.Errorf("coord: Connect %q: no session established (last attempt: %v): %w", servers, *last, err)
+			return fmt.Errorf("no session established (last attempt: %v): %w", *last, err)
 		}
-		return nil, fmt.Errorf("coord: Connect %q: no session established: %w", servers, err)
+		return fmt.Errorf("no session established: %w", err)
 	}
 	if c.auth != nil {
 		// Before any other request; go-zookeeper resends it on reconnect.
 		_, err := call(ctx, c, "auth", func() (struct{}, error) {
-			return struct{}{}, conn.AddAuth(c.auth.Scheme, c.auth.Credentials)
+			return struct{}{}, c.conn.AddAuth(c.auth.scheme, c.auth.credentials)
 		}, nil)
 		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("coord: Connect %q: authenticating with scheme %s: %w", servers, c.auth.Scheme, err)
+			return fmt.Errorf("authenticating with scheme %s: %w", c.auth.scheme, err)
 		}
 	}
-	if chroot != "" {
-		if err := c.ensurePath(ctx, chroot); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("coord: Connect %q: create chroot %q: %w", servers, chroot, err)
+	if c.chroot != "" {
+		if err := c.ensurePath(ctx, c.chroot); err != nil {
+			return fmt.Errorf("create chroot %q: %w", c.chroot, err)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // parseServers splits a connect string into host:port list and chroot.
@@ -301,67 +264,48 @@ func (c *Client) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
+	var id int64
+	if ev.State == zk.StateHasSession {
+		id = c.waitConn().SessionID()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	switch ev.State {
 	case zk.StateHasSession:
-		conn := c.waitConn()
-		id := conn.SessionID()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed {
-			return
-		}
 		if c.cur != nil && c.cur.id != id {
 			// go-zookeeper opened a new session after the old one expired
 			// without us seeing StateExpired: report the expiry.
-			old := c.cur
-			c.cur = nil
-			old.end(ErrSessionExpired)
-			c.log.Warn("zookeeper session expired (new session opened)", "session", old.String(), "new_session", sessionHex(id))
-			c.setStateLocked(StateExpired, old.id)
+			c.expireLocked("zookeeper session expired (new session opened)", "new_session", sessionHex(id))
 		}
 		if c.cur == nil {
-			c.cur = &Session{c: c, id: id, started: time.Now(), done: make(chan struct{})}
+			c.cur = newSession(c, id)
 			close(c.sessWait)
 			c.sessWait = make(chan struct{})
 			c.log.Info("zookeeper session established", "session", c.cur.String())
 		}
 		c.setStateLocked(StateConnected, id)
 	case zk.StateExpired:
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed {
-			return
-		}
 		if c.cur != nil {
-			old := c.cur
-			c.cur = nil
-			old.end(ErrSessionExpired)
-			c.log.Warn("zookeeper session expired", "session", old.String())
-			c.setStateLocked(StateExpired, old.id)
+			c.expireLocked("zookeeper session expired")
 		}
 	case zk.StateDisconnected:
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed {
-			return
-		}
 		if c.state == StateConnected {
 			c.setStateLocked(StateDisconnected, c.lastSessionID)
 		}
 	}
 }
 
-// waitConn returns the *zk.Conn. The event callback can in principle run
-// before zk.Connect has returned it to us; zk.Connect returns right after
-// starting its goroutine, so this waits at most microseconds.
-func (c *Client) waitConn() *zk.Conn {
-	for {
-		if conn := c.connPtr.Load(); conn != nil {
-			return conn
-		}
-		runtime.Gosched()
-		time.Sleep(50 * time.Microsecond)
-	}
+// expireLocked ends the current session as expired, logs msg with attrs
+// and publishes StateExpired. c.mu must be held and c.cur set.
+func (c *Client) expireLocked(msg string, attrs ...any) {
+	old := c.cur
+	c.cur = nil
+	old.end(ErrSessionExpired)
+	c.log.Warn(msg, append([]any{"session", old.String()}, attrs...)...)
+	c.setStateLocked(StateExpired, old.id)
 }
 
 // Session returns the current live session, waiting for one while the
@@ -414,21 +358,9 @@ func (c *Client) liveSession(id int64) *Session {
 // does not wrap. Paths given to it are absolute: the chroot is not applied.
 func (c *Client) Conn() *zk.Conn { return c.conn }
 
-// Chroot returns the chroot of the connect string ("" if none).
-func (c *Client) Chroot() string { return c.chroot }
-
-// SessionTimeout returns the session timeout requested at Connect.
-func (c *Client) SessionTimeout() time.Duration { return c.timeout }
-
-// Logger returns the client's logger.
-func (c *Client) Logger() *slog.Logger { return c.log }
-
-// Done returns a channel closed when the client is closed.
-func (c *Client) Done() <-chan struct{} { return c.closedCh }
-
 // Close ends the session (the server deletes its ephemeral znodes at once)
-// and closes the connection. The current Session's Done channel closes with
-// ErrClosed, and Subscribe channels receive StateClosed and close. It waits
+// and closes the connection. The current Session's context is cancelled
+// with ErrClosed, and Subscribe channels receive StateClosed and close. It waits
 // at most about one second for the server (go-zookeeper's close timeout).
 // Calling Close more than once is safe.
 func (c *Client) Close() {
@@ -461,39 +393,4 @@ func (c *Client) isClosed() bool {
 	default:
 		return false
 	}
-}
-
-// zkLogger adapts slog to go-zookeeper's Printf-style Logger. A message
-// equal to the previous one within dupWindow is logged at Debug only: with
-// a single server Connect lists it twice (see there), so each reconnect
-// attempt would otherwise print its failure twice.
-type zkLogger struct {
-	l *slog.Logger
-
-	mu   sync.Mutex
-	last string
-	at   time.Time
-}
-
-// dupWindow is how close together two equal go-zookeeper messages must be
-// for the second to count as the same attempt.
-const dupWindow = 250 * time.Millisecond
-
-// Printf logs one go-zookeeper message: failures at Info, the rest at Debug.
-func (z *zkLogger) Printf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	lvl := slog.LevelDebug
-	lower := strings.ToLower(msg)
-	if (strings.Contains(lower, "fail") || strings.Contains(lower, "error") || strings.Contains(lower, "expired")) &&
-		!strings.Contains(lower, "terminated: <nil>") {
-		lvl = slog.LevelInfo
-	}
-	now := time.Now()
-	z.mu.Lock()
-	if msg == z.last && now.Sub(z.at) < dupWindow {
-		lvl = slog.LevelDebug
-	}
-	z.last, z.at = msg, now
-	z.mu.Unlock()
-	z.l.Log(context.Background(), lvl, msg)
 }

@@ -33,7 +33,7 @@ func TestSessionLossAndExpiry(t *testing.T) {
 		t.Fatalf("after connection loss: session %v (err %v), want the same %v", s2, err, s1)
 	}
 	select {
-	case <-s1.Done():
+	case <-s1.Ctx().Done():
 		t.Fatal("session ended on mere connection loss")
 	default:
 	}
@@ -42,12 +42,12 @@ func TestSessionLossAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-s1.Done():
+	case <-s1.Ctx().Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done not closed after expiry")
 	}
-	if !errors.Is(s1.Err(), coord.ErrSessionExpired) {
-		t.Fatalf("Err() = %v, want ErrSessionExpired", s1.Err())
+	if !errors.Is(context.Cause(s1.Ctx()), coord.ErrSessionExpired) {
+		t.Fatalf("Err() = %v, want ErrSessionExpired", context.Cause(s1.Ctx()))
 	}
 	s3, err := c.Session(ctx)
 	if err != nil {
@@ -71,12 +71,12 @@ func TestSessionLossAndExpiry(t *testing.T) {
 	}
 	c.Close()
 	select {
-	case <-s3.Done():
+	case <-s3.Ctx().Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("Done not closed after Close")
 	}
-	if !errors.Is(s3.Err(), coord.ErrClosed) {
-		t.Fatalf("Err() after Close = %v", s3.Err())
+	if !errors.Is(context.Cause(s3.Ctx()), coord.ErrClosed) {
+		t.Fatalf("Err() after Close = %v", context.Cause(s3.Ctx()))
 	}
 	if _, err := c.Session(ctx); !errors.Is(err, coord.ErrClosed) {
 		t.Fatalf("Session after Close: %v", err)

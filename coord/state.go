@@ -58,13 +58,6 @@ type StateChange struct {
 // subscriber's buffer is full the oldest change is dropped (latest wins).
 const subscriberBuffer = 16
 
-// State returns the client's current state.
-func (c *Client) State() State {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.state
-}
-
 // Subscribe returns a channel that first receives the current state and then
 // every state change, for metrics and status displays. The channel is closed
 // when ctx is done or the client is closed (after delivering StateClosed).
@@ -81,18 +74,14 @@ func (c *Client) Subscribe(ctx context.Context) <-chan StateChange {
 	}
 	c.subs[ch] = struct{}{}
 	c.mu.Unlock()
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-c.closedCh:
-		}
+	context.AfterFunc(ctx, func() { // Close closes the channel itself
 		c.mu.Lock()
 		if _, ok := c.subs[ch]; ok {
 			delete(c.subs, ch)
 			close(ch)
 		}
 		c.mu.Unlock()
-	}()
+	})
 	return ch
 }
 
@@ -134,22 +123,3 @@ func (c *Client) setStateLocked(s State, sessionID int64) {
 		c.reconnectCh = make(chan struct{})
 	}
 }
-
-// reconnected returns a channel closed at the next transition to
-// StateConnected (a new connection, with the same or a new session). Watch
-// loops use it to re-read after every reconnect instead of trusting that
-// go-zookeeper re-registered their watches (it re-registers them
-// asynchronously and only logs a failure).
-func (c *Client) reconnected() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.reconnectCh
-}
-
-// LastHeard returns when a packet last arrived from a ZooKeeper server on
-// this client's connection (a reply, a ping reply or a watch event), the zero
-// time before the first. The server expires the session one session timeout
-// after it last heard from the client, which is about the same moment, so
-// the time since LastHeard tells how close an unreachable client is to
-// losing its session.
-func (c *Client) LastHeard() time.Time { return c.conn.LastRecv() }

@@ -74,10 +74,10 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// A client with TLSDialer talks to ZooKeeper's secureClientPort (Netty, a
+// A client WithTLS talks to ZooKeeper's secureClientPort (Netty, a
 // PEM key store) and works; one trusting another CA fails the handshake and
 // never gets a session.
-func TestTLSDialer(t *testing.T) {
+func TestWithTLS(t *testing.T) {
 	dir := t.TempDir()
 	caFile, keyStore := writeTestPKI(t, dir)
 	port := freePort(t)
@@ -97,12 +97,12 @@ func TestTLSDialer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	dial, err := coord.TLSDialer(caFile)
+	tlsOpt, err := coord.WithTLS(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := coord.Connect(ctx, addr, coord.WithDialer(dial), coord.WithLogger(testLogger()))
+	c, err := coord.Connect(ctx, addr, tlsOpt, coord.WithLogger(testLogger()))
 	if err != nil {
 		t.Fatalf("TLS connect: %v", err)
 	}
@@ -112,17 +112,17 @@ func TestTLSDialer(t *testing.T) {
 	c.Close()
 
 	otherCA, _ := writeTestPKI(t, t.TempDir())
-	wrong, err := coord.TLSDialer(otherCA)
+	wrong, err := coord.WithTLS(otherCA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	short, cancel2 := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel2()
-	if c, err := coord.Connect(short, addr, coord.WithDialer(wrong), coord.WithLogger(testLogger())); err == nil {
+	if c, err := coord.Connect(short, addr, wrong, coord.WithLogger(testLogger())); err == nil {
 		c.Close()
 		t.Error("connected with a CA that did not sign the server's certificate")
 	}
-	if _, err := coord.TLSDialer(filepath.Join(dir, "missing.pem")); err == nil {
-		t.Error("TLSDialer accepted a missing CA file")
+	if _, err := coord.WithTLS(filepath.Join(dir, "missing.pem")); err == nil {
+		t.Error("WithTLS accepted a missing CA file")
 	}
 }

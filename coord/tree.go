@@ -18,12 +18,7 @@ func Children(ctx context.Context, c *Client, p string) ([]string, error) {
 	if err := validatePath(p); err != nil {
 		return nil, fmt.Errorf("coord: Children: %w", err)
 	}
-	var names []string
-	err := Retry(ctx, c.retry, func(ctx context.Context) error {
-		var err error
-		names, _, err = c.children(ctx, c.abs(p))
-		return err
-	})
+	names, err := c.readChildren(ctx, c.abs(p))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("coord: Children %s: %w", p, ErrNotFound)
 	}
@@ -57,12 +52,7 @@ func DeleteTree(ctx context.Context, c *Client, p string, parallel int, progress
 	var walk func(ctx context.Context, abs string) error
 	walk = func(ctx context.Context, abs string) error {
 		for attempt := 0; ; attempt++ {
-			var kids []string
-			err := Retry(ctx, c.retry, func(ctx context.Context) error {
-				var err error
-				kids, _, err = c.children(ctx, abs)
-				return err
-			})
+			kids, err := c.readChildren(ctx, abs)
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
 			}
@@ -83,7 +73,7 @@ func DeleteTree(ctx context.Context, c *Client, p string, parallel int, progress
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			err = Retry(ctx, c.retry, func(ctx context.Context) error { return c.del(ctx, abs, -1) })
+			err = c.retry(ctx, func(ctx context.Context) error { return c.del(ctx, abs, -1) })
 			<-sem
 			switch {
 			case err == nil:

@@ -70,25 +70,25 @@ func TestShardNameAndSort(t *testing.T) {
 	}
 }
 
-func TestRetryPolicy(t *testing.T) {
-	p := RetryPolicy{Attempts: 4, Initial: 10 * time.Millisecond, Max: 40 * time.Millisecond}
+func TestRetry(t *testing.T) {
+	p := retryPolicy{attempts: 4, initial: 10 * time.Millisecond, max: 40 * time.Millisecond}
 	for n := 1; n <= 6; n++ {
-		d := p.Backoff(n)
+		d := p.backoff(n)
 		full := min(10*time.Millisecond<<(n-1), 40*time.Millisecond)
 		if d < full/2 || d > full {
-			t.Errorf("Backoff(%d) = %v, want in [%v, %v]", n, d, full/2, full)
+			t.Errorf("backoff(%d) = %v, want in [%v, %v]", n, d, full/2, full)
 		}
 	}
 	ctx := context.Background()
 
 	calls := 0
-	err := Retry(ctx, p, func(context.Context) error { calls++; return zk.ErrConnectionClosed })
+	err := retryWith(ctx, p, func(context.Context) error { calls++; return zk.ErrConnectionClosed })
 	if !errors.Is(err, zk.ErrConnectionClosed) || calls != 4 {
 		t.Errorf("connection loss: err=%v calls=%d, want wrapped ErrConnectionClosed after 4 calls", err, calls)
 	}
 
 	calls = 0
-	err = Retry(ctx, p, func(context.Context) error {
+	err = retryWith(ctx, p, func(context.Context) error {
 		calls++
 		if calls < 3 {
 			return zk.ErrNoServer
@@ -100,20 +100,20 @@ func TestRetryPolicy(t *testing.T) {
 	}
 
 	calls = 0
-	err = Retry(ctx, p, func(context.Context) error { calls++; return zk.ErrSessionExpired })
+	err = retryWith(ctx, p, func(context.Context) error { calls++; return zk.ErrSessionExpired })
 	if !errors.Is(err, ErrSessionExpired) || calls != 1 {
 		t.Errorf("expiry: err=%v calls=%d, want ErrSessionExpired after 1 call", err, calls)
 	}
 
 	calls = 0
-	err = Retry(ctx, p, func(context.Context) error { calls++; return zk.ErrNodeExists })
+	err = retryWith(ctx, p, func(context.Context) error { calls++; return zk.ErrNodeExists })
 	if !errors.Is(err, zk.ErrNodeExists) || calls != 1 {
 		t.Errorf("non-retryable: err=%v calls=%d", err, calls)
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
 	calls = 0
-	err = Retry(cctx, RetryPolicy{Attempts: 100, Initial: time.Second}, func(context.Context) error {
+	err = retryWith(cctx, retryPolicy{attempts: 100, initial: time.Second, max: time.Second}, func(context.Context) error {
 		calls++
 		cancel()
 		return zk.ErrConnectionClosed
@@ -123,7 +123,7 @@ func TestRetryPolicy(t *testing.T) {
 	}
 
 	start := time.Now()
-	err = Retry(ctx, RetryPolicy{Attempts: 1000, Initial: 5 * time.Millisecond, Max: 5 * time.Millisecond, Total: 50 * time.Millisecond},
+	err = retryWith(ctx, retryPolicy{attempts: 1000, initial: 5 * time.Millisecond, max: 5 * time.Millisecond, total: 50 * time.Millisecond},
 		func(context.Context) error { return zk.ErrConnectionClosed })
 	if err == nil || time.Since(start) > time.Second {
 		t.Errorf("total bound: err=%v after %v", err, time.Since(start))
@@ -153,7 +153,7 @@ func TestOwnedShardsPartition(t *testing.T) {
 			// Rendezvous hashing: removing the last member moves only its shards.
 			fewer := members[:n-1]
 			for s, m := range seen {
-				if m != members[n-1] && Owner(s, fewer) != m {
+				if m != members[n-1] && owner(s, fewer) != m {
 					t.Fatalf("n=%d: shard %d moved from %s though its owner stayed", n, s, m)
 				}
 			}
@@ -162,7 +162,7 @@ func TestOwnedShardsPartition(t *testing.T) {
 	if got := OwnedShards("x", 8, nil); len(got) != 0 {
 		t.Errorf("OwnedShards with no members = %v", got)
 	}
-	if Owner(3, nil) != "" {
-		t.Errorf("Owner with no members not empty")
+	if owner(3, nil) != "" {
+		t.Errorf("owner with no members not empty")
 	}
 }

@@ -9,14 +9,15 @@ import (
 )
 
 // Create creates the crawl's frontier at root if it does not exist: the
-// queue's znodes (coord.Queue.Init) and the layout in root's data. It is
+// queue's and the frontier store's znodes (coord.Backlog.Init) and the
+// layout in root's data. It is
 // idempotent; for an existing crawl it returns that crawl's frontier and
 // ignores layout (the layout is fixed at creation). created reports whether
 // this call created it. A zero layout.Version means CurrentLayout. Errors:
 // an invalid layout; ErrOldLayout for an existing crawl of another layout;
 // ZooKeeper errors.
-func Create(ctx context.Context, c *coord.Client, root string, layout Layout, opts ...coord.QueueOption) (f *Frontier, created bool, err error) {
-	if f, err := Open(ctx, c, root, opts...); err == nil {
+func Create(ctx context.Context, c *coord.Client, root string, layout Layout) (f *Frontier, created bool, err error) {
+	if f, err := Open(ctx, c, root); err == nil {
 		return f, false, nil
 	} else if !errors.Is(err, coord.ErrNotInitialized) {
 		return nil, false, err
@@ -32,11 +33,7 @@ func Create(ctx context.Context, c *coord.Client, root string, layout Layout, op
 	if _, err := coord.NewConfigStore(c, root).Write(ctx, layout.Encode(), -1); err != nil {
 		return nil, false, fmt.Errorf("frontier: record the layout of %s: %w", root, err)
 	}
-	q := coord.NewQueue(c, root, layout.Shards, opts...)
-	if err := q.Init(ctx); err != nil {
-		return nil, false, fmt.Errorf("frontier: create %s: %w", root, err)
-	}
-	f = New(q, layout, 0)
+	f = New(coord.NewQueue(c, root, layout.Shards), layout, 0)
 	if err := f.b.Init(ctx); err != nil {
 		return nil, false, fmt.Errorf("frontier: create %s: %w", root, err)
 	}
@@ -47,8 +44,8 @@ func Create(ctx context.Context, c *coord.Client, root string, layout Layout, op
 // Errors: coord.ErrNotInitialized when the crawl does not exist; ErrOldLayout
 // for a crawl of another frontier layout (the message names both); a root
 // whose data is not a layout; ZooKeeper errors.
-func Open(ctx context.Context, c *coord.Client, root string, opts ...coord.QueueOption) (*Frontier, error) {
-	q, err := coord.OpenQueue(ctx, c, root, opts...)
+func Open(ctx context.Context, c *coord.Client, root string) (*Frontier, error) {
+	q, err := coord.OpenQueue(ctx, c, root)
 	if err != nil {
 		return nil, err
 	}

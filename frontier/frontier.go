@@ -239,7 +239,7 @@ func (f *Frontier) flushLoop() {
 // it loaded. Errors: ZooKeeper errors after retries.
 func (f *Frontier) LoadKnown(ctx context.Context) (int, error) {
 	known := map[uint64]struct{}{}
-	for g := 0; g < f.b.Groups(); g++ {
+	for g := 0; g < f.layout.Groups(); g++ {
 		keys, err := f.b.Keys(ctx, g)
 		if err != nil {
 			return 0, fmt.Errorf("frontier: read the seen-set of group %d: %w", g, err)

@@ -123,7 +123,8 @@ func DecodeRecord(data []byte) (Item, error) {
 	return it, nil
 }
 
-// RecordKey returns the fingerprint of a record's URL (coord.KeyFunc),
+// RecordKey returns the fingerprint of a record's URL (the key function
+// of coord.NewBacklog),
 // reading only the record's first fields (no decode, no allocation: it runs
 // for every record when a group is loaded and for every accepted one); a
 // record whose URL field cannot be read gets the fingerprint of its bytes,

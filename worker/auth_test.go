@@ -40,13 +40,13 @@ func walk(t *testing.T, conn *zk.Conn, root string) []string {
 func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 	zks := testenv.ZooKeeper(t)
 	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 3, Hosts: 2, PagesPerHost: 10, LinksPerPage: 3})
-	auth, err := coord.ParseAuth("digest:crawler:s3cret")
+	auth, err := coord.WithAuth("digest:crawler:s3cret")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig()
 	cfg.MaxDepth = -1
-	c := newCrawlWith(t, zks.Addr(), "secure", cfg, frontier.Layout{Shards: 4, Spread: 2}, web.Seeds(), []coord.Option{coord.WithAuth(auth)})
+	c := newCrawlWith(t, zks.Addr(), "secure", cfg, frontier.Layout{Shards: 4, Spread: 2}, web.Seeds(), []coord.Option{auth})
 	// A worker that stays up, so its ephemeral znodes (member, claims) exist
 	// while the tree is checked.
 	ctx, stop := context.WithCancel(context.Background())
@@ -66,7 +66,7 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 	}
 
 	owner := c.client.Conn()
-	nodes := walk(t, owner, c.client.Chroot()+"/zkcrawl")
+	nodes := walk(t, owner, "/zkcrawl") // the test client has no chroot
 	if len(nodes) < 10 {
 		t.Fatalf("only %d znodes under /zkcrawl", len(nodes))
 	}
@@ -83,8 +83,8 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 		}
 	}
 
-	wrong, _ := coord.ParseAuth("digest:crawler:guess")
-	for name, opts := range map[string][]coord.Option{"no credentials": nil, "wrong password": {coord.WithAuth(wrong)}} {
+	wrong, _ := coord.WithAuth("digest:crawler:guess")
+	for name, opts := range map[string][]coord.Option{"no credentials": nil, "wrong password": {wrong}} {
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		other, err := coord.Connect(cctx, zks.Addr(), append(opts, coord.WithLogger(testLogger(t)))...)
 		cancel()
@@ -107,8 +107,7 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 			}
 		}
 		// What an intruder would do first: turn private networks on.
-		cfgPath := ConfigPath(c.root)
-		if _, err := coord.NewConfigStore(other, cfgPath).Write(context.Background(), []byte(`{"allow_private_networks":true}`), -1); !errors.Is(err, coord.ErrNotAuthorized) {
+		if _, err := coord.Config(other, c.root).Write(context.Background(), []byte(`{"allow_private_networks":true}`), -1); !errors.Is(err, coord.ErrNotAuthorized) {
 			t.Errorf("%s: config write: %v, want coord.ErrNotAuthorized", name, err)
 		}
 		if _, err := frontier.Open(context.Background(), other, c.root); err == nil {

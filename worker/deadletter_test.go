@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
@@ -20,24 +19,18 @@ func TestUndecodableItemFailErrorReleasesClaim(t *testing.T) {
 	c := newCrawl(t, zk1.Addr(), "deadletter", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := c.queue.Put(ctx, 0, "deadbeef", []byte("{not an item")); err != nil {
-		t.Fatal(err)
-	}
-	names, _, err := c.queue.Items(ctx, 0)
-	if err != nil || len(names) != 1 {
-		t.Fatalf("items %v, %v; want 1", names, err)
-	}
-	dead := c.client.Chroot() + c.root + "/failed/" + coord.ShardName(0) + "-" + names[0]
-	if _, err := c.client.Conn().Create(dead, []byte("in the way"), 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
 	sess, err := c.client.Session(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim, err := c.queue.Claim(ctx, sess, 0, names[0])
-	if err != nil {
+	name := readyItem(t, ctx, c, sess, []byte("{not an item"))
+	dead := c.root + "/failed/" + coord.ShardName(0) + "-" + name
+	if _, err := coord.NewConfigStore(c.client, dead).Write(ctx, []byte("in the way"), -1); err != nil {
 		t.Fatal(err)
+	}
+	claim, err := c.queue.Take(ctx, sess, 0, nil)
+	if err != nil || claim.Name() != name {
+		t.Fatalf("took %v, %v; want %s", claim, err, name)
 	}
 	_, decodeErr := frontier.DecodeItem(claim.Data())
 	if decodeErr == nil {
@@ -56,4 +49,28 @@ func TestUndecodableItemFailErrorReleasesClaim(t *testing.T) {
 			t.Errorf("claim %s/%s still held after the failed move", s.Name, cl.Item)
 		}
 	}
+}
+
+// readyItem puts data into the ready window of shard 0 (group 0 of a
+// one-shard layout) as the group's owner moves a record there, and returns
+// the item's name.
+func readyItem(t *testing.T, ctx context.Context, c *crawlEnv, sess *coord.Session, data []byte) string {
+	t.Helper()
+	grp, err := c.front.Backlog().Open(ctx, sess, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := frontier.Item{URL: "http://example.test/ready"}.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := grp.Apply(ctx, coord.Step{Accept: [][]byte{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = grp.Apply(ctx, coord.Step{Move: []coord.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}})
+	if err != nil || len(res.Ready) != 1 {
+		t.Fatalf("move: %v, %v", res, err)
+	}
+	return res.Ready[0]
 }

@@ -29,7 +29,7 @@ func cutOffLimit(sessionTimeout time.Duration) time.Duration { return sessionTim
 // heard nothing from the server for cutOffLimit, while ctx (the session's
 // context) lives.
 func (w *Worker) guardConnection(ctx context.Context, sess *coord.Session, suspend func()) {
-	limit := cutOffLimit(w.client.SessionTimeout())
+	limit := cutOffLimit(w.opts.SessionTimeout)
 	var timer <-chan time.Time
 	changes := w.client.Subscribe(ctx)
 	for {
@@ -54,7 +54,7 @@ func (w *Worker) guardConnection(ctx context.Context, sess *coord.Session, suspe
 			}
 		case <-timer:
 			w.log.Warn("cut off from ZooKeeper too long: cancelling in-flight fetches, claiming nothing until the session is confirmed",
-				"session", sess.String(), "session_timeout", w.client.SessionTimeout(), "last_heard", w.client.LastHeard())
+				"session", sess.String(), "session_timeout", w.opts.SessionTimeout, "last_heard", w.client.LastHeard())
 			suspend()
 			return
 		}
@@ -69,13 +69,13 @@ func (w *Worker) awaitSessionConfirmed(ctx context.Context, sess *coord.Session)
 		select {
 		case <-ctx.Done():
 			return false
-		case <-sess.Done():
+		case <-sess.Ctx().Done():
 			return false
 		case ch, ok := <-changes:
 			if !ok {
 				return false
 			}
-			if ch.State == coord.StateConnected && ch.SessionID == sess.ID() && sess.Err() == nil {
+			if ch.State == coord.StateConnected && ch.SessionID == sess.ID() && sess.Ctx().Err() == nil {
 				w.log.Info("reconnected to ZooKeeper with the session alive: claiming again", "session", sess.String())
 				return true
 			}
@@ -91,11 +91,7 @@ func (w *Worker) awaitSessionConfirmed(ctx context.Context, sess *coord.Session)
 // session's whole life.
 func (w *Worker) releaseWhenConnected(claim itemClaim, it frontier.Item) {
 	for {
-		select {
-		case <-w.client.Done():
-			return
-		case <-time.After(persistRetryInterval):
-		}
+		time.Sleep(persistRetryInterval) // a closed client ends with ErrClaimLost below
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := claim.Release(ctx)
 		cancel()
@@ -106,7 +102,7 @@ func (w *Worker) releaseWhenConnected(claim itemClaim, it frontier.Item) {
 		case coord.IsConnectionLoss(err), errors.Is(err, context.DeadlineExceeded):
 			continue
 		default:
-			return // ErrClaimLost, ErrClaimFinished...: nothing is held any more
+			return // ErrClaimLost...: nothing is held any more
 		}
 	}
 }

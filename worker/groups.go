@@ -232,7 +232,7 @@ func (w *Worker) manageGroup(ctx context.Context, sess *coord.Session, g int) {
 		switch {
 		case ctx.Err() != nil, errors.Is(err, coord.ErrSessionExpired):
 			return
-		case errors.Is(err, coord.ErrGroupMoved):
+		case errors.Is(err, coord.ErrVersionConflict):
 			w.log.Debug("shard group changed under us; reloading", "group", coord.GroupName(g), "error", err)
 		default:
 			w.log.Warn("shard group manager failed; reloading", "group", coord.GroupName(g), "error", err)
@@ -297,7 +297,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-sess.Done():
+		case <-sess.Ctx().Done():
 			return coord.ErrSessionExpired
 		case <-grp.InboxEvent():
 		case <-sig.wake:
@@ -357,10 +357,8 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	plan := newStepPlan(grp, v, w.current().cfg, w.layout.Groups(), len(offers))
 	defer func() { answerOffers(sig, offers, plan.rest, err) }()
 	var posts []coord.Post
-	if grp.InboxDue() {
-		if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
-			return false, false, err
-		}
+	if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
+		return false, false, err
 	}
 	nPosts := len(posts)
 	for _, o := range offers {
@@ -459,7 +457,7 @@ func (w *Worker) drain(plan *stepPlan, posts []coord.Post, nPosts int) {
 			plan.step.Drained = append(plan.step.Drained, p.Name)
 		}
 		if p.Err != nil {
-			w.log.Warn("undecodable inbox post drained", "group", coord.GroupName(plan.grp.Index()), "post", p.Name, "error", p.Err)
+			w.log.Warn("undecodable inbox post drained", "post", p.Name, "error", p.Err) // p.Err names the group
 			plan.drops[dropBad]++
 			continue
 		}
@@ -604,7 +602,6 @@ func (w *Worker) commitStep(plan *stepPlan, res coord.StepResult) {
 			v.queued--
 			if res.Ready != nil {
 				v.addReady(coord.ShardName(shards[k])+"/"+res.Ready[k], m.host, int64(len(step.Move[k].Data)))
-				w.queue.Known(shards[k], res.Ready[k], step.Move[k].Data)
 			} // else: counted again by syncReady
 			k++
 		}

@@ -66,7 +66,7 @@ func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout f
 		t.Fatal(err)
 	}
 	q := front.Queue()
-	if _, err := coord.NewConfigStore(client, ConfigPath(root)).Write(ctx, cfg.Encode(), -1); err != nil {
+	if _, err := coord.Config(client, root).Write(ctx, cfg.Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
 	var items []frontier.Item
@@ -86,7 +86,7 @@ func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout f
 // setConfig writes a new config version.
 func (c *crawlEnv) setConfig(cfg config.Config) {
 	c.t.Helper()
-	if _, err := coord.NewConfigStore(c.client, ConfigPath(c.root)).Write(context.Background(), cfg.Encode(), -1); err != nil {
+	if _, err := coord.Config(c.client, c.root).Write(context.Background(), cfg.Encode(), -1); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -131,7 +131,7 @@ func (c *crawlEnv) runWorkers(n int, timeout time.Duration) {
 		p, err := c.queue.Pending(context.Background())
 		var left []string
 		for s := range c.queue.Shards() {
-			names, _, _ := c.queue.Items(context.Background(), s)
+			names, _ := c.queue.ReadyNames(context.Background(), s)
 			for _, n := range names {
 				data, _ := c.queue.Get(context.Background(), s, n)
 				left = append(left, fmt.Sprintf("%d/%s %s", s, n, data))

@@ -11,19 +11,12 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// ConfigPath returns the config znode of a crawl root: R/config.
-func ConfigPath(root string) string { return root + "/config" }
-
-// DrainPath returns the drain znode of a crawl root: R/drain. While it
-// exists, workers claim nothing new, finish their in-flight items and exit
-// (crawlctl drain creates it; its data is free text, e.g. who asked).
-func DrainPath(root string) string { return root + "/drain" }
-
 // watchDrain calls stop once R/drain exists, until ctx ends.
 func (w *Worker) watchDrain(ctx context.Context, stop func()) {
-	for v := range coord.NewConfigStore(w.client, DrainPath(w.root)).Watch(ctx) {
-		if v.Exists() {
-			w.log.Info("drain requested: finishing in-flight items, claiming nothing new, then exiting; the drain stays until 'crawlctl drain --cancel'", "znode", DrainPath(w.root))
+	drain := coord.Drain(w.client, w.root)
+	for v := range drain.Watch(ctx) {
+		if v.Version >= 0 {
+			w.log.Info("drain requested: finishing in-flight items, claiming nothing new, then exiting; the drain stays until 'crawlctl drain --cancel'", "znode", drain.String())
 			w.progress.stopping("drain")
 			stop()
 			return
@@ -37,7 +30,7 @@ func (w *Worker) watchDrain(ctx context.Context, stop func()) {
 // cfgCtx ends. An invalid version is logged and recorded for the status node;
 // the last good config stays in force.
 func (w *Worker) watchConfig(ctx, cfgCtx context.Context) error {
-	store := coord.NewConfigStore(w.client, ConfigPath(w.root))
+	store := coord.Config(w.client, w.root)
 	values := store.Watch(cfgCtx)
 	first := true
 	for w.live.Load() == nil {
@@ -46,11 +39,11 @@ func (w *Worker) watchConfig(ctx, cfgCtx context.Context) error {
 			return ctx.Err()
 		case v, ok := <-values:
 			if !ok {
-				return fmt.Errorf("worker: config watch on %s ended", ConfigPath(w.root))
+				return fmt.Errorf("worker: config watch on %s ended", store)
 			}
 			w.applyConfig(v.Data, v.Version)
 			if w.live.Load() == nil && first {
-				w.log.Error("the crawl's config is invalid: waiting for a valid one", "znode", ConfigPath(w.root), "error", *w.cfgErr.Load())
+				w.log.Error("the crawl's config is invalid: waiting for a valid one", "znode", store.String(), "error", *w.cfgErr.Load())
 				first = false
 			}
 		}

@@ -27,13 +27,13 @@ var ErrIDInUse = errors.New("worker id already in use by a live worker")
 // heartbeat no longer moves) is not an error: Join waits for its session to
 // expire, at most the session timeout ZooKeeper granted it.
 func (w *Worker) preflight(ctx context.Context) error {
-	note, _, err := coord.NewConfigStore(w.client, DrainPath(w.root)).Read(ctx)
+	note, _, err := coord.Drain(w.client, w.root).Read(ctx)
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w on crawl %q (%s): a worker started now would exit at once; run 'crawlctl --crawl %s drain --cancel' to crawl again",
 			ErrDrainPending, w.opts.Crawl, note, w.opts.Crawl)
 	case !errors.Is(err, coord.ErrNotFound):
-		return fmt.Errorf("worker: read %s: %w", DrainPath(w.root), err)
+		return fmt.Errorf("worker: read the drain request: %w", err)
 	}
 	return w.checkIDFree(ctx)
 }

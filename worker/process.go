@@ -304,7 +304,7 @@ func (w *Worker) finishFailed(ctx context.Context, claim itemClaim, it frontier.
 		next.NotBefore = retryAt(cfg, next.Attempts).UTC()
 		data, err := next.Encode()
 		if err == nil {
-			err = w.persist(ctx, "retry", it, func(ctx context.Context) error { return claim.Retry(ctx, data) })
+			err = w.persist(ctx, "retry", it, func(ctx context.Context) error { return claim.Reschedule(ctx, data) })
 		}
 		if err != nil {
 			w.lost(ctx, claim, it, "retry", err)
@@ -386,9 +386,9 @@ func (w *Worker) abandon(ctx context.Context, claim itemClaim, it frontier.Item,
 // failed because ZooKeeper was unreachable beyond coord's own retries.
 const persistRetryInterval = time.Second
 
-// persist runs a claim finisher (Complete, Retry, Fail or Release) and,
+// persist runs a claim finisher (Complete, Reschedule, Fail or Release) and,
 // while it fails with connection loss (ZooKeeper unreachable for longer
-// than coord.DefaultRetryPolicy retries, e.g. a quorum loss), calls it again
+// than coord's retry policy retries, e.g. a quorum loss), calls it again
 // every second for as long as ctx lives. Calling a finisher again is safe
 // (coord detects an earlier commit; docs/design.md "coord guarantees": "when
 // a finisher returns a context or connection-loss error, call it again").

@@ -134,7 +134,7 @@ type memClaim struct {
 	calls *calls
 	data  []byte
 	errs  map[string]error
-	// what Retry and Fail were given
+	// what Reschedule and Fail were given
 	retried, failed []byte
 }
 
@@ -145,7 +145,7 @@ func (c *memClaim) Complete(ctx context.Context) error {
 	c.calls.add("complete")
 	return c.errs["complete"]
 }
-func (c *memClaim) Retry(ctx context.Context, data []byte) error {
+func (c *memClaim) Reschedule(ctx context.Context, data []byte) error {
 	c.calls.add("retry")
 	c.retried = data
 	return c.errs["retry"]

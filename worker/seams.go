@@ -85,7 +85,7 @@ type itemClaim interface {
 //
 // Complete removes the item: it is done. Call it only once the item's
 // follow-up work is durable (crawl-log line and WARC records stored, links
-// enqueued). Retry puts the item back in its place with data (attempts and
+// enqueued). Reschedule puts the item back in its place with data (attempts and
 // not_before updated) for the next claimer. Fail moves it to the dead
 // letters with data (the item and its last error). Release gives it back
 // unchanged.
@@ -100,7 +100,7 @@ type itemClaim interface {
 // committed). Safe for concurrent use, but meant for one owner.
 type claimFinisher interface {
 	Complete(ctx context.Context) error
-	Retry(ctx context.Context, data []byte) error
+	Reschedule(ctx context.Context, data []byte) error
 	Fail(ctx context.Context, data []byte) error
 	Release(ctx context.Context) error
 }

@@ -25,14 +25,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	sctx, cancel := context.WithCancel(claimCtx)
 	defer cancel()
 	swork, cancelWork := context.WithCancel(workCtx)
-	go func() {
-		select {
-		case <-sess.Done():
-			cancelWork()
-			cancel()
-		case <-swork.Done():
-		}
-	}()
+	context.AfterFunc(sess.Ctx(), func() { cancelWork(); cancel() })
 	go w.guardConnection(sctx, sess, func() { cancelWork(); cancel() })
 
 	member := w.joinRetrying(sctx, sess)
@@ -177,7 +170,7 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 		if err := w.waitRunnable(ctx); err != nil {
 			return
 		}
-		claim, err := w.queue.TakeReserving(ctx, sess, shard, w.reserveFor(shard))
+		claim, err := w.queue.Take(ctx, sess, shard, w.reserveFor(shard))
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 				return

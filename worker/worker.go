@@ -166,11 +166,11 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	}
 	w := newWorker(opts, root)
 	w.client, err = coord.Connect(ctx, opts.Servers, append([]coord.Option{coord.WithSessionTimeout(opts.SessionTimeout),
-		coord.WithLogger(w.log), coord.WithObserver(opts.Metrics.ObserveZK)}, opts.ZK...)...)
+		coord.WithLogger(w.log), coord.WithObserver(opts.Metrics.ObserveZK), coord.WithOwner(opts.ID)}, opts.ZK...)...)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w: %w", ErrUnreachable, err)
 	}
-	w.front, err = frontier.Open(ctx, w.client, root, coord.WithOwner(opts.ID))
+	w.front, err = frontier.Open(ctx, w.client, root)
 	if err != nil {
 		w.client.Close()
 		if errors.Is(err, coord.ErrNotInitialized) {
@@ -314,7 +314,6 @@ func (w *Worker) startReports(ctx context.Context) (stop func()) {
 	}
 	go w.reportConnection(ctx)
 	if w.metrics != nil {
-		w.metrics.session(w.client.State())
 		go func() {
 			for ch := range w.client.Subscribe(ctx) {
 				w.metrics.session(ch.State)
@@ -361,7 +360,7 @@ func (w *Worker) runSessions(claimCtx, workCtx context.Context, inflight *sync.W
 		}
 		w.log.Info("session established", "session", sess.String())
 		w.runSession(claimCtx, workCtx, sess, inflight)
-		if claimCtx.Err() == nil && sess.Err() == nil {
+		if claimCtx.Err() == nil && sess.Ctx().Err() == nil {
 			// Suspended by guardConnection: the session may still live.
 			if w.awaitSessionConfirmed(claimCtx, sess) {
 				continue

@@ -18,13 +18,13 @@ import (
 // --zk-auth and exit status 1; a malformed --zk-auth is a usage error.
 func TestCtlZKAuth(t *testing.T) {
 	servers := zkAddr(t) + "/team-auth"
-	auth, err := coord.ParseAuth("digest:ops:pw")
+	auth, err := coord.WithAuth("digest:ops:pw")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client, err := coord.Connect(ctx, servers, coord.WithAuth(auth), coord.WithLogger(testLogger()))
+	client, err := coord.Connect(ctx, servers, auth, coord.WithLogger(testLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestCtlZKAuth(t *testing.T) {
 	if _, _, err := frontier.Create(ctx, client, root, frontier.Layout{Shards: 2, Spread: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := coord.NewConfigStore(client, worker.ConfigPath(root)).Write(ctx, testConfig().Encode(), -1); err != nil {
+	if _, err := coord.Config(client, root).Write(ctx, testConfig().Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"--zk", servers, "--crawl", "secure", "--timeout", "20s", "status"}

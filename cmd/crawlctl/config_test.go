@@ -11,7 +11,6 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // config get / set against a real ZooKeeper: values parsed as JSON or
@@ -111,7 +110,7 @@ func TestConfigSetConflict(t *testing.T) {
 	theirs := testConfig()
 	theirs.UserAgent = "someone-else/1.0"
 	hook := func() {
-		if _, err := coord.NewConfigStore(c.client, worker.ConfigPath(c.root)).Write(context.Background(), theirs.Encode(), -1); err != nil {
+		if _, err := coord.Config(c.client, c.root).Write(context.Background(), theirs.Encode(), -1); err != nil {
 			t.Error(err)
 		}
 	}
@@ -131,7 +130,7 @@ func TestConfigSetConflict(t *testing.T) {
 // the error points to --file, which replaces it.
 func TestConfigSetOnBrokenDocument(t *testing.T) {
 	c := newCrawl(t, "broken", testConfig(), 4, nil)
-	if _, err := coord.NewConfigStore(c.client, worker.ConfigPath(c.root)).Write(context.Background(), []byte("{not json"), -1); err != nil {
+	if _, err := coord.Config(c.client, c.root).Write(context.Background(), []byte("{not json"), -1); err != nil {
 		t.Fatal(err)
 	}
 	r := c.ctl("config", "get")

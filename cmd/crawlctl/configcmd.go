@@ -18,7 +18,6 @@ import (
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 var configGetCommand = &command{
@@ -40,7 +39,7 @@ version they saw.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stderr(), "# config version %d of %s\n", version, worker.ConfigPath(c.root))
+			fmt.Fprintf(c.stderr(), "# config version %d of %s\n", version, coord.Config(c.client, c.root))
 			if _, err := config.Parse(data); err != nil {
 				fmt.Fprintf(c.stderr(), "# warning: this version is invalid and the workers ignore it: %v\n", err)
 			}
@@ -161,7 +160,7 @@ func (c *ctl) readConfig(ctx context.Context) ([]byte, int32, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	data, version, err := coord.NewConfigStore(client, worker.ConfigPath(c.root)).Read(cctx)
+	data, version, err := coord.Config(client, c.root).Read(cctx)
 	if err != nil {
 		return nil, 0, c.crawlErr(err)
 	}
@@ -225,7 +224,7 @@ func (c *ctl) updateConfig(ctx context.Context, show []string, edit func(cur []b
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	store := coord.NewConfigStore(client, worker.ConfigPath(c.root))
+	store := coord.Config(client, c.root)
 	newVersion, err := store.Write(cctx, newDoc, version)
 	if errors.Is(err, coord.ErrVersionConflict) {
 		now := "unknown"
@@ -235,7 +234,7 @@ func (c *ctl) updateConfig(ctx context.Context, show []string, edit func(cur []b
 		return false, fmt.Errorf("someone else changed the config meanwhile (it was version %d when read, it is now version %s): nothing was overwritten; check it with 'crawlctl config get' and run the command again: %w", version, now, err)
 	}
 	if err != nil {
-		return false, fmt.Errorf("write config %s: %w", worker.ConfigPath(c.root), err)
+		return false, fmt.Errorf("write config %s: %w", store, err)
 	}
 	for _, k := range show {
 		note := ""

@@ -129,7 +129,7 @@ func (c *ctl) crawlRow(ctx context.Context, client *coord.Client, name string) c
 		return r
 	}
 	r.queued, r.posts, r.claimed = p.Ready+p.Backlog, p.Posts, p.Claimed
-	_, _, err = coord.NewConfigStore(client, worker.DrainPath(root)).Read(ctx)
+	_, _, err = coord.Drain(client, root).Read(ctx)
 	r.draining = err == nil
 	return r
 }

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/spf13/pflag"
 
 	"github.com/zkcrawl/zkcrawl/coord"
@@ -63,46 +62,35 @@ drain --cancel and start the workers again.`,
 func (c *ctl) requestDrain(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	store := coord.NewConfigStore(c.client, worker.DrainPath(c.root))
+	store := coord.Drain(c.client, c.root)
 	note, _, err := store.Read(cctx)
 	switch {
 	case err == nil:
 		fmt.Fprintf(c.stdout(), "drain already requested (%s): workers finish their in-flight URLs and exit\n", note)
 		return nil
 	case !errors.Is(err, coord.ErrNotFound):
-		return fmt.Errorf("read drain marker %s: %w", worker.DrainPath(c.root), err)
+		return fmt.Errorf("read drain marker %s: %w", store, err)
 	}
 	host, _ := os.Hostname()
 	data := fmt.Sprintf("drain requested by crawlctl at %s (host %s, pid %d)", time.Now().UTC().Format(time.RFC3339), host, os.Getpid())
 	if _, err := store.Write(cctx, []byte(data), -1); err != nil {
-		return fmt.Errorf("create drain marker %s: %w", worker.DrainPath(c.root), err)
+		return fmt.Errorf("create drain marker %s: %w", store, err)
 	}
-	fmt.Fprintf(c.stdout(), "drain requested (%s): workers finish their in-flight URLs and exit; undo with 'crawlctl drain --cancel'\n", worker.DrainPath(c.root))
+	fmt.Fprintf(c.stdout(), "drain requested (%s): workers finish their in-flight URLs and exit; undo with 'crawlctl drain --cancel'\n", store)
 	return nil
 }
 
-// cancelDrain deletes R/drain. go-zookeeper's Delete takes no context, so
-// it runs on a goroutine and is abandoned (it is idempotent) when ctx ends.
+// cancelDrain deletes R/drain.
 func (c *ctl) cancelDrain(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	p := c.client.Chroot() + worker.DrainPath(c.root)
-	err := coord.Retry(cctx, coord.DefaultRetryPolicy, func(ctx context.Context) error {
-		done := make(chan error, 1)
-		go func() { done <- c.client.Conn().Delete(p, -1) }()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
+	err := coord.Drain(c.client, c.root).Delete(cctx)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, coord.ErrNotFound):
 		fmt.Fprintln(c.stdout(), "no drain was requested: nothing to cancel")
 		return nil
 	case err != nil:
-		return fmt.Errorf("delete drain marker %s: %w", worker.DrainPath(c.root), err)
+		return fmt.Errorf("cancel the drain request: %w", err)
 	}
 	fmt.Fprintln(c.stdout(), "drain cancelled: workers started from now on crawl normally (workers that already exited stay stopped)")
 	return nil

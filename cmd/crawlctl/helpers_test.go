@@ -106,7 +106,7 @@ func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []
 		t.Fatal(err)
 	}
 	q := front.Queue()
-	if _, err := coord.NewConfigStore(client, worker.ConfigPath(root)).Write(ctx, cfg.Encode(), -1); err != nil {
+	if _, err := coord.Config(client, root).Write(ctx, cfg.Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
 	var items []frontier.Item
@@ -220,7 +220,7 @@ func (c *crawl) workers() map[string]worker.Status {
 // configVersion reads the config znode's version and data.
 func (c *crawl) config() ([]byte, int32) {
 	c.t.Helper()
-	data, v, err := coord.NewConfigStore(c.client, worker.ConfigPath(c.root)).Read(context.Background())
+	data, v, err := coord.Config(c.client, c.root).Read(context.Background())
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/testenv"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // A live crawl of two in-process workers over a synthetic web too big to
@@ -104,7 +103,7 @@ func TestLiveCrawl(t *testing.T) {
 	})
 
 	t.Run("invalid config written to the znode is rejected and shown", func(t *testing.T) {
-		bad, err := coord.NewConfigStore(c.client, worker.ConfigPath(c.root)).Write(context.Background(), []byte(`{"worker_concurrency": "many"`), -1)
+		bad, err := coord.Config(c.client, c.root).Write(context.Background(), []byte(`{"worker_concurrency": "many"`), -1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -94,17 +94,33 @@ func TestRequeueFailed(t *testing.T) {
 func makeDeadLetter(t *testing.T, c *crawl, it frontier.Item) string {
 	t.Helper()
 	ctx := context.Background()
-	// Straight into the ready window, as a group's owner would move it.
-	shard := frontier.Shard(frontier.Host(it.URL), c.queue.Shards())
+	// Straight into the ready window, as the group's owner moves it.
+	front, err := frontier.Open(ctx, c.client, c.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := front.Layout().Shard(it.URL)
 	data, err := frontier.Item{URL: it.URL}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.queue.Put(ctx, shard, frontier.Key(it.URL), data); err != nil {
+	record, err := frontier.Item{URL: it.URL}.Record()
+	if err != nil {
 		t.Fatal(err)
 	}
 	sess, err := c.client.Session(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	grp, err := front.Backlog().Open(ctx, sess, front.Layout().Group(it.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := grp.Apply(ctx, coord.Step{Accept: [][]byte{record}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grp.Apply(ctx, coord.Step{Move: []coord.Move{{Ref: res.Accepted[0], Shard: shard, Data: data}}}); err != nil {
 		t.Fatal(err)
 	}
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -130,7 +146,7 @@ func onlyQueuedItem(t *testing.T, c *crawl) frontier.Item {
 	ctx := context.Background()
 	var found []frontier.Item
 	for s := range c.queue.Shards() {
-		names, _, err := c.queue.Items(ctx, s)
+		names, err := c.queue.ReadyNames(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -173,7 +173,7 @@ type claimDoc struct {
 func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) (*statusDoc, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	client := q.Client()
+	client := c.client
 	doc := &statusDoc{Crawl: c.g.crawl, Root: c.root, Time: time.Now().UTC()}
 	if err := c.statusConfig(cctx, client, doc); err != nil {
 		return nil, err
@@ -199,10 +199,11 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 // statusConfig fills doc.Config (version, validity) and doc.Paused from the
 // config znode; a missing znode is version -1, not an error.
 func (c *ctl) statusConfig(cctx context.Context, client *coord.Client, doc *statusDoc) error {
-	data, version, err := coord.NewConfigStore(client, worker.ConfigPath(c.root)).Read(cctx)
+	cfgStore := coord.Config(client, c.root)
+	data, version, err := cfgStore.Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
-		doc.Config = configDoc{Version: -1, Error: "no config znode " + worker.ConfigPath(c.root)}
+		doc.Config = configDoc{Version: -1, Error: "no config znode " + cfgStore.String()}
 	case err != nil:
 		return fmt.Errorf("read config: %w", err)
 	default:
@@ -220,7 +221,7 @@ func (c *ctl) statusConfig(cctx context.Context, client *coord.Client, doc *stat
 
 // statusDrain fills doc.Draining and doc.DrainNote from the drain marker.
 func (c *ctl) statusDrain(cctx context.Context, client *coord.Client, doc *statusDoc) error {
-	note, dver, err := coord.NewConfigStore(client, worker.DrainPath(c.root)).Read(cctx)
+	note, dver, err := coord.Drain(client, c.root).Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 	case err != nil:

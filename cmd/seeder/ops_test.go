@@ -8,7 +8,6 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/testenv"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // TestSeederOperatorMistakes: nothing valid given is an error; --shards on
@@ -43,7 +42,7 @@ func TestSeederOperatorMistakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	if _, err := coord.NewConfigStore(client, worker.DrainPath("/zkcrawl/m2")).Write(context.Background(), []byte("drained by a test"), -1); err != nil {
+	if _, err := coord.Drain(client, "/zkcrawl/m2").Write(context.Background(), []byte("drained by a test"), -1); err != nil {
 		t.Fatal(err)
 	}
 	_, errOut, err = runSeeder(t, env, "", "--crawl", "m2", "http://c.example/")

@@ -18,8 +18,8 @@ const ZKTLSHelp = "connect to ZooKeeper with TLS (the servers' secureClientPort)
 
 // ZKFlags adds --zk-auth (env ZKCRAWL_ZK_AUTH) and --zk-tls-ca (env
 // ZKCRAWL_ZK_TLS_CA) to fs and returns a function that, once fs is parsed,
-// gives the coord.Connect options they ask for: coord.WithAuth and a
-// coord.TLSDialer when set, none when empty. Its error is a usage error
+// gives the coord.Connect options they ask for: coord.WithAuth and
+// coord.WithTLS when set, none when empty. Its error is a usage error
 // naming the flag and the problem, never the credentials.
 func ZKFlags(fs *pflag.FlagSet) func() ([]coord.Option, error) {
 	auth := fs.String("zk-auth", "", ZKAuthHelp)
@@ -27,18 +27,18 @@ func ZKFlags(fs *pflag.FlagSet) func() ([]coord.Option, error) {
 	return func() ([]coord.Option, error) {
 		var opts []coord.Option
 		if *auth != "" {
-			a, err := coord.ParseAuth(*auth)
+			opt, err := coord.WithAuth(*auth)
 			if err != nil {
 				return nil, Usage("--zk-auth: %v", err)
 			}
-			opts = append(opts, coord.WithAuth(a))
+			opts = append(opts, opt)
 		}
 		if *caFile != "" {
-			dial, err := coord.TLSDialer(*caFile)
+			opt, err := coord.WithTLS(*caFile)
 			if err != nil {
 				return nil, Usage("--zk-tls-ca: %v", err)
 			}
-			opts = append(opts, coord.WithDialer(dial))
+			opts = append(opts, opt)
 		}
 		return opts, nil
 	}

@@ -1,0 +1,81 @@
+package coord
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The crawl's znode layout under its root R, in one place
+// (docs/design.md, "Znode layout"). Callers outside coord name no path of
+// the crawl: they use the recipes' verbs (Queue, Backlog, Join, Members,
+// Config, Drain).
+const (
+	queueDir    = "queue"    // R/queue/<shard>/u-NNNNNNNNNN: ready items (persistent-sequential); R/queue's data: {"shards":N}
+	claimsDir   = "claims"   // R/claims/<shard>/<item>: ephemeral claims
+	failedDir   = "failed"   // R/failed/<shard>-<item>: dead letters
+	sessionsDir = "sessions" // R/sessions/<session id>: ephemeral per-session fence markers
+	itemPrefix  = "u-"       // item name prefix; ZooKeeper appends a 10-digit sequence number
+
+	inboxDir    = "inbox"   // R/inbox/<g>/i-NNNNNNNNNN: posts (persistent-sequential)
+	backlogDir  = "backlog" // R/backlog/<g>: cursor; children b-N (batches) and s-N (seen chunks)
+	postPrefix  = "i-"
+	batchPrefix = "b-"
+	chunkPrefix = "s-"
+
+	workersDir = "workers" // R/workers/<id>: ephemeral member nodes, data = the member's status
+	configNode = "config"  // R/config: the crawl settings; its version is the config version
+	drainNode  = "drain"   // R/drain: present while a drain is requested; data = a note
+)
+
+// Config returns the store of the crawl settings of the crawl rooted at
+// root: R/config, read, compare-and-set and watched by workers, the seeder
+// and crawlctl. The value is opaque to coord (zkcrawl stores JSON).
+func Config(c *Client, root string) *ConfigStore { return NewConfigStore(c, root+"/"+configNode) }
+
+// Drain returns the store of the drain request of the crawl rooted at
+// root: R/drain exists while a drain is requested (its data is a note
+// naming who asked); Write requests one, Delete cancels it, Watch follows
+// it.
+func Drain(c *Client, root string) *ConfigStore { return NewConfigStore(c, root+"/"+drainNode) }
+
+// ShardName returns the znode name of shard i: "s000", "s001", ... (at least
+// three digits).
+func ShardName(i int) string { return fmt.Sprintf("s%03d", i) }
+
+// GroupName returns the znode name of shard group g: "g000", "g001", ...
+func GroupName(g int) string { return fmt.Sprintf("g%03d", g) }
+
+// itemSeq returns the sequence number of an item name ("u-0000000042" ->
+// 42), or -1.
+func itemSeq(name string) int64 {
+	i := strings.LastIndexByte(name, '-')
+	n, err := strconv.ParseInt(name[i+1:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// sortFIFO sorts item names by sequence number (ZooKeeper does not order
+// getChildren results).
+func sortFIFO(names []string) {
+	sort.Slice(names, func(a, b int) bool {
+		sa, sb := itemSeq(names[a]), itemSeq(names[b])
+		if sa != sb {
+			return sa < sb
+		}
+		return names[a] < names[b]
+	})
+}
+
+// parseSessionHex parses a session id in ZooKeeper's hex notation.
+func parseSessionHex(s string) (int64, error) {
+	u, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	return int64(u), err
+}
+
+// sessionHex returns a session id in ZooKeeper's hex notation, e.g.
+// "0x1000a2b3c4d0000".
+func sessionHex(id int64) string { return fmt.Sprintf("0x%x", uint64(id)) }

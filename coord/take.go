@@ -1,0 +1,355 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// defaultRecheck is how long Take waits before looking again at items its
+// Reserve turned down, when nothing else wakes it.
+const defaultRecheck = time.Second
+
+// cursor caches one shard's child list for Take, so that a Take does not
+// re-list the shard (up to ~10,000 names) for every item: the list is read
+// again only when exhausted and a child event, a reconnect or the recheck
+// timer says there may be something new. New items have higher sequence
+// numbers than all cached ones, so the cache stays a FIFO prefix.
+// Concurrent Takes on one shard share the cursor: each gets the next
+// candidate name and claims it in parallel with the others; only re-listing
+// and waiting are shared.
+type cursor struct {
+	mu       sync.Mutex
+	listing  chan struct{} // non-nil while one Take re-lists; closed when done
+	listed   bool
+	names    []string
+	next     int
+	claimed  map[string]bool // claims present when the shard was listed
+	watch    <-chan zk.Event
+	epoch    <-chan struct{} // closed at the next reconnect after listing
+	fired    bool            // the shard may have changed since listing
+	rejected bool            // accept turned an item down since listing
+	kick     chan struct{}   // closed by Nudge to wake a waiting Take
+	// items caches the data of items read but not claimed (turned down by
+	// accept), so re-scanning a shard whose items wait (a busy host, a
+	// future not_before) costs no ZooKeeper read per item. The claim multi
+	// checks the item's version, so a stale entry is caught and re-read.
+	items map[string]cachedItem
+}
+
+// cachedItem is an item's data and znode version as last read.
+type cachedItem struct {
+	data    []byte
+	version int32
+}
+
+// cached returns the cached data of an item of shard.
+func (q *Queue) cached(shard int, name string) (cachedItem, bool) {
+	cur := q.cursors[shard]
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	it, ok := cur.items[name]
+	return it, ok
+}
+
+// cache stores (ok) or drops (!ok) an item's cached data.
+func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
+	cur := q.cursors[shard]
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	if !ok {
+		delete(cur.items, name)
+		return
+	}
+	if cur.items == nil {
+		cur.items = make(map[string]cachedItem)
+	}
+	cur.items[name] = it
+}
+
+// Reserve is the caller's admission policy for Take (a per-host slot
+// policy, say), called with each candidate item's name and data: ok admits
+// the item, and the policy may hold a resource of the caller's for it at
+// once. release, if not nil, is called when the admitted item is not
+// claimed after all (claimed by another, gone, changed meanwhile, or an
+// error), so a reservation cannot leak; when Take returns a Claim, the
+// reservation made for its item belongs to the caller. Reserve must be
+// quick and must not call the Queue. After the caller's own state changed
+// so that items it turned down may be admitted now (a slot was freed), it
+// calls Nudge.
+type Reserve func(name string, data []byte) (release func(), ok bool)
+
+// Take claims the first claimable item of shard, in FIFO order, that
+// reserve (if not nil) admits, blocking until there is one: the one way to
+// consume the queue. It watches the shard's children instead of polling: it
+// wakes on a child event (or a reconnect), and re-lists only when its
+// cached list is exhausted. Items claimed by others, gone, or turned down
+// are skipped; turned-down items are looked at again after a second, or at
+// once after Nudge.
+//
+// Concurrent Takes on one shard (for example several takers of one worker)
+// claim different items in parallel, and their claim multis share group
+// commits.
+//
+// Errors: ErrSessionExpired when sess ends; ctx errors; ErrInvalidArgument;
+// ErrNotInitialized; other ZooKeeper errors after retries.
+func (q *Queue) Take(ctx context.Context, sess *Session, shard int, reserve Reserve) (*Claim, error) {
+	if err := q.checkShard("Queue.Take", shard); err != nil {
+		return nil, err
+	}
+	if sess == nil {
+		return nil, fmt.Errorf("coord: Queue.Take: nil session: %w", ErrInvalidArgument)
+	}
+	var held func() // release of the last admission not yet claimed
+	giveBack := func() {
+		if held != nil {
+			held()
+			held = nil
+		}
+	}
+	defer giveBack()
+	var accept func(string, []byte) bool
+	if reserve != nil {
+		accept = func(name string, data []byte) bool {
+			giveBack() // an earlier admission (e.g. before a re-read) was not claimed
+			release, ok := reserve(name, data)
+			if ok {
+				held = release
+			}
+			return ok
+		}
+	}
+	cur := q.cursors[shard]
+	for {
+		name, err := q.nextName(ctx, sess, shard, cur)
+		if err != nil {
+			return nil, err
+		}
+		cl, err := q.claim(ctx, sess, shard, name, accept)
+		if err == nil {
+			held = nil // the caller owns the reservation now
+			return cl, nil
+		}
+		giveBack()
+		switch {
+		case errors.Is(err, ErrGone):
+		case errors.Is(err, ErrClaimed), errors.Is(err, errRejected):
+			cur.mu.Lock()
+			cur.rejected = true
+			cur.mu.Unlock()
+		default:
+			return nil, err
+		}
+	}
+}
+
+// nextName hands out the cursor's next candidate, re-listing the shard or
+// waiting for a change when the cached list is exhausted.
+func (q *Queue) nextName(ctx context.Context, sess *Session, shard int, cur *cursor) (string, error) {
+	for {
+		if !sess.alive() {
+			return "", sess.expired("coord: Queue.Take")
+		}
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		cur.mu.Lock()
+		cur.poll()
+		if cur.next < len(cur.names) {
+			name := cur.names[cur.next]
+			cur.next++
+			skip := cur.claimed[name]
+			if skip {
+				// Claimed by someone when listed: it may come back (a
+				// Release or Retry changes no child), so look again after
+				// the recheck interval.
+				cur.rejected = true
+			}
+			cur.mu.Unlock()
+			if !skip {
+				return name, nil
+			}
+			continue
+		}
+		if ch := cur.listing; ch != nil {
+			// Another Take is re-listing: wait for its result.
+			cur.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-sess.done():
+				return "", sess.expired("coord: Queue.Take")
+			}
+			continue
+		}
+		if cur.listed && !cur.fired {
+			// Exhausted and nothing new yet: wait for a change.
+			watch, epoch, rejected := cur.watch, cur.epoch, cur.rejected
+			if cur.kick == nil {
+				cur.kick = make(chan struct{})
+			}
+			kick := cur.kick
+			cur.mu.Unlock()
+			if err := q.waitChange(ctx, sess, watch, epoch, kick, rejected); err != nil {
+				return "", err
+			}
+			cur.mu.Lock()
+			if cur.watch == watch && cur.epoch == epoch {
+				cur.fired = true
+			}
+			cur.mu.Unlock()
+			continue
+		}
+		ch := make(chan struct{})
+		cur.listing = ch
+		cur.mu.Unlock()
+		err := q.list(ctx, shard, cur)
+		cur.mu.Lock()
+		cur.listing = nil
+		close(ch)
+		cur.mu.Unlock()
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// Nudge tells Take that items of shard its Reserve turned down may be
+// admitted now (the caller's own state changed, e.g. a host slot was
+// freed): a Take waiting on the shard looks at its items again at once,
+// instead of after the recheck interval. Cheap and non-blocking; an invalid
+// shard is ignored.
+func (q *Queue) Nudge(shard int) {
+	q.wake(shard, false)
+}
+
+// wake makes Take look at shard's items again at once: always (force, after
+// this process released or re-queued an item: no child event announces
+// that), or only if it turned items down since it last listed.
+func (q *Queue) wake(shard int, force bool) {
+	if shard < 0 || shard >= len(q.cursors) {
+		return
+	}
+	cur := q.cursors[shard]
+	cur.mu.Lock()
+	if force || cur.rejected {
+		cur.fired = true
+		if cur.kick != nil {
+			close(cur.kick)
+			cur.kick = nil
+		}
+	}
+	cur.mu.Unlock()
+}
+
+// waitChange blocks until the shard may have changed: a child event, a
+// reconnect, a Nudge, or (when items were rejected) the recheck interval.
+func (q *Queue) waitChange(ctx context.Context, sess *Session, watch <-chan zk.Event, epoch, kick <-chan struct{}, rejected bool) error {
+	var timer <-chan time.Time
+	if rejected {
+		t := time.NewTimer(q.recheck)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-watch:
+	case <-epoch:
+	case <-kick:
+	case <-timer:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-sess.done():
+		return sess.expired("coord: Queue.Take")
+	}
+	return nil
+}
+
+// poll notes, without blocking, whether the watch or a reconnect fired.
+// cur.mu must be held.
+func (cur *cursor) poll() {
+	if cur.watch != nil {
+		select {
+		case <-cur.watch:
+			cur.fired, cur.watch = true, nil
+		default:
+		}
+	}
+	if cur.epoch != nil {
+		select {
+		case <-cur.epoch:
+			cur.fired, cur.epoch = true, nil
+		default:
+		}
+	}
+}
+
+// list re-reads a shard's items (with a child watch) and its claims, both
+// requests in flight at once, and installs them in the cursor.
+func (q *Queue) list(ctx context.Context, shard int, cur *cursor) error {
+	epoch := q.c.reconnected()
+	var names, claims []string
+	var ev <-chan zk.Event
+	var cerr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		claims, cerr = q.c.readChildren(ctx, q.shardPath(claimsDir, shard))
+	}()
+	// One armed child watch per shard: a watch that has not fired yet still
+	// stands (go-zookeeper keeps each channel until it fires), so re-list
+	// without setting another.
+	cur.mu.Lock()
+	armed := cur.watch
+	cur.mu.Unlock()
+	if armed != nil && fired(armed) {
+		armed = nil
+	}
+	err := q.c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		if armed != nil {
+			names, _, err = q.c.children(ctx, q.shardPath(queueDir, shard))
+			ev = armed
+			return err
+		}
+		names, _, ev, err = q.c.childrenW(ctx, q.shardPath(queueDir, shard))
+		return err
+	})
+	wg.Wait()
+	if err == nil {
+		err = cerr
+	}
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("coord: Queue.Take %s shard %s: %w", q.name, ShardName(shard), ErrNotInitialized)
+	}
+	if err != nil {
+		return err
+	}
+	sortFIFO(names)
+	claimed := make(map[string]bool, len(claims))
+	for _, c := range claims {
+		claimed[c] = true
+	}
+	cur.mu.Lock()
+	if len(cur.items) > 0 {
+		present := make(map[string]bool, len(names))
+		for _, n := range names {
+			present[n] = true
+		}
+		for n := range cur.items {
+			if !present[n] {
+				delete(cur.items, n) // finished by someone
+			}
+		}
+	}
+	cur.claimed = claimed
+	cur.names, cur.next, cur.watch, cur.epoch = names, 0, ev, epoch
+	cur.listed, cur.fired, cur.rejected = true, false, false
+	cur.mu.Unlock()
+	return nil
+}
