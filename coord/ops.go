@@ -107,10 +107,17 @@ func (c *Client) create(ctx context.Context, p string, data []byte, flags int32,
 	}, orphan)
 }
 
+// set runs setData; every successful one also samples ZooKeeper's clock
+// from the mtime the server stamped (Client.Now).
 func (c *Client) set(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
-	return call(ctx, c, "set", func() (*zk.Stat, error) {
+	sent := c.clock.local()
+	st, err := call(ctx, c, "set", func() (*zk.Stat, error) {
 		return c.conn.Set(p, data, version)
 	}, nil)
+	if err == nil && st != nil {
+		c.clock.sample(sent, c.clock.local(), st.Mtime)
+	}
+	return st, err
 }
 
 func (c *Client) del(ctx context.Context, p string, version int32) error {

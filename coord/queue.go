@@ -16,6 +16,10 @@ import (
 // maxShards bounds the shard count given to NewQueue.
 const maxShards = 100000
 
+// createMultiMax bounds the creates createAll sends as one multi (paths of
+// at most ~100 bytes: far under ZooKeeper's 1 MiB request limit).
+const createMultiMax = 1000
+
 // createConcurrency bounds the creates createAll keeps in flight.
 const createConcurrency = 256
 
@@ -106,10 +110,6 @@ func OpenQueue(ctx context.Context, c *Client, root string) (*Queue, error) {
 // Shards returns the shard count.
 func (q *Queue) Shards() int { return q.shards }
 
-// Root returns the queue's root path as given (without chroot).
-// Deprecated: kept for cmd/crawlbench only; to be removed.
-func (q *Queue) Root() string { return q.name }
-
 func (q *Queue) shardPath(dir string, shard int) string {
 	return q.root + "/" + dir + "/" + ShardName(shard)
 }
@@ -197,9 +197,24 @@ func (q *Queue) writeMeta(ctx context.Context) error {
 }
 
 // createAll creates each of paths (absolute) as an empty persistent znode
-// unless it exists, up to createConcurrency at once (pipelined on the one
-// connection), each retried after connection loss.
+// unless it exists. It first tries one multi of all the creates (a new
+// crawl's 260-odd parents cost one ZooKeeper write instead of one each:
+// 0.23 writes per page of a 1,174-page crawl); if that fails (some exist
+// already, or the outcome is unknown after connection loss) it creates them
+// one by one, up to createConcurrency at once (pipelined on the one
+// connection), each retried after connection loss, an existing one
+// counting as created. paths must list parents before their children and
+// fit one request (createMultiMax paths).
 func (c *Client) createAll(ctx context.Context, paths []string) error {
+	if len(paths) > 1 && len(paths) <= createMultiMax {
+		ops := make([]any, len(paths))
+		for i, p := range paths {
+			ops[i] = &zk.CreateRequest{Path: p, Acl: c.acl(), Flags: zk.FlagPersistent}
+		}
+		if _, _, err := c.multi(ctx, nil, ops...); err == nil {
+			return nil
+		}
+	}
 	return parallel(ctx, len(paths), createConcurrency, func(ctx context.Context, i int) error {
 		return c.retry(ctx, func(ctx context.Context) error {
 			_, err := c.create(ctx, paths[i], nil, zk.FlagPersistent, nil)

@@ -73,6 +73,7 @@ type Client struct {
 	timeout time.Duration
 	servers string
 	owner   string // WithOwner
+	clock   serverClock
 	// observer is the WithObserver hook, nil when none.
 	observer func(op string, d time.Duration, err error)
 	// auth is the WithAuth authentication, nil when none; see acl.

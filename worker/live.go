@@ -113,7 +113,20 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 // current returns the config in force.
 func (w *Worker) current() *liveConfig { return w.live.Load() }
 
-// retryAt is when an item that failed its attempt-th try may be tried again.
-func retryAt(cfg config.Config, attempt int) time.Time {
-	return time.Now().Add(cfg.RetryDelay(attempt))
+// retryAt is when an item that failed its attempt-th try may be tried
+// again, on ZooKeeper's clock (coord.Client.Now): every worker compares
+// not_before with that one clock, so a worker whose own clock is off does
+// not stall the items it retries (issue 10 item 6).
+func (w *Worker) retryAt(cfg config.Config, attempt int) time.Time {
+	return w.clusterNow().Add(cfg.RetryDelay(attempt))
+}
+
+// clusterNow is ZooKeeper's clock as this worker's client estimates it, or
+// the local clock when the worker has no client (the in-memory pipeline of
+// process_test.go).
+func (w *Worker) clusterNow() time.Time {
+	if w.client == nil {
+		return time.Now()
+	}
+	return w.client.Now()
 }

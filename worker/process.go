@@ -301,7 +301,7 @@ func (w *Worker) finishFailed(ctx context.Context, claim itemClaim, it frontier.
 	if retryable && it.Attempts+1 < cfg.MaxAttempts {
 		next := it
 		next.Attempts++
-		next.NotBefore = retryAt(cfg, next.Attempts).UTC()
+		next.NotBefore = w.retryAt(cfg, next.Attempts).UTC()
 		data, err := next.Encode()
 		if err == nil {
 			err = w.persist(ctx, "retry", it, func(ctx context.Context) error { return claim.Reschedule(ctx, data) })

@@ -357,7 +357,7 @@ func (w *Worker) reserveFor(shard int) coord.Reserve {
 		if err != nil {
 			return nil, true // claimed, then moved to failed with the reason
 		}
-		if !it.NotBefore.IsZero() && time.Now().Before(it.NotBefore) {
+		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
 			return nil, false
 		}
 		if w.current().cfg.Paused {

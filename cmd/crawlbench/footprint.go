@@ -89,7 +89,7 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 // until it has moved every inbox post into the backlogs and filled every
 // host's ready window, then stops it and reads the footprint again.
 func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *report.Queued) error {
-	front, err := frontier.Open(ctx, zk.client, "/zkcrawl/"+crawl) // TODO(issue 13 item 5)
+	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	}
 	defer zk.close()
 	res.Base, res.LoadBefore = base, loadavg()
-	front, _, err := frontier.Create(ctx, zk.client, "/zkcrawl/big", frontier.DefaultLayout) // TODO(issue 13 item 5)
+	front, _, err := frontier.Create(ctx, zk.client, crawlRoot("big"), frontier.DefaultLayout)
 	if err != nil {
 		return nil, err
 	}

@@ -310,7 +310,7 @@ func (b *bench) realCrawl(ctx context.Context, start, dir, crawl string, res *re
 	var front *frontier.Frontier // opened once the workers run, as the seeder's run ends the timing
 	pending := func(ctx context.Context) (bool, error) {
 		if front == nil {
-			opened, err := frontier.Open(ctx, zk.client, "/zkcrawl/"+crawl) // TODO(issue 13 item 5)
+			opened, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
 			if err != nil {
 				return false, err
 			}

@@ -169,7 +169,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	if err := b.seed(ctx, zk.srv.Addr(), run.Crawl, dir, b.synthConfig(), web.Seeds()); err != nil {
 		return nil, err
 	}
-	root := "/zkcrawl/" + run.Crawl // TODO(issue 13 item 5)
+	root := crawlRoot(run.Crawl)
 	pending, front, err := synthPending(ctx, zk.client, root, baseline)
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	}
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
 	if !baseline {
-		if run.SeenKeys, run.SeenChunks, run.SeenChunkBytes, err = seenChunks(ctx, zk.client, front); err != nil {
+		if run.SeenKeys, run.SeenChunks, run.SeenChunkBytes, err = seenChunks(ctx, zk.client, root, front); err != nil {
 			return nil, err
 		}
 	}
@@ -326,26 +326,29 @@ func waitRetired(ctx context.Context, front *frontier.Frontier, timeout time.Dur
 }
 
 // seenChunks sums the keys (Backlog.Stats) and the data bytes (a stat of
-// every R/backlog/<g>/s-N) of a crawl's seen chunks.
-func seenChunks(ctx context.Context, c *coord.Client, front *frontier.Frontier) (keys, chunks int, bytes int64, err error) {
+// every R/backlog/<g>/s-N) of a crawl's seen chunks. The bytes are what
+// this benchmark measures of ZooKeeper's own storage (as ceiling.go does):
+// no coord verb reports them (a group's cursor holds key counts only), so
+// this is the driver's one read of the layout by path, through the raw
+// connection (docs/design.md "Frontier layout 2" names s-N).
+func seenChunks(ctx context.Context, c *coord.Client, root string, front *frontier.Frontier) (keys, chunks int, bytes int64, err error) {
 	st, err := front.Backlog().Stats(ctx)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	root := front.Queue().Root()
 	conn := c.Conn()
 	for _, g := range st {
 		keys += g.Seen
-		dir := path.Join(root, "backlog", g.Name) // TODO(issue 13 item 5)
+		dir := path.Join(root, "backlog", g.Name)
 		names, _, err := conn.Children(dir)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("list %s: %w", dir, err)
 		}
 		for _, n := range names {
-			if !strings.HasPrefix(n, "s-") { // TODO(issue 13 item 5)
+			if !strings.HasPrefix(n, "s-") {
 				continue
 			}
-			_, zs, err := conn.Exists(dir + "/" + n) // TODO(issue 13 item 5)
+			_, zs, err := conn.Exists(dir + "/" + n)
 			if err != nil {
 				return 0, 0, 0, fmt.Errorf("stat %s/%s: %w", dir, n, err)
 			}

@@ -12,7 +12,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -22,8 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/coord"
@@ -51,7 +48,7 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	}
 	defer bz.close()
 	crawl := fmt.Sprintf("takeover-%d", time.Now().Unix())
-	root := "/zkcrawl/" + crawl // TODO(issue 13 item 5)
+	root := crawlRoot(crawl)
 	cfg := map[string]any{
 		"per_host_rate_per_s":    o.killRate,
 		"per_host_burst":         1,
@@ -276,8 +273,8 @@ func (w *takeoverWatch) poll(ctx context.Context, client *coord.Client, root str
 				setOnce(w.hostDone, h, now)
 			}
 		}
-		names, _, err := client.Conn().Children(fmt.Sprintf("%s/queue/%s", root, coord.ShardName(s))) // TODO(issue 13 item 5)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		names, err := w.q.ReadyNames(ctx, s)
+		if err != nil {
 			return err
 		}
 		if len(names) == 0 {

@@ -176,7 +176,7 @@ func (b *bench) trapEnd(ctx context.Context, zk *benchZK, crawl string, f *fleet
 	}
 	// The status node is rewritten every 2 s: wait for one more write.
 	time.Sleep(2100 * time.Millisecond)
-	_, data, err := coord.Members(ctx, zk.client, "/zkcrawl/"+crawl) // TODO(issue 13 item 5)
+	_, data, err := coord.Members(ctx, zk.client, crawlRoot(crawl))
 	if err != nil {
 		return err
 	}
@@ -185,15 +185,15 @@ func (b *bench) trapEnd(ctx context.Context, zk *benchZK, crawl string, f *fleet
 		return fmt.Errorf("status node of w1 %q: %w", data["w1"], err)
 	}
 	run.Dropped = st.Dropped
-	front, err := frontier.Open(ctx, zk.client, "/zkcrawl/"+crawl) // TODO(issue 13 item 5)
+	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
 	if err != nil {
 		return err
 	}
 	if run.Pending, err = front.Pending(ctx); err != nil {
 		return err
 	}
-	if _, zs, err := zk.client.Conn().Exists("/zkcrawl/" + crawl + "/failed"); err == nil && zs != nil { // TODO(issue 13 item 5)
-		run.DeadLetters = int(zs.NumChildren)
+	if qs, err := front.Queue().CountShards(ctx, nil); err == nil {
+		run.DeadLetters = qs.Failed
 	}
 	return nil
 }

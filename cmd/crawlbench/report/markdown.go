@@ -92,7 +92,7 @@ func (r *Results) methodSynth(b *strings.Builder) {
 		"creation and closing and membership count too. Reads do not.\n" +
 		"- **fenced steps per multi** (group commit): the workers' `zkcrawl_zk_op_duration_seconds` counts of claims, completions, retries, " +
 		"failures, releases, group steps and inbox posts, over the count of ZooKeeper multis they sent (`op=\"multi\"`). " +
-		"`coord.Client.CommitStats` gives the same in-process, but the worker does not export it.\n" +
+		"(coord's group commit keeps no count of its own.)\n" +
 		"- **claim latency**: the workers' `queue_claim` histograms merged bucket by bucket, quantiles interpolated as PromQL's `histogram_quantile` does.\n" +
 		"- **correctness**: every ground-truth URL logged exactly once with its status; nothing else logged (`testenv.DiffTruth`).\n\n")
 	if len(s.BaselineAttempts) > 0 {

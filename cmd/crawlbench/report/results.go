@@ -96,8 +96,7 @@ type SynthRun struct {
 	ZKWritesPerPage                float64
 	// Group commit, from the workers' metrics: fenced steps (claims,
 	// completions, group steps, posts) and the ZooKeeper multis that
-	// carried them (coord's Client.CommitStats is not exported by the
-	// worker, so this is the ratio of the two counters).
+	// carried them: the ratio of the two counters.
 	FencedSteps, Multis      float64
 	StepsPerMulti            float64
 	Claims                   float64 // queue_claim observations, all workers
