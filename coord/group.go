@@ -75,6 +75,16 @@ type Step struct {
 	Drained []string
 	Accept  [][]byte
 	Move    []Move
+	// Drop lists pending records to mark moved without creating a ready
+	// item (the owner gave up on them, e.g. a host over its page budget):
+	// their batches then retire as usual and their keys stay in the
+	// seen-set. A Ref that names no pending record, or one also moved,
+	// fails the step with ErrInvalidArgument.
+	Drop []Ref
+	// Annex, when not nil, replaces the owner's annex kept in the cursor
+	// (Group.Annex): at most MaxAnnexBytes of opaque bytes, written in the
+	// same multi; an empty non-nil Annex removes it. nil keeps it.
+	Annex []byte
 }
 
 // StepResult reports what Apply wrote.
@@ -417,6 +427,9 @@ func (gr *Group) Apply(ctx context.Context, s Step) (res StepResult, err error) 
 		}
 		next.batches[i].setMoved(m.Ref.Index)
 		add(&zk.CreateRequest{Path: b.q.shardPath(queueDir, m.Shard) + "/" + itemPrefix, Data: m.Data, Acl: b.q.c.ACL(), Flags: zk.FlagSequence})
+	}
+	if err := next.applyDropAnnex(s); err != nil {
+		return res, fmt.Errorf("coord: Group.Apply %s: %w", GroupName(g), err)
 	}
 
 	// Retirement: batches fully moved and not appended to in this step.
