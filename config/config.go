@@ -70,9 +70,10 @@ type Config struct {
 	// MaxPages stops the crawl from enqueuing more once this many pages were
 	// fetched cluster-wide (approximate: see docs/design.md); 0 = no cap.
 	MaxPages int64 `json:"max_pages"`
-	// MaxPagesPerHost caps the pages finished (fetched, or sent to the
-	// dead letters) per host key over the whole crawl, counted durably per
-	// shard group; 0 = no cap. At the cap, HostBudgetAction applies.
+	// MaxPagesPerHost caps the pages per host key over the whole crawl:
+	// the URLs a shard group's owner moves to the ready window (each is
+	// fetched, or becomes a dead letter, once), counted durably in the
+	// group's cursor; 0 = no cap. At the cap, HostBudgetAction applies.
 	MaxPagesPerHost int64 `json:"max_pages_per_host"`
 	// HostBudgetAction is HostBudgetKeep (default) or HostBudgetDrop.
 	HostBudgetAction string `json:"host_budget_action"`
