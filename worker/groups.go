@@ -213,6 +213,18 @@ func (v *groupView) addReady(key, host string, n int64) {
 	v.queued++
 }
 
+// takePending removes the m.n oldest pending records of host m.host
+// (moved or dropped by a committed step).
+func (v *groupView) takePending(m hostMove) {
+	hb := v.hosts[m.host]
+	for _, pr := range hb.pending[:m.n] {
+		v.bytes -= int64(pr.bytes)
+		hb.bytes -= int64(pr.bytes)
+		v.queued--
+	}
+	hb.pending = hb.pending[m.n:]
+}
+
 // backlogLen returns the records not yet moved to the ready window (what
 // is queued and not a known ready item).
 func (v *groupView) backlogLen() int64 { return max(0, v.queued-int64(len(v.names))) }
@@ -613,27 +625,17 @@ func (w *Worker) commitStep(plan *stepPlan, res coord.StepResult) {
 	v, step, shards := plan.view, plan.step, plan.shards
 	k := 0
 	for _, m := range plan.moved {
-		hb := v.hosts[m.host]
-		for _, pr := range hb.pending[:m.n] {
-			v.bytes -= int64(pr.bytes)
-			hb.bytes -= int64(pr.bytes)
-			v.queued--
+		v.takePending(m)
+		for range m.n {
 			if res.Ready != nil {
 				v.addReady(coord.ShardName(shards[k])+"/"+res.Ready[k], m.host, int64(len(step.Move[k].Data)))
 				w.queue.Known(shards[k], res.Ready[k], step.Move[k].Data)
 			} // else: counted again by syncReady
 			k++
 		}
-		hb.pending = hb.pending[m.n:]
 	}
 	for _, d := range plan.dropped {
-		hb := v.hosts[d.host]
-		for _, pr := range hb.pending[:d.n] {
-			v.bytes -= int64(pr.bytes)
-			hb.bytes -= int64(pr.bytes)
-			v.queued--
-		}
-		hb.pending = hb.pending[d.n:]
+		v.takePending(d) // marked moved, no ready item (host budget)
 	}
 	for i, a := range plan.accepted {
 		hb := v.host(a.host)

@@ -66,6 +66,27 @@ func pagesOf(c *crawlEnv, srv *httptest.Server) int {
 	return n
 }
 
+// runBudgetCrawl runs worker w1 of a budgetCrawl until it is done, checks
+// that exactly the budget of the big host and all of the small one were
+// fetched, and returns w1's last status and the frontier's pending counts.
+func runBudgetCrawl(t *testing.T, c *crawlEnv, big, small *httptest.Server, bigHits *atomic.Int64) (Status, frontier.Pending) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	status := watchStatus(ctx, c, "w1")
+	if err := <-c.startWorker(ctx, "w1", nil); err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	if n, m := pagesOf(c, big), pagesOf(c, small); n != 10 || m != 8 || bigHits.Load() != 10 {
+		t.Fatalf("fetched %d pages of the big host (%d requests) and %d of the small one; want 10 (the budget) and all 8", n, bigHits.Load(), m)
+	}
+	p, err := c.front.Pending(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status(), p
+}
+
 // watchStatus polls worker id's status node every 100 ms until ctx ends and
 // returns a function giving the last status read.
 func watchStatus(ctx context.Context, c *crawlEnv, id string) func() Status {
@@ -100,23 +121,15 @@ func watchStatus(ctx context.Context, c *crawlEnv, id string) func() Status {
 func TestHostBudgetKeep(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
 	c, cfg, big, small, bigHits := budgetCrawl(t, zk.Addr(), "budget-keep", config.HostBudgetKeep)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	status := watchStatus(ctx, c, "w1")
-	if err := <-c.startWorker(ctx, "w1", nil); err != nil {
-		t.Fatalf("worker: %v", err)
-	}
-	st := status()
-	if n, m := pagesOf(c, big), pagesOf(c, small); n != 10 || m != 8 || bigHits.Load() != 10 {
-		t.Fatalf("fetched %d pages of the big host (%d requests) and %d of the small one; want 10 (the budget) and all 8", n, bigHits.Load(), m)
-	}
-	p, err := c.front.Pending(context.Background())
-	if err != nil || !p.Empty() || p.Backlog != 40 || p.Held != 40 {
-		t.Fatalf("pending %+v (%v); want done with the 40 other pages of the big host held", p, err)
+	st, p := runBudgetCrawl(t, c, big, small, bigHits)
+	if !p.Empty() || p.Backlog != 40 || p.Held != 40 {
+		t.Fatalf("pending %+v; want done with the 40 other pages of the big host held", p)
 	}
 	if st.HostsAtBudget != 1 || st.HeldByBudget != 40 || st.Dropped[dropHostBudget] != 0 {
 		t.Errorf("last status: %d hosts at budget, %d held, dropped %v; want 1, 40 and nothing for host_budget", st.HostsAtBudget, st.HeldByBudget, st.Dropped)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 
 	// Durable: a new worker loads the counts and fetches nothing.
 	if err := <-c.startWorker(ctx, "w2", nil); err != nil {
@@ -143,7 +156,7 @@ func TestHostBudgetKeep(t *testing.T) {
 	if err := <-c.startWorker(ctx, "w4", nil); err != nil {
 		t.Fatal(err)
 	}
-	p, err = c.front.Pending(context.Background())
+	p, err := c.front.Pending(context.Background())
 	if st := status4(); err != nil || p.Backlog != 0 || st.Dropped[dropHostBudget] != 35 || pagesOf(c, big) != 15 {
 		t.Fatalf("after switching to drop: pending %+v (%v), dropped %v, %d pages; want the 35 held URLs dropped", p, err, st.Dropped, pagesOf(c, big))
 	}
@@ -155,19 +168,9 @@ func TestHostBudgetKeep(t *testing.T) {
 func TestHostBudgetDrop(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
 	c, _, big, small, bigHits := budgetCrawl(t, zk.Addr(), "budget-drop", config.HostBudgetDrop)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	status := watchStatus(ctx, c, "w1")
-	if err := <-c.startWorker(ctx, "w1", nil); err != nil {
-		t.Fatalf("worker: %v", err)
-	}
-	st := status()
-	if n, m := pagesOf(c, big), pagesOf(c, small); n != 10 || m != 8 || bigHits.Load() != 10 {
-		t.Fatalf("fetched %d pages of the big host (%d requests) and %d of the small one; want 10 (the budget) and all 8", n, bigHits.Load(), m)
-	}
-	p, err := c.front.Pending(context.Background())
-	if err != nil || !p.Empty() || p.Backlog != 0 || p.Held != 0 {
-		t.Fatalf("pending %+v (%v); want everything done, nothing held", p, err)
+	st, p := runBudgetCrawl(t, c, big, small, bigHits)
+	if !p.Empty() || p.Backlog != 0 || p.Held != 0 {
+		t.Fatalf("pending %+v; want everything done, nothing held", p)
 	}
 	if st.Dropped[dropHostBudget] != 40 || st.HostsAtBudget != 1 || st.HeldByBudget != 0 {
 		t.Errorf("last status: dropped %v, %d hosts at budget, %d held; want host_budget 40, 1 host, 0 held", st.Dropped, st.HostsAtBudget, st.HeldByBudget)
