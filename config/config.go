@@ -28,6 +28,18 @@ const (
 	ScopeAny        = "any"
 )
 
+// Host budget actions for Config.HostBudgetAction: what happens to a
+// host's remaining URLs once it reached MaxPagesPerHost (docs/design.md,
+// "Per-host budgets").
+const (
+	// HostBudgetKeep keeps them in the backlog, unmoved (held), and keeps
+	// accepting the host's new links within the quotas.
+	HostBudgetKeep = "keep"
+	// HostBudgetDrop drops them and the host's new links, counted under
+	// drop reason host_budget.
+	HostBudgetDrop = "drop"
+)
+
 // Config is one version of the crawl settings. The JSON keys are the names a
 // user writes in R/config, in a --config file and with `crawlctl config set`.
 type Config struct {
@@ -58,6 +70,13 @@ type Config struct {
 	// MaxPages stops the crawl from enqueuing more once this many pages were
 	// fetched cluster-wide (approximate: see docs/design.md); 0 = no cap.
 	MaxPages int64 `json:"max_pages"`
+	// MaxPagesPerHost caps the pages per host key over the whole crawl:
+	// the URLs a shard group's owner moves to the ready window (each is
+	// fetched, or becomes a dead letter, once), counted durably in the
+	// group's cursor; 0 = no cap. At the cap, HostBudgetAction applies.
+	MaxPagesPerHost int64 `json:"max_pages_per_host"`
+	// HostBudgetAction is HostBudgetKeep (default) or HostBudgetDrop.
+	HostBudgetAction string `json:"host_budget_action"`
 	// FetchTimeoutMS bounds one fetch, connect to last body byte, in ms.
 	FetchTimeoutMS int `json:"fetch_timeout_ms"`
 	// MaxBodyBytes caps the stored body; longer bodies are truncated and
@@ -145,6 +164,7 @@ func Default() Config {
 		WorkerConcurrency:  32,
 		MaxDepth:           20,
 		Scope:              ScopeSameHost,
+		HostBudgetAction:   HostBudgetKeep,
 		FetchTimeoutMS:     30000,
 		MaxBodyBytes:       10 << 20,
 		ObeyRobots:         true,
@@ -237,6 +257,10 @@ func (c Config) Validate() error {
 		return bad("scope", "%q is not one of %s, %s, %s", c.Scope, ScopeSameHost, ScopeSameDomain, ScopeAny)
 	case c.MaxPages < 0:
 		return bad("max_pages", "%d is negative (0 = no cap)", c.MaxPages)
+	case c.MaxPagesPerHost < 0 || c.MaxPagesPerHost > 1e12:
+		return bad("max_pages_per_host", "%d is outside 0..1000000000000 (0 = no cap)", c.MaxPagesPerHost)
+	case c.HostBudgetAction != HostBudgetKeep && c.HostBudgetAction != HostBudgetDrop:
+		return bad("host_budget_action", "%q is not one of %s, %s", c.HostBudgetAction, HostBudgetKeep, HostBudgetDrop)
 	case c.FetchTimeoutMS < 100 || c.FetchTimeoutMS > 600000:
 		return bad("fetch_timeout_ms", "%d is outside 100..600000", c.FetchTimeoutMS)
 	case c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 1<<30:

@@ -55,6 +55,9 @@ func TestParseRejects(t *testing.T) {
 		`{"max_frontier_bytes": 1000}`:        `key "max_frontier_bytes"`,
 		`{"max_url_length": 10}`:              `key "max_url_length"`,
 		`{"max_url_length": 9000}`:            `key "max_url_length"`,
+		`{"max_pages_per_host": -1}`:          `key "max_pages_per_host"`,
+		`{"max_pages_per_host": 1.5}`:         `key "max_pages_per_host"`,
+		`{"host_budget_action": "evict"}`:     `key "host_budget_action"`,
 	}
 	for doc, want := range cases {
 		_, err := Parse([]byte(doc))
@@ -115,5 +118,22 @@ func TestEncodeEmptyListsAndUserAgent(t *testing.T) {
 	c.UserAgent = "examplebot/1.0 (+https://example.org/bot)"
 	if c.NeedsContactUA() {
 		t.Error("own user agent flagged")
+	}
+}
+
+// max_pages_per_host defaults to 0 (no cap) with action keep; both keys
+// parse and round-trip.
+func TestHostBudgetKeys(t *testing.T) {
+	d := Default()
+	if d.MaxPagesPerHost != 0 || d.HostBudgetAction != HostBudgetKeep {
+		t.Fatalf("defaults: max_pages_per_host %d, host_budget_action %q; want 0 and keep", d.MaxPagesPerHost, d.HostBudgetAction)
+	}
+	c, err := Parse([]byte(`{"max_pages_per_host": 10, "host_budget_action": "drop"}`))
+	if err != nil || c.MaxPagesPerHost != 10 || c.HostBudgetAction != HostBudgetDrop {
+		t.Fatalf("Parse: %+v, %v", c, err)
+	}
+	back, err := Parse(c.Encode())
+	if err != nil || back.MaxPagesPerHost != 10 || back.HostBudgetAction != HostBudgetDrop {
+		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }

@@ -152,6 +152,9 @@ type GroupStats struct {
 	Batches    int // live backlog batches
 	Seen       int // keys in seen chunks (records of retired batches)
 	SeenChunks int
+	// Annex is the owner's annex as last written (Step.Annex), nil when
+	// none.
+	Annex []byte
 }
 
 // Stats reads every group's cursor and inbox child count (pipelined). The
@@ -184,7 +187,7 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 			if err != nil {
 				return fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
 			}
-			s.Batches, s.SeenChunks = len(cur.batches), len(cur.chunks)
+			s.Batches, s.SeenChunks, s.Annex = len(cur.batches), len(cur.chunks), cur.annex
 			for _, bt := range cur.batches {
 				for i := 0; i < bt.count; i++ {
 					if !bt.isMoved(i) {

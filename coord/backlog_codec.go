@@ -139,6 +139,7 @@ type cursorState struct {
 	nextChunk uint64 // number of the next s-NNNNNNNNNN
 	batches   []batchState
 	chunks    []chunkState
+	annex     []byte // the owner's opaque bytes (Step.Annex); never modified in place
 }
 
 // batchState is one live batch in the cursor.
@@ -187,12 +188,21 @@ func (s cursorState) clone() cursorState {
 	return out
 }
 
-const cursorFormat = 2
+// Cursor formats: 3 is 2 followed by the annex (uvarint length, bytes); a
+// cursor without an annex is written as format 2, as before annexes.
+const (
+	cursorFormat      = 2
+	cursorFormatAnnex = 3
+)
 
 // encodeCursor returns flate(format byte, nonce, nextBatch, nextChunk,
-// batches (seq, count, bitmap), chunks (seq, count)), integers as uvarints.
+// batches (seq, count, bitmap), chunks (seq, count)[, annex]), integers as
+// uvarints.
 func encodeCursor(s cursorState) []byte {
 	out := []byte{cursorFormat}
+	if len(s.annex) > 0 {
+		out[0] = cursorFormatAnnex
+	}
 	out = binary.AppendUvarint(out, s.nonce)
 	out = binary.AppendUvarint(out, s.nextBatch)
 	out = binary.AppendUvarint(out, s.nextChunk)
@@ -207,6 +217,10 @@ func encodeCursor(s cursorState) []byte {
 		out = binary.AppendUvarint(out, c.seq)
 		out = binary.AppendUvarint(out, uint64(c.count))
 	}
+	if len(s.annex) > 0 {
+		out = binary.AppendUvarint(out, uint64(len(s.annex)))
+		out = append(out, s.annex...)
+	}
 	return deflate(out)
 }
 
@@ -220,8 +234,8 @@ func decodeCursor(data []byte) (cursorState, error) {
 	if err != nil {
 		return s, err
 	}
-	if len(raw) == 0 || raw[0] != cursorFormat {
-		return s, fmt.Errorf("%w: cursor format %v, want %d", errBadEncoding, raw[:min(1, len(raw))], cursorFormat)
+	if len(raw) == 0 || (raw[0] != cursorFormat && raw[0] != cursorFormatAnnex) {
+		return s, fmt.Errorf("%w: cursor format %v, want %d or %d", errBadEncoding, raw[:min(1, len(raw))], cursorFormat, cursorFormatAnnex)
 	}
 	r := raw[1:]
 	next := func() uint64 {
@@ -250,6 +264,9 @@ func decodeCursor(data []byte) (cursorState, error) {
 	nc := next()
 	for i := uint64(0); i < nc && err == nil; i++ {
 		s.chunks = append(s.chunks, chunkState{seq: next(), count: int(next())})
+	}
+	if raw[0] == cursorFormatAnnex && err == nil {
+		s.annex, r, err = decodeAnnex(r)
 	}
 	if err == nil && len(r) != 0 {
 		err = fmt.Errorf("%w: %d trailing bytes in cursor", errBadEncoding, len(r))

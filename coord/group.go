@@ -69,6 +69,16 @@ type Step struct {
 	Drained []string
 	Accept  [][]byte
 	Move    []Move
+	// Drop lists pending records to mark moved without creating a ready
+	// item (the owner gave up on them, e.g. a host over its page budget):
+	// their batches then retire as usual and their keys stay in the
+	// seen-set. A Ref that names no pending record, or one also moved,
+	// fails the step with ErrInvalidArgument.
+	Drop []Ref
+	// Annex, when not nil, replaces the owner's annex kept in the cursor
+	// (Group.Annex): at most maxAnnexBytes of opaque bytes, written in the
+	// same multi; an empty non-nil Annex removes it. nil keeps it.
+	Annex []byte
 }
 
 // StepResult reports what Apply wrote.
@@ -405,6 +415,9 @@ func (gr *Group) plan(s Step) (*stepPlan, error) {
 	gr.planAppends(p)
 	p.firstMove = len(p.ops) + 2
 	if err := gr.planMoves(p); err != nil {
+		return nil, err
+	}
+	if err := p.next.applyDropAnnex(s); err != nil {
 		return nil, err
 	}
 	gr.planRetirement(p)

@@ -40,7 +40,7 @@ const lockInfix = "-lock-"
 // session still lives; holders needing strict mutual exclusion must also
 // stop work on StateDisconnected (see Client.Subscribe).
 //
-// A Mutex value is one contender: a second Lock or TryLock while one is
+// A Mutex value is one contender: a second Lock (or the tests' TryLock) while one is
 // held or under way fails (ErrInvalidArgument). Use one Mutex per goroutine
 // that contends.
 type Mutex struct {
@@ -73,13 +73,6 @@ func NewMutex(s *Session, path string) *Mutex {
 func (m *Mutex) Lock(ctx context.Context) error {
 	_, err := m.acquire(ctx, true)
 	return err
-}
-
-// TryLock makes one attempt: it returns true if the lock was free and is now
-// held, false (and no node left behind) if another contender holds it or is
-// queued before us. Errors as Lock.
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	return m.acquire(ctx, false)
 }
 
 // Unlock releases the lock by deleting our node. If ctx ends first the

@@ -258,11 +258,27 @@ type Pending struct {
 	Claimed int // claims (R/claims)
 	Backlog int // accepted URLs not yet moved to the ready window
 	Posts   int // inbox posts not yet drained
+	// Held counts the Backlog URLs of hosts at max_pages_per_host kept in
+	// the backlog (host_budget_action keep), as the groups' owners last
+	// wrote them (HeldBacklog): no step moves them.
+	Held int
 }
 
-// Empty reports whether nothing is left to do.
+// Empty reports whether nothing is left to do: only URLs held by a host
+// budget may be left in the backlog.
 func (p Pending) Empty() bool {
-	return p.Ready == 0 && p.Claimed == 0 && p.Backlog == 0 && p.Posts == 0
+	return p.Ready == 0 && p.Claimed == 0 && p.Backlog-p.Held <= 0 && p.Posts == 0
+}
+
+// HeldBacklog returns the backlog records group g's owner last wrote as
+// held by host budgets (HostCounts.Held of st.Annex), at most st.Backlog;
+// 0 when the annex does not decode.
+func HeldBacklog(st coord.GroupStats) int {
+	h, err := DecodeHostCounts(st.Annex)
+	if err != nil {
+		return 0
+	}
+	return int(min(h.Held, int64(st.Backlog)))
 }
 
 // Pending reads the counts of p (numChildren of the ready and claim
@@ -281,6 +297,7 @@ func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
 	for _, g := range groups {
 		out.Backlog += g.Backlog
 		out.Posts += g.Posts
+		out.Held += HeldBacklog(g)
 	}
 	return out, nil
 }

@@ -29,6 +29,9 @@ const (
 	dropBytes     = "bytes"
 	dropURLLength = "url_length"
 	dropBad       = "bad_record"
+	// dropHostBudget counts the backlog records and new links of hosts at
+	// max_pages_per_host under host_budget_action drop.
+	dropHostBudget = "host_budget"
 	// dropDeadLetter counts URLs that failed for good while R/failed held
 	// max_dead_letters: logged in the crawl log only.
 	dropDeadLetter = "dead_letter_cap"
@@ -60,6 +63,9 @@ type groupSignal struct {
 	offers []offer  // records handed over locally, for the next step
 
 	backlog atomic.Int64 // the group's backlog as its manager here last saw it (0 when not running)
+	// atBudget and held: hosts at max_pages_per_host and their backlog
+	// records kept, as the manager here last computed (0 when not running).
+	atBudget, held atomic.Int64
 }
 
 // offer is a local hand-off of records to the group's next step.
@@ -207,6 +213,18 @@ func (v *groupView) addReady(key, host string, n int64) {
 	v.queued++
 }
 
+// takePending removes the m.n oldest pending records of host m.host
+// (moved or dropped by a committed step).
+func (v *groupView) takePending(m hostMove) {
+	hb := v.hosts[m.host]
+	for _, pr := range hb.pending[:m.n] {
+		v.bytes -= int64(pr.bytes)
+		hb.bytes -= int64(pr.bytes)
+		v.queued--
+	}
+	hb.pending = hb.pending[m.n:]
+}
+
 // backlogLen returns the records not yet moved to the ready window (what
 // is queued and not a known ready item).
 func (v *groupView) backlogLen() int64 { return max(0, v.queued-int64(len(v.names))) }
@@ -265,11 +283,14 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		v.queued++
 		v.bytes += int64(len(rec))
 	})
+	budget := w.loadBudget(grp, g)
 	sig := w.groups.get(g)
 	sig.take() // finished before this load: the listing below counts them
 	sig.setActive(true)
 	defer sig.setActive(false)
 	defer sig.backlog.Store(0)
+	defer sig.atBudget.Store(0)
+	defer sig.held.Store(0)
 	resync := time.NewTicker(groupResync)
 	defer resync.Stop()
 	resyncDue := true
@@ -285,7 +306,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 			}
 			resyncDue = false
 		}
-		busy, lost, err := w.groupStep(ctx, grp, v, sig, sig.takeOffers())
+		busy, lost, err := w.groupStep(ctx, grp, v, budget, sig, sig.takeOffers())
 		sig.backlog.Store(v.backlogLen())
 		if err != nil {
 			return err
@@ -353,8 +374,9 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 // is answered: with err, or nil once all its records are through; records
 // a committed step had no room for go back to the front of the offers for
 // the next step.
-func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, sig *groupSignal, offers []offer) (busy, lost bool, err error) {
+func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, budget *hostBudget, sig *groupSignal, offers []offer) (busy, lost bool, err error) {
 	plan := newStepPlan(grp, v, w.current().cfg, w.layout.Groups(), len(offers))
+	plan.budget = budget
 	defer func() { answerOffers(sig, offers, plan.rest, err) }()
 	var posts []coord.Post
 	if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
@@ -366,12 +388,13 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 	}
 	w.drain(plan, posts, nPosts)
 	plan.fillWindows(w.layout)
+	w.settleBudget(plan, sig)
 	for reason, n := range plan.drops {
 		w.counters.drop(reason, n)
 		w.metrics.dropped(reason, n)
 	}
 	step := plan.step
-	if len(step.Drained) == 0 && len(step.Accept) == 0 && len(step.Move) == 0 && !grp.Retirable() {
+	if len(step.Drained) == 0 && len(step.Accept) == 0 && len(step.Move) == 0 && len(step.Drop) == 0 && step.Annex == nil && !grp.Retirable() {
 		return false, false, nil // offers all dropped or duplicates: answered nil
 	}
 	res, err := grp.Apply(ctx, step)
@@ -379,7 +402,8 @@ func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, 
 		return false, false, err
 	}
 	w.commitStep(plan, res)
-	return nPosts > 0 || len(offers) > 0 || len(step.Move) >= stepMaxMoves, res.Ready == nil && len(step.Move) > 0, nil
+	busy = nPosts > 0 || len(offers) > 0 || len(step.Move) >= stepMaxMoves || len(step.Drop) >= stepMaxDrops
+	return busy, res.Ready == nil && len(step.Move) > 0, nil
 }
 
 // answerOffers answers the offers of a step that ended with err: each with
@@ -410,10 +434,12 @@ type stepPlan struct {
 	view   *groupView
 	cfg    config.Config
 	groups int64 // shard groups of the crawl: quotas are per group
+	budget *hostBudget
 
 	step     coord.Step
 	accepted []acceptedRecord // per step.Accept: its host and size
 	moved    []hostMove       // per host moved from: how many of its oldest pending records
+	dropped  []hostMove       // per host dropped from (step.Drop): how many of its oldest pending records
 	shards   []int            // per step.Move: its queue shard
 	drops    map[string]int   // records dropped, by reason
 	rest     [][][]byte       // per offer: the records this step had no room for
@@ -511,6 +537,8 @@ func (plan *stepPlan) overQuota(host, u string) string {
 	switch {
 	case len(u) > cfg.MaxURLLength:
 		return dropURLLength
+	case cfg.MaxPagesPerHost > 0 && cfg.HostBudgetAction == config.HostBudgetDrop && plan.budget.count(host) >= cfg.MaxPagesPerHost:
+		return dropHostBudget
 	case cfg.MaxQueuedPerHost > 0 && queuedHere >= cfg.MaxQueuedPerHost:
 		return dropPerHost
 	case cfg.MaxQueuedTotal > 0 && v.queued+int64(len(plan.accepted)) >= (cfg.MaxQueuedTotal+groups-1)/groups:
@@ -543,7 +571,7 @@ func (plan *stepPlan) fillWindows(layout frontier.Layout) {
 	refillAt := window - max(1, window/3)
 	var order []string
 	for h, hb := range v.hosts {
-		if len(hb.pending) > 0 && hb.ready <= refillAt {
+		if len(hb.pending) > 0 && hb.ready <= refillAt && plan.budgetLeft(h) > 0 {
 			order = append(order, h)
 		}
 	}
@@ -551,7 +579,7 @@ func (plan *stepPlan) fillWindows(layout frontier.Layout) {
 	moveBytes := 0
 	for _, h := range order {
 		hb := v.hosts[h]
-		n := min(window-hb.ready, len(hb.pending), stepMaxMoves-len(plan.step.Move))
+		n := min(window-hb.ready, len(hb.pending), stepMaxMoves-len(plan.step.Move), plan.budgetLeft(h))
 		for i, pr := range hb.pending[:n] {
 			if moveBytes >= stepMoveBytes {
 				n = i
@@ -595,17 +623,16 @@ func (w *Worker) commitStep(plan *stepPlan, res coord.StepResult) {
 	v, step, shards := plan.view, plan.step, plan.shards
 	k := 0
 	for _, m := range plan.moved {
-		hb := v.hosts[m.host]
-		for _, pr := range hb.pending[:m.n] {
-			v.bytes -= int64(pr.bytes)
-			hb.bytes -= int64(pr.bytes)
-			v.queued--
+		v.takePending(m)
+		for range m.n {
 			if res.Ready != nil {
 				v.addReady(coord.ShardName(shards[k])+"/"+res.Ready[k], m.host, int64(len(step.Move[k].Data)))
 			} // else: counted again by syncReady
 			k++
 		}
-		hb.pending = hb.pending[m.n:]
+	}
+	for _, d := range plan.dropped {
+		v.takePending(d) // marked moved, no ready item (host budget)
 	}
 	for i, a := range plan.accepted {
 		hb := v.host(a.host)

@@ -124,7 +124,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.linksDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "zkcrawl", Name: "links_dropped_total",
-		Help: "Links the owner of their shard group did not queue, by reason: duplicate, per_host (max_queued_per_host), total (max_queued_total), bytes (max_frontier_bytes), url_length (max_url_length), bad_record.",
+		Help: "Links the owner of their shard group did not queue, by reason: duplicate, per_host (max_queued_per_host), total (max_queued_total), bytes (max_frontier_bytes), url_length (max_url_length), bad_record, host_budget (max_pages_per_host with host_budget_action drop), dead_letter_cap (max_dead_letters).",
 	}, []string{"reason"})
 	gauge := func(name, help string, f func(GaugeValues) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "zkcrawl", Name: name, Help: help},

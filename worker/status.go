@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
 // counters are this worker's running totals, shown in its status node.
@@ -76,8 +77,15 @@ type Status struct {
 	ShardsOwned  int64  `json:"shards_owned"`
 	// Dropped counts the links this worker's shard groups did not queue,
 	// by reason (duplicate, per_host, total, bytes, url_length,
-	// bad_record): docs/design.md "Quotas".
+	// bad_record, host_budget, dead_letter_cap): docs/design.md "Quotas".
 	Dropped map[string]int64 `json:"dropped,omitempty"`
+	// HostsAtBudget counts the hosts of this worker's shard groups whose
+	// finished pages reached max_pages_per_host, and HeldByBudget their
+	// backlog URLs kept (host_budget_action keep), as the groups' managers
+	// last computed them (docs/design.md "Per-host budgets"); 0 without a
+	// budget.
+	HostsAtBudget int64 `json:"hosts_at_budget,omitempty"`
+	HeldByBudget  int64 `json:"held_by_budget,omitempty"`
 	// View names the member list this worker's shard ownership follows;
 	// a worker gaining a shard waits until every live worker shows its
 	// view (docs/design.md "Shard handoff").
@@ -100,6 +108,11 @@ func (w *Worker) status(sess *coord.Session) []byte {
 		Dropped: w.counters.dropCounts(),
 		Version: w.opts.Version,
 	}
+	w.groups.m.Range(func(_, v any) bool {
+		st.HostsAtBudget += v.(*groupSignal).atBudget.Load()
+		st.HeldByBudget += v.(*groupSignal).held.Load()
+		return true
+	})
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
 	}
@@ -227,14 +240,15 @@ const (
 	doneBackoff = 2 * time.Second
 )
 
-// frontierEmpty reports whether every group's inbox and backlog is empty.
+// frontierEmpty reports whether every group's inbox and backlog is empty,
+// but for the backlog records held by host budgets (frontier.HeldBacklog).
 func (w *Worker) frontierEmpty(ctx context.Context) bool {
 	stats, err := w.front.Backlog().Stats(ctx)
 	if err != nil {
 		return false
 	}
 	for _, g := range stats {
-		if g.Posts > 0 || g.Backlog > 0 {
+		if g.Posts > 0 || g.Backlog-frontier.HeldBacklog(g) > 0 {
 			return false
 		}
 	}

@@ -134,6 +134,9 @@ func renderQueue(w io.Writer, d *statusDoc) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "frontier: %d in the backlog, %d posts waiting to be drained, %d fetched URLs in seen chunks\n", q.Backlog, q.Posts, q.Seen)
+	if q.HostsAtBudget > 0 || q.Held > 0 {
+		fmt.Fprintf(w, "          host budget: %d hosts at max_pages_per_host, %d of the backlog's URLs held for them\n", q.HostsAtBudget, q.Held)
+	}
 	if len(q.Dropped) == 0 {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 	"github.com/zkcrawl/zkcrawl/worker"
 )
@@ -26,7 +27,8 @@ var statusCommand = &command{
 	args: "[--watch] [--json] [--interval 1s]",
 	about: `Shows the state of the crawl, read from ZooKeeper:
 
-  - the state: DONE (queue empty and no claim held anywhere), DRAINING
+  - the state: DONE (queue empty and no claim held anywhere; URLs held
+    by max_pages_per_host with host_budget_action keep may be left), DRAINING
     (drain requested), PAUSED (config paused=true), STOPPED (URLs queued
     but no live worker) or RUNNING
   - the config version in the znode, whether it is valid, and which workers
@@ -41,7 +43,8 @@ var statusCommand = &command{
   - the queue depth of every non-empty shard and the total, the claims in
     flight (the 20 oldest with holder and age, and the count) and the
     number of dead letters (URLs that failed every attempt; see
-    requeue-failed)
+    requeue-failed), and the hosts at max_pages_per_host with the URLs
+    held for them
 
 --watch redraws the screen about once every --interval like top, until
 Ctrl-C; when stdout is not a terminal it appends one plain snapshot per
@@ -143,6 +146,13 @@ type queueDoc struct {
 	Backlog int `json:"backlog"`
 	Posts   int `json:"posts"`
 	Seen    int `json:"seen"`
+	// HostsAtBudget counts the hosts whose pages reached
+	// max_pages_per_host and Held the Backlog URLs kept for them
+	// (host_budget_action keep; they do not keep the crawl from done), as
+	// the groups' owners last wrote them in the cursors (docs/design.md
+	// "Per-host budgets"); omitted when 0.
+	HostsAtBudget int `json:"hosts_at_budget,omitempty"`
+	Held          int `json:"held_by_budget,omitempty"`
 	// Dropped sums the live workers' dropped links by reason (quotas,
 	// duplicates).
 	Dropped map[string]int64 `json:"dropped"`
@@ -191,7 +201,7 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	if doc.Totals, err = c.readTotals(cctx, client); err != nil {
 		return nil, err
 	}
-	doc.Done = doc.Queue.Queued == 0 && doc.Queue.Claimed == 0 && doc.Queue.Backlog == 0 && doc.Queue.Posts == 0
+	doc.Done = doc.Queue.Queued == 0 && doc.Queue.Claimed == 0 && doc.Queue.Backlog-doc.Queue.Held <= 0 && doc.Queue.Posts == 0
 	doc.State = crawlState(doc)
 	return doc, nil
 }
@@ -309,6 +319,10 @@ func (c *ctl) statusQueue(cctx context.Context, q *coord.Queue, doc *statusDoc) 
 		doc.Queue.Backlog += g.Backlog
 		doc.Queue.Posts += g.Posts
 		doc.Queue.Seen += g.Seen
+		doc.Queue.Held += frontier.HeldBacklog(g)
+		if h, err := frontier.DecodeHostCounts(g.Annex); err == nil {
+			doc.Queue.HostsAtBudget += int(h.AtBudget)
+		}
 	}
 	doc.Queue.Dropped = map[string]int64{}
 	for _, wd := range doc.Workers {

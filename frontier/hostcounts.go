@@ -1,0 +1,148 @@
+package frontier
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// HostID returns the id a host key (see Host) has in HostCounts: the
+// first 8 bytes of SHA-256 of the key, big-endian. With 8,192 hosts per
+// group the chance that two share an id is about n^2/2^65 = 2e-12.
+func HostID(host string) uint64 {
+	sum := sha256.Sum256([]byte(host))
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// MaxHostCounts bounds the hosts a HostCounts keeps, so its encoding stays
+// under about 90 KiB in the group's cursor (docs/design.md, "Per-host
+// budgets").
+const MaxHostCounts = 8192
+
+// HostCounts is one shard group's per-host page counts for
+// max_pages_per_host, kept by the group's owner in the annex of the
+// group's cursor (coord.Step.Annex), with two totals the owner computed
+// when it wrote them.
+type HostCounts struct {
+	// Pages maps HostID to the pages finished (completed or sent to the
+	// dead letters) of that host; hosts with no page have no entry.
+	Pages map[uint64]int64
+	// Held counts the group's backlog records of hosts at their budget
+	// kept in the backlog (host_budget_action keep), which no step moves:
+	// a crawl whose only backlog is held is done.
+	Held int64
+	// AtBudget counts the group's hosts whose count reached
+	// max_pages_per_host.
+	AtBudget int64
+}
+
+// hostCountsFormat is the first byte of an encoded HostCounts.
+const hostCountsFormat = 1
+
+// errHostCounts is wrapped by every DecodeHostCounts error.
+var errHostCounts = errors.New("frontier: bad host counts")
+
+// Trim forgets the smallest counts (ties: the smaller id) until at most
+// limit hosts are left, and returns how many it forgot. Hosts at the
+// budget have the largest counts, so they are forgotten last.
+func (h *HostCounts) Trim(limit int) int {
+	over := len(h.Pages) - limit
+	if over <= 0 {
+		return 0
+	}
+	ids := make([]uint64, 0, len(h.Pages))
+	for id := range h.Pages {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b uint64) int {
+		if h.Pages[a] != h.Pages[b] {
+			return int(min(max(h.Pages[a]-h.Pages[b], -1), 1))
+		}
+		if a < b {
+			return -1
+		}
+		return 1
+	})
+	for _, id := range ids[:over] {
+		delete(h.Pages, id)
+	}
+	return over
+}
+
+// Encode returns h as: format byte 1, uvarint Held, uvarint AtBudget,
+// uvarint n, then n x (uvarint gap from the previous id (the first from 0)
+// in increasing id order, uvarint count); entries with a count <= 0 are
+// left out. It returns nil when h holds nothing (no entry, Held and
+// AtBudget 0), so a crawl without budgets writes no annex.
+func (h HostCounts) Encode() []byte {
+	ids := make([]uint64, 0, len(h.Pages))
+	for id, n := range h.Pages {
+		if n > 0 {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 && h.Held <= 0 && h.AtBudget <= 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	out := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(ids)*12)
+	out = append(out, hostCountsFormat)
+	out = binary.AppendUvarint(out, uint64(max(h.Held, 0)))
+	out = binary.AppendUvarint(out, uint64(max(h.AtBudget, 0)))
+	out = binary.AppendUvarint(out, uint64(len(ids)))
+	prev := uint64(0)
+	for _, id := range ids {
+		out = binary.AppendUvarint(out, id-prev)
+		out = binary.AppendUvarint(out, uint64(h.Pages[id]))
+		prev = id
+	}
+	return out
+}
+
+// DecodeHostCounts parses Encode's output; empty data (a cursor without an
+// annex) is zero counts. Errors wrap errHostCounts and say what is wrong:
+// an unknown format, a truncated or oversized list, ids out of order,
+// trailing bytes.
+func DecodeHostCounts(data []byte) (HostCounts, error) {
+	h := HostCounts{Pages: map[uint64]int64{}}
+	if len(data) == 0 {
+		return h, nil
+	}
+	if data[0] != hostCountsFormat {
+		return h, fmt.Errorf("%w: format %d, want %d", errHostCounts, data[0], hostCountsFormat)
+	}
+	r := data[1:]
+	var err error
+	next := func(what string) uint64 {
+		if err != nil {
+			return 0
+		}
+		v, k := binary.Uvarint(r)
+		if k <= 0 || (what != "host id" && v > 1<<62) {
+			err = fmt.Errorf("%w: truncated or out of range at %s", errHostCounts, what)
+			return 0
+		}
+		r = r[k:]
+		return v
+	}
+	h.Held, h.AtBudget = int64(next("held")), int64(next("at budget"))
+	n := next("count")
+	if err == nil && n > uint64(len(r)/2) {
+		return h, fmt.Errorf("%w: %d hosts in %d bytes", errHostCounts, n, len(r))
+	}
+	prev := uint64(0)
+	for i := uint64(0); i < n && err == nil; i++ {
+		gap, c := next("host id"), next("host count")
+		if err == nil && i > 0 && gap == 0 {
+			return h, fmt.Errorf("%w: host %d of %d repeats an id", errHostCounts, i, n)
+		}
+		prev += gap
+		h.Pages[prev] = int64(c)
+	}
+	if err == nil && len(r) != 0 {
+		err = fmt.Errorf("%w: %d trailing bytes", errHostCounts, len(r))
+	}
+	return h, err
+}
