@@ -22,6 +22,8 @@ type GroupSync struct {
 	window time.Duration
 	fns    []func() error
 
+	observe func(time.Duration) // OnRound's hook, nil when none
+
 	mu      sync.Mutex
 	next    *syncRound // the round gathering callers, nil if none
 	running bool       // the round loop goroutine is alive
@@ -67,6 +69,11 @@ func (g *GroupSync) Sync(ctx context.Context) error {
 	}
 }
 
+// OnRound sets fn to be called after every round with the time its sync
+// functions took (the fsyncs themselves, not the gather window). Call it
+// before the first Sync; fn must be quick.
+func (g *GroupSync) OnRound(fn func(d time.Duration)) { g.observe = fn }
+
 // Rounds returns how many rounds have run.
 func (g *GroupSync) Rounds() int64 {
 	g.mu.Lock()
@@ -89,10 +96,14 @@ func (g *GroupSync) loop() {
 		g.rounds++
 		g.mu.Unlock()
 		var errs []error
+		start := time.Now()
 		for _, fn := range g.fns {
 			if err := fn(); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if g.observe != nil {
+			g.observe(time.Since(start))
 		}
 		r.err = errors.Join(errs...)
 		close(r.done)

@@ -395,6 +395,7 @@ func (w *Worker) openOutputs() error {
 	if err != nil {
 		return err
 	}
+	disk.syncer.OnRound(w.metrics.outputSynced)
 	w.disk, w.store = disk, disk
 	return nil
 }

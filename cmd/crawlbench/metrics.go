@@ -53,13 +53,14 @@ type hist struct {
 	Count  float64
 }
 
-// histOf returns the histogram of family name whose label label=value, or
-// an empty hist when it is absent (a worker that never claimed).
+// histOf returns the histogram of family name whose label label=value
+// (label "": the family's unlabelled histogram), or an empty hist when it
+// is absent (a worker that never claimed).
 func histOf(fams map[string]*dto.MetricFamily, name, label, value string) hist {
 	var h hist
 	for _, m := range fams[name].GetMetric() {
 		ph := m.GetHistogram()
-		if ph == nil || !slices.ContainsFunc(m.GetLabel(), func(lp *dto.LabelPair) bool { return lp.GetName() == label && lp.GetValue() == value }) {
+		if ph == nil || (label != "" && !slices.ContainsFunc(m.GetLabel(), func(lp *dto.LabelPair) bool { return lp.GetName() == label && lp.GetValue() == value })) {
 			continue
 		}
 		for _, b := range ph.GetBucket() {
@@ -185,6 +186,7 @@ func finite(v float64) float64 {
 // workerMetrics is what a fleet's workers report, summed over them.
 type workerMetrics struct {
 	claim, complete, post hist               // zkcrawl_zk_op_duration_seconds of queue_claim, queue_complete, backlog_post
+	fsync                 hist               // zkcrawl_output_fsync_duration_seconds: group fsync rounds
 	ops, opErrors         map[string]float64 // requests and queue steps by op; of which failed
 	dropped               map[string]float64 // zkcrawl_links_dropped_total by reason
 	linksQueued, linksDup float64
@@ -210,6 +212,9 @@ func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 			if *x.h, err = x.h.merge(histOf(fams, opHist, "op", x.op)); err != nil {
 				return m, err
 			}
+		}
+		if m.fsync, err = m.fsync.merge(histOf(fams, "zkcrawl_output_fsync_duration_seconds", "", "")); err != nil {
+			return m, err
 		}
 		m.ops = addCounts(m.ops, labelCounts(fams, opHist, "op"))
 		m.opErrors = addCounts(m.opErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))

@@ -256,6 +256,7 @@ func recordSynthMetrics(run *report.SynthRun, m workerMetrics) {
 	run.LinksQueued, run.LinksDup = m.linksQueued, m.linksDup
 	run.WorkerCPUS, run.PeakRSSMB = m.cpuS, m.peakRSSMB
 	run.Claims = m.claim.Count
+	run.FsyncRounds, run.FsyncS = m.fsync.Count, m.fsync.Sum
 	run.ClaimP50Ms, run.ClaimP99Ms, run.ClaimMeanMs = ms(m.claim.quantile(0.5)), ms(m.claim.quantile(0.99)), ms(m.claim.mean())
 	run.CompleteP50Ms, run.PostP50Ms = ms(m.complete.quantile(0.5)), ms(m.post.quantile(0.5))
 	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {

@@ -142,3 +142,20 @@ func maxOf(v []float64) float64 {
 	}
 	return m
 }
+
+// perRound formats pages per fsync round ("-" when no round was recorded,
+// e.g. a results.json from before the fsync metric).
+func perRound(pages, rounds float64) string {
+	if rounds <= 0 {
+		return "-"
+	}
+	return f1(pages / rounds)
+}
+
+// msPer formats seconds spent per page in milliseconds ("-" without pages).
+func msPer(s, pages float64) string {
+	if pages <= 0 || s <= 0 {
+		return "-"
+	}
+	return f2(s * 1000 / pages)
+}

@@ -99,6 +99,9 @@ type SynthRun struct {
 	// carried them: the ratio of the two counters.
 	FencedSteps, Multis      float64
 	StepsPerMulti            float64
+	// Group fsync of crawl.log and the WARC file before completions (the
+	// workers' zkcrawl_output_fsync_duration_seconds): rounds and seconds.
+	FsyncRounds, FsyncS      float64
 	Claims                   float64 // queue_claim observations, all workers
 	ClaimP50Ms, ClaimP99Ms   float64
 	ClaimMeanMs              float64
@@ -162,6 +165,8 @@ type RealRun struct {
 	ZKOpErrors     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
 	ZKWrites       int64              // zxid delta, seeding included
 	WritesPerLine  float64            // ZKWrites / ZKLines
+	FsyncRounds    float64            // group fsync rounds of crawl.log and WARC, all workers
+	FsyncS         float64            // their fsync time, seconds
 	WorkerCPUS     float64
 	ZKCPUS         float64
 	LoadBefore     string

@@ -141,6 +141,8 @@ func (t *table) synthCost(s *Synth) {
 	}
 	t.row("1", "ZooKeeper writes per page (zxid delta / pages)", bothRuns(s.Runs, func(x SynthRun) string { return f2(x.ZKWritesPerPage) }), "≤ 1.0", met(worst <= 1.0))
 	t.row("1", "group commit: fenced steps per ZooKeeper multi (worker metrics)", bothRuns(s.Runs, func(x SynthRun) string { return f2(x.StepsPerMulti) }), "", "")
+	t.row("1", "group fsync of crawl.log + WARC before completing: pages per fsync round · fsync ms per page",
+		bothRuns(s.Runs, func(x SynthRun) string { return perRound(float64(x.Pages), x.FsyncRounds) + " · " + msPer(x.FsyncS, float64(x.Pages)) }), "", "")
 	t.row("1", "CPU per page, ms: workers + ZooKeeper", bothRuns(s.Runs, func(x SynthRun) string { return f2(x.WorkerCPUMsPerPage) + " + " + f2(x.ZKCPUMsPerPage) }), "", "")
 	t.row("1", "claim latency p50 · p99, ms", bothRuns(s.Runs, func(x SynthRun) string { return f1(x.ClaimP50Ms) + " · " + f1(x.ClaimP99Ms) }), "", "")
 	t.row("1", "peak RSS per worker, MB (largest VmHWM, any run)", f0(peak), "< 150", met(peak < 150))
@@ -197,6 +199,11 @@ func (t *table) real(rr *Real) {
 		t.row("2", "loopback: ratio zkcrawl / wget", bothSyncs(f2(yes.Ratio), realFig(no, func(x *RealRun) string { return f2(x.Ratio) })), "≤ 1.0, same run", met(yes.Ratio <= 1))
 		t.row("2", "ZooKeeper writes per crawl log line (zxid delta, seeding included)",
 			bothSyncs(f2(yes.WritesPerLine), realFig(no, func(x *RealRun) string { return f2(x.WritesPerLine) })), "≤ 1.25", met(yes.WritesPerLine <= 1.25))
+		t.row("2", "group fsync of crawl.log + WARC before completing: pages per fsync round · fsync ms per page",
+			bothSyncs(perRound(float64(yes.ZKLines), yes.FsyncRounds)+" · "+msPer(yes.FsyncS, float64(yes.ZKLines)),
+				realFig(no, func(x *RealRun) string {
+					return perRound(float64(x.ZKLines), x.FsyncRounds) + " · " + msPer(x.FsyncS, float64(x.ZKLines))
+				})), "", "")
 		all := true
 		var res []string
 		for _, x := range rr.Runs {
