@@ -63,6 +63,7 @@ func (s *slowSite) stats() (active, maxActive, started int) {
 // (per_host_max_in_flight 1). Before: 2 at once (the cut-off worker kept
 // fetching after its session had expired).
 func TestBlackholedWorkerStopsFetching(t *testing.T) {
+	t.Parallel() // waits on timeouts and slow pages, not on the CPU: run beside the other long waits
 	zks := testenv.ZooKeeper(t)
 	site := newSlowSite(t, 6*time.Second)
 	var seeds []string

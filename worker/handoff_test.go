@@ -17,6 +17,7 @@ import (
 // (100 ms). Before: 72 ms between two page requests (the new owner waited
 // 1/rate with a fresh limiter and fetched robots.txt at once).
 func TestHandoffKeepsCrawlDelay(t *testing.T) {
+	t.Parallel() // waits on timeouts and slow pages, not on the CPU: run beside the other long waits
 	zks := testenv.ZooKeeper(t)
 	const crawlDelay = 1500 * time.Millisecond
 	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 21, Hosts: 6, PagesPerHost: 40, LinksPerPage: 2, CrawlDelay: crawlDelay})
@@ -80,6 +81,7 @@ func TestHandoffKeepsCrawlDelay(t *testing.T) {
 // (per_host_max_in_flight 1). Before: the new owner gave up after 6 s and
 // fetched while the old owner's 8 s request was still running.
 func TestHandoffWaitsForLongFetch(t *testing.T) {
+	t.Parallel() // waits on timeouts and slow pages, not on the CPU: run beside the other long waits
 	zks := testenv.ZooKeeper(t)
 	layout := frontier.Layout{Shards: 4, Spread: 1}
 	w2Groups := map[int]bool{}
