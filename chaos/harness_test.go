@@ -275,14 +275,26 @@ func (c *crawl) all() []*workerProc {
 
 // setRate writes a new config version with per_host_rate_per_s = rate;
 // the workers apply it live.
+//
+// The write is tried again for up to 60 s: right after a fault (a
+// ZooKeeper restart on a loaded machine can take 10-20 s before it answers
+// a session handshake) one write's retries (coord's 20 s budget) may not
+// be enough, and the harness, unlike a worker, has nothing else to do.
 func (c *crawl) setRate(rate float64) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(c.t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(c.t.Context(), 60*time.Second)
 	defer cancel()
 	cfg := c.spec.config
 	cfg.PerHostRatePerS = rate
-	if _, err := coord.Config(c.client, c.root).Write(ctx, cfg.Encode(), -1); err != nil {
-		c.t.Fatalf("set per_host_rate_per_s %v: %v", rate, err)
+	for {
+		_, err := coord.Config(c.client, c.root).Write(ctx, cfg.Encode(), -1)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !coord.IsConnectionLoss(err) {
+			c.t.Fatalf("set per_host_rate_per_s %v: %v", rate, err)
+		}
+		c.t.Logf("set per_host_rate_per_s %v: %v; trying again", rate, err)
 	}
 }
 
