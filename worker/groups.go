@@ -273,7 +273,7 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	grp.Pending(func(ref coord.Ref, rec []byte) {
 		host := "" // accepted records are valid: only the URL is read
 		if u, err := frontier.RecordURL(rec); err == nil {
-			host = frontier.Host(u)
+			host = w.layout.Key(u)
 		}
 		// An undecodable record (host "") is moved as is; the claim loop
 		// sends it to the dead letters with the reason.
@@ -354,7 +354,7 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 			}
 			host := ""
 			if it, err := frontier.DecodeItem(data); err == nil {
-				host = frontier.Host(it.URL)
+				host = w.layout.Key(it.URL)
 			}
 			v.addReady(key, host, int64(len(data)))
 		}
@@ -512,7 +512,7 @@ func (w *Worker) admit(plan *stepPlan, rec []byte) {
 		plan.drops[dropDuplicate]++
 		return
 	}
-	host := frontier.Host(it.URL)
+	host := w.layout.Key(it.URL)
 	if reason := plan.overQuota(host, it.URL); reason != "" {
 		plan.drops[reason]++
 		w.logDrop(host, reason, it.URL)
