@@ -152,8 +152,8 @@ const (
 	PolitenessHost = "host"
 	// PolitenessDomain: one budget per registrable domain (Public Suffix List).
 	PolitenessDomain = "domain"
-	// PolitenessIP: one budget per resolved address; not implemented yet,
-	// rejected by Validate.
+	// PolitenessIP: one budget per resolved address of the host name, so
+	// virtual hosts on one server share it.
 	PolitenessIP = "ip"
 )
 
@@ -305,9 +305,7 @@ func (c Config) Validate() error {
 		return bad("delay_factor", "%v is outside 0..100 (0 = off)", c.DelayFactor)
 	case c.MaxDelayMS < 0 || c.MaxDelayMS > 3600000:
 		return bad("max_delay_ms", "%d is outside 0..3600000", c.MaxDelayMS)
-	case c.PolitenessKey == PolitenessIP:
-		return bad("politeness_key", "%s: not implemented yet (use %s or %s)", PolitenessIP, PolitenessHost, PolitenessDomain)
-	case c.PolitenessKey != "" && c.PolitenessKey != PolitenessHost && c.PolitenessKey != PolitenessDomain:
+	case c.PolitenessKey != "" && c.PolitenessKey != PolitenessHost && c.PolitenessKey != PolitenessDomain && c.PolitenessKey != PolitenessIP:
 		return bad("politeness_key", "%q is not one of %s, %s, %s", c.PolitenessKey, PolitenessHost, PolitenessDomain, PolitenessIP)
 	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {

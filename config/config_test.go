@@ -58,7 +58,6 @@ func TestParseRejects(t *testing.T) {
 		`{"max_pages_per_host": -1}`:          `key "max_pages_per_host"`,
 		`{"max_pages_per_host": 1.5}`:         `key "max_pages_per_host"`,
 		`{"host_budget_action": "evict"}`:     `key "host_budget_action"`,
-		`{"politeness_key": "ip"}`:            `key "politeness_key": ip: not implemented yet`,
 		`{"politeness_key": "tld"}`:           `key "politeness_key": "tld" is not one of host, domain, ip`,
 	}
 	for doc, want := range cases {
@@ -144,7 +143,7 @@ func TestHostBudgetKeys(t *testing.T) {
 // document (it means "as the crawl was created"), so every config written
 // before it existed encodes as before.
 func TestPolitenessKey(t *testing.T) {
-	for _, kind := range []string{PolitenessHost, PolitenessDomain} {
+	for _, kind := range []string{PolitenessHost, PolitenessDomain, PolitenessIP} {
 		c, err := Parse([]byte(`{"politeness_key": "` + kind + `"}`))
 		if err != nil || c.PolitenessKey != kind {
 			t.Errorf("politeness_key %s: %+v, %v", kind, c.PolitenessKey, err)

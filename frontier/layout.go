@@ -45,20 +45,21 @@ const (
 	// without the port; an IP literal or a name the list refuses (a public
 	// suffix, a single label such as localhost) is its own key.
 	KeyDomain = "domain"
-	// KeyIP would key politeness by the host's resolved address; it is not
-	// implemented yet and Validate rejects it.
+	// KeyIP keys politeness by the host name's address (RFC 1034 name
+	// resolution through Go's resolver, once per name per process, the
+	// lowest address, IPv4 first), without the port, so many virtual hosts
+	// on one server share one budget; an IP literal is its own key, and a
+	// name whose lookup fails (or takes over 3 s) is keyed by its host.
 	KeyIP = "ip"
 )
 
-// ValidateKey reports whether kind is a politeness key this zkcrawl can
-// crawl with: "" (KeyHost), KeyHost or KeyDomain. The error names the key
-// politeness_key, the value and the reason (KeyIP: not implemented yet).
+// ValidateKey reports whether kind is a politeness key kind: "" (KeyHost),
+// KeyHost, KeyDomain or KeyIP. The error names the key politeness_key, the
+// value and the kinds there are.
 func ValidateKey(kind string) error {
 	switch kind {
-	case "", KeyHost, KeyDomain:
+	case "", KeyHost, KeyDomain, KeyIP:
 		return nil
-	case KeyIP:
-		return fmt.Errorf("politeness_key %s: not implemented yet (use %s or %s)", KeyIP, KeyHost, KeyDomain)
 	}
 	return fmt.Errorf("politeness_key %q: not one of %s, %s, %s", kind, KeyHost, KeyDomain, KeyIP)
 }
@@ -88,13 +89,39 @@ func (l Layout) CheckKey(kind string) error {
 // Shard) and keys politeness, claim slots, ready windows and the per-host
 // quotas (docs/design.md, "Politeness keys"). KeyHost: Host(normURL);
 // KeyDomain: the registrable domain of Host(normURL) (Public Suffix List)
-// without the port. "" for a URL Host cannot parse.
+// without the port; KeyIP: the address of its host name, looked up once
+// per name per process (may wait for DNS, at most 3 s, unless Prefetch
+// looked it up), or Host(normURL) when the lookup failed. "" for a URL
+// Host cannot parse.
 func (l Layout) Key(normURL string) string {
 	h := Host(normURL)
-	if l.PolitenessKey == KeyDomain && h != "" {
+	if h == "" {
+		return h
+	}
+	switch l.PolitenessKey {
+	case KeyDomain:
 		return registrableDomain(h)
+	case KeyIP:
+		return processIPKeys.key(h)
 	}
 	return h
+}
+
+// Prefetch makes the Key calls that follow for normURLs answer from the
+// cache: under KeyIP it looks up, up to 16 at a time, the host names not
+// looked up yet in this process, and returns when all are done (each
+// lookup at most 3 s). For other kinds it does nothing.
+func (l Layout) Prefetch(normURLs []string) {
+	if l.PolitenessKey != KeyIP {
+		return
+	}
+	hosts := make([]string, 0, len(normURLs))
+	for _, u := range normURLs {
+		if h := Host(u); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	processIPKeys.prefetch(hosts)
 }
 
 // CurrentLayout is the frontier layout this code reads and writes:

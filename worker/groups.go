@@ -270,6 +270,15 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		return err
 	}
 	v := &groupView{hosts: map[string]*hostBacklog{}, names: map[string]string{}, nameBytes: map[string]int64{}}
+	if w.layout.PolitenessKey == frontier.KeyIP { // look the backlog's names up in parallel first
+		var urls []string
+		grp.Pending(func(_ coord.Ref, rec []byte) {
+			if u, err := frontier.RecordURL(rec); err == nil {
+				urls = append(urls, u)
+			}
+		})
+		w.layout.Prefetch(urls)
+	}
 	grp.Pending(func(ref coord.Ref, rec []byte) {
 		host := "" // accepted records are valid: only the URL is read
 		if u, err := frontier.RecordURL(rec); err == nil {
@@ -474,6 +483,17 @@ func newStepPlan(grp *coord.Group, v *groupView, cfg config.Config, groups, offe
 // offers as posts without a znode) to plan (admit). Once the step holds
 // stepPostBytes, the offers' remaining records wait in plan.rest.
 func (w *Worker) drain(plan *stepPlan, posts []coord.Post, nPosts int) {
+	if w.layout.PolitenessKey == frontier.KeyIP { // look new names up in parallel before admit keys them
+		var urls []string
+		for _, p := range posts {
+			for _, rec := range p.Records {
+				if u, err := frontier.RecordURL(rec); err == nil {
+					urls = append(urls, u)
+				}
+			}
+		}
+		w.layout.Prefetch(urls)
+	}
 	for i, p := range posts {
 		if p.Name == "" && plan.bytes >= stepPostBytes {
 			plan.rest[i-nPosts] = p.Records // an offer, and the step is full

@@ -20,7 +20,8 @@ import (
 // keeps an IP address whole) that record, across all of them, when each
 // request arrived and how many were in flight at once.
 type sharedServer struct {
-	srvs []*httptest.Server
+	srvs  []*httptest.Server
+	bases []string // each server's URL as the crawl names it
 
 	mu          sync.Mutex
 	arrivals    []time.Time
@@ -30,9 +31,10 @@ type sharedServer struct {
 
 // newSharedServer starts n servers of pages /p/0../p/<pages-1>, each page
 // linking to the next two pages on every server; each response takes hold.
-func newSharedServer(t *testing.T, n, pages int, hold time.Duration) *sharedServer {
+// name(i) is the host name server i is known by (it listens on 127.0.0.1).
+func newSharedServer(t *testing.T, n, pages int, hold time.Duration, name func(i int) string) *sharedServer {
 	s := &sharedServer{}
-	for range n {
+	for i := range n {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			s.arrivals = append(s.arrivals, time.Now())
@@ -53,9 +55,9 @@ func newSharedServer(t *testing.T, n, pages int, hold time.Duration) *sharedServ
 			w.Header().Set("Content-Type", "text/html")
 			var b strings.Builder
 			b.WriteString("<html><body>")
-			for _, other := range s.srvs {
+			for _, base := range s.bases {
 				for j := i + 1; j <= i+2 && j < pages; j++ {
-					fmt.Fprintf(&b, `<a href="%s/p/%d">p</a>`, other.URL, j)
+					fmt.Fprintf(&b, `<a href="%s/p/%d">p</a>`, base, j)
 				}
 			}
 			b.WriteString("</body></html>")
@@ -63,17 +65,20 @@ func newSharedServer(t *testing.T, n, pages int, hold time.Duration) *sharedServ
 		}))
 		t.Cleanup(srv.Close)
 		s.srvs = append(s.srvs, srv)
+		s.bases = append(s.bases, strings.Replace(srv.URL, "127.0.0.1", name(i), 1))
 	}
 	return s
 }
 
 func (s *sharedServer) seeds() []string {
 	var out []string
-	for _, srv := range s.srvs {
-		out = append(out, srv.URL+"/p/0")
+	for _, base := range s.bases {
+		out = append(out, base+"/p/0")
 	}
 	return out
 }
+
+func loopback(int) string { return "127.0.0.1" }
 
 // Under politeness_key=domain, three hosts of one domain key (127.0.0.1 on
 // three ports) crawled by 3 workers together never get more than
@@ -82,16 +87,52 @@ func (s *sharedServer) seeds() []string {
 // each host its own budget (the control: the servers do see overlap then).
 func TestPolitenessKeyDomainSharesOneBudget(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
-	const pages, rate = 6, 10
+	crawlSharesOneBudget(t, zk.Addr(), frontier.KeyDomain, loopback)
+
+	// The control: the same web under the default host key.
+	cfg := polkeyConfig()
+	cfg.PerHostRatePerS = 0
+	ctl := newSharedServer(t, 3, 6, 50*time.Millisecond, loopback)
+	h := newCrawl(t, zk.Addr(), "polkey-host", cfg, frontier.Layout{Shards: 16, Spread: 1}, ctl.seeds())
+	h.runWorkers(3, 90*time.Second)
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if ctl.maxInFlight < 2 {
+		t.Errorf("host key: at most %d request in flight over three hosts, want their budgets to overlap (the test would measure nothing)", ctl.maxInFlight)
+	}
+}
+
+// Under politeness_key=ip, hosts named localhost and 127.0.0.1 (one
+// address, different ports too) share one budget: two hosts on one IP.
+func TestPolitenessKeyIPSharesOneBudget(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	crawlSharesOneBudget(t, zk.Addr(), frontier.KeyIP, func(i int) string {
+		if i%2 == 0 {
+			return "localhost"
+		}
+		return "127.0.0.1"
+	})
+}
+
+func polkeyConfig() config.Config {
 	cfg := testConfig()
 	cfg.MaxDepth = -1
 	cfg.Scope = config.ScopeAny
-	cfg.PerHostRatePerS = rate
+	cfg.PerHostRatePerS = 10
 	cfg.PerHostBurst = 1
 	cfg.PerHostMaxInFlight = 1
+	return cfg
+}
 
-	srv := newSharedServer(t, 3, pages, 20*time.Millisecond)
-	c := newCrawl(t, zk.Addr(), "polkey-domain", cfg, frontier.Layout{Shards: 16, Spread: 1, PolitenessKey: frontier.KeyDomain}, srv.seeds())
+// crawlSharesOneBudget crawls three servers whose hosts share one key of
+// kind with 3 workers, and checks at the servers that together they never
+// got more than per_host_max_in_flight requests at once nor more than
+// per_host_rate_per_s.
+func crawlSharesOneBudget(t *testing.T, zkAddr, kind string, name func(int) string) {
+	const pages = 6
+	cfg := polkeyConfig()
+	srv := newSharedServer(t, 3, pages, 20*time.Millisecond, name)
+	c := newCrawl(t, zkAddr, "polkey-"+kind, cfg, frontier.Layout{Shards: 16, Spread: 1, PolitenessKey: kind}, srv.seeds())
 	c.runWorkers(3, 90*time.Second)
 
 	if got, want := len(c.warcResponses()), 3*pages; got < want {
@@ -100,30 +141,19 @@ func TestPolitenessKeyDomainSharesOneBudget(t *testing.T) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.maxInFlight > cfg.PerHostMaxInFlight {
-		t.Errorf("%d requests in flight at once to one domain key, want at most per_host_max_in_flight %d", srv.maxInFlight, cfg.PerHostMaxInFlight)
+		t.Errorf("%d requests in flight at once to one %s key, want at most per_host_max_in_flight %d", srv.maxInFlight, kind, cfg.PerHostMaxInFlight)
 	}
 	times := append([]time.Time(nil), srv.arrivals...)
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	const interval, slack = time.Second / rate, 2 * time.Millisecond
+	interval, slack := time.Duration(float64(time.Second)/cfg.PerHostRatePerS), 2*time.Millisecond
 	for k := 1; k <= 5; k++ {
 		for i := 0; i+k < len(times); i++ {
 			if span := times[i+k].Sub(times[i]); span < time.Duration(k)*interval-slack {
-				t.Errorf("requests %d..%d to the three hosts of one domain span only %v, want >= %v (rate %d/s)", i, i+k, span, time.Duration(k)*interval, rate)
+				t.Errorf("requests %d..%d to the three hosts of one %s key span only %v, want >= %v (rate %v/s)", i, i+k, kind, span, time.Duration(k)*interval, cfg.PerHostRatePerS)
 			}
 		}
 	}
-	t.Logf("domain key: %d requests, at most %d in flight, over %v", len(times), srv.maxInFlight, times[len(times)-1].Sub(times[0]))
-
-	// The control: the same web under the default host key.
-	cfg.PerHostRatePerS = 0
-	ctl := newSharedServer(t, 3, pages, 50*time.Millisecond)
-	h := newCrawl(t, zk.Addr(), "polkey-host", cfg, frontier.Layout{Shards: 16, Spread: 1}, ctl.seeds())
-	h.runWorkers(3, 90*time.Second)
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	if ctl.maxInFlight < 2 {
-		t.Errorf("host key: at most %d request in flight over three hosts, want their budgets to overlap (the test would measure nothing)", ctl.maxInFlight)
-	}
+	t.Logf("%s key: %d requests, at most %d in flight, over %v", kind, len(times), srv.maxInFlight, times[len(times)-1].Sub(times[0]))
 }
 
 // A worker shows a config naming another politeness key than the crawl's

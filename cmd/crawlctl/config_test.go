@@ -150,7 +150,8 @@ func TestConfigSetPolitenessKeyFixed(t *testing.T) {
 	_, v0 := c.config()
 	for arg, want := range map[string]string{
 		"politeness_key=domain": `politeness_key "domain": fixed when the crawl was created, this crawl uses "host"`,
-		"politeness_key=ip":     `key "politeness_key": ip: not implemented yet`,
+		"politeness_key=ip":     `politeness_key "ip": fixed when the crawl was created, this crawl uses "host"`,
+		"politeness_key=asn":    `key "politeness_key": "asn" is not one of host, domain, ip`,
 	} {
 		r := c.ctl("config", "set", arg)
 		if r.err == nil || !strings.Contains(r.err.Error(), want) || !strings.Contains(r.err.Error(), "nothing written") {

@@ -119,7 +119,7 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 	seedsFile := fs.String("seeds", "", "file with one seed URL per line, or - for stdin")
 	shards := fs.Int("shards", frontier.DefaultLayout.Shards, "number of ready-queue shards (znode parents), fixed when the crawl is created")
 	spread := fs.Int("host-spread", frontier.DefaultLayout.Spread, "shards one host's ready items spread over (1..64; divides --shards); shard groups = shards / host-spread are the unit of ownership, fixed at creation")
-	polKey := fs.String("politeness-key", frontier.KeyHost, "what one politeness budget (rate, in-flight cap, per-host quotas) covers and so what chooses a URL's owner: host, or domain (registrable domain, Public Suffix List); fixed at creation (also the key politeness_key of --config)")
+	polKey := fs.String("politeness-key", frontier.KeyHost, "what one politeness budget (rate, in-flight cap, per-host quotas) covers and so what chooses a URL's owner: host, domain (registrable domain, Public Suffix List) or ip (the host name's address: virtual hosts on one server share it); fixed at creation (also the key politeness_key of --config)")
 	every := fs.Duration("progress-interval", 5*time.Second, "log seeding progress (lines read, enqueued, duplicates, rejected, lines/s) this often on large inputs; 0: never")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
 	zkAuth := cli.ZKFlags(fs)

@@ -73,8 +73,14 @@ func TestSeederPolitenessKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `--politeness-key host: --config`) {
 		t.Errorf("flag contradicting --config: %v", err)
 	}
-	_, _, err = runSeeder(t, env, "", "--crawl", "pk-ip", "--politeness-key", "ip", "http://a.example/")
-	if err == nil || !strings.Contains(err.Error(), "politeness_key ip: not implemented yet") {
-		t.Errorf("--politeness-key ip: %v", err)
+	_, _, err = runSeeder(t, env, "", "--crawl", "pk-bad", "--politeness-key", "asn", "http://a.example/")
+	if err == nil || !strings.Contains(err.Error(), `politeness_key "asn": not one of host, domain, ip`) {
+		t.Errorf("--politeness-key asn: %v", err)
+	}
+	if _, errOut, err := runSeeder(t, env, "", "--crawl", "pk-ip", "--politeness-key", "ip", "http://localhost:1/"); err != nil {
+		t.Fatalf("--politeness-key ip: %v\n%s", err, errOut)
+	}
+	if l, _ := layout("pk-ip"); l.KeyKind() != frontier.KeyIP {
+		t.Errorf("--politeness-key ip created a %s crawl", l.KeyKind())
 	}
 }
