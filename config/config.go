@@ -135,7 +135,27 @@ type Config struct {
 	DelayFactor float64 `json:"delay_factor"`
 	// MaxDelayMS caps the wait DelayFactor asks for, in milliseconds.
 	MaxDelayMS int `json:"max_delay_ms"`
+	// PolitenessKey is what one politeness budget (rate, in-flight cap,
+	// per-host quotas, shard ownership) covers: PolitenessHost,
+	// PolitenessDomain or PolitenessIP (docs/design.md, "Politeness keys").
+	// It is fixed when the crawl is created (the seeder reads it from its
+	// --config file); "" (default, omitted from the document) means "as
+	// the crawl was created". A live config naming another kind than the
+	// crawl's is refused by workers and crawlctl (frontier.Layout).
+	PolitenessKey string `json:"politeness_key,omitempty"`
 }
+
+// Politeness key kinds for Config.PolitenessKey (the same names as
+// frontier.KeyHost, KeyDomain, KeyIP).
+const (
+	// PolitenessHost: one budget per host (host:port, default port left out).
+	PolitenessHost = "host"
+	// PolitenessDomain: one budget per registrable domain (Public Suffix List).
+	PolitenessDomain = "domain"
+	// PolitenessIP: one budget per resolved address of the host name, so
+	// virtual hosts on one server share it.
+	PolitenessIP = "ip"
+)
 
 // DefaultUserAgent is the user_agent of a crawl that sets none. Its
 // product token "zkcrawl" is matched against robots.txt groups (RFC 9309
@@ -285,6 +305,8 @@ func (c Config) Validate() error {
 		return bad("delay_factor", "%v is outside 0..100 (0 = off)", c.DelayFactor)
 	case c.MaxDelayMS < 0 || c.MaxDelayMS > 3600000:
 		return bad("max_delay_ms", "%d is outside 0..3600000", c.MaxDelayMS)
+	case c.PolitenessKey != "" && c.PolitenessKey != PolitenessHost && c.PolitenessKey != PolitenessDomain && c.PolitenessKey != PolitenessIP:
+		return bad("politeness_key", "%q is not one of %s, %s, %s", c.PolitenessKey, PolitenessHost, PolitenessDomain, PolitenessIP)
 	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {

@@ -58,6 +58,7 @@ func TestParseRejects(t *testing.T) {
 		`{"max_pages_per_host": -1}`:          `key "max_pages_per_host"`,
 		`{"max_pages_per_host": 1.5}`:         `key "max_pages_per_host"`,
 		`{"host_budget_action": "evict"}`:     `key "host_budget_action"`,
+		`{"politeness_key": "tld"}`:           `key "politeness_key": "tld" is not one of host, domain, ip`,
 	}
 	for doc, want := range cases {
 		_, err := Parse([]byte(doc))
@@ -135,5 +136,23 @@ func TestHostBudgetKeys(t *testing.T) {
 	back, err := Parse(c.Encode())
 	if err != nil || back.MaxPagesPerHost != 10 || back.HostBudgetAction != HostBudgetDrop {
 		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+}
+
+// politeness_key: host and domain parse; the default leaves it out of the
+// document (it means "as the crawl was created"), so every config written
+// before it existed encodes as before.
+func TestPolitenessKey(t *testing.T) {
+	for _, kind := range []string{PolitenessHost, PolitenessDomain, PolitenessIP} {
+		c, err := Parse([]byte(`{"politeness_key": "` + kind + `"}`))
+		if err != nil || c.PolitenessKey != kind {
+			t.Errorf("politeness_key %s: %+v, %v", kind, c.PolitenessKey, err)
+		}
+		if !strings.Contains(string(c.Encode()), `"politeness_key": "`+kind+`"`) {
+			t.Errorf("politeness_key %s not in the encoded document:\n%s", kind, c.Encode())
+		}
+	}
+	if strings.Contains(string(Default().Encode()), "politeness_key") {
+		t.Errorf("the default config names politeness_key:\n%s", Default().Encode())
 	}
 }

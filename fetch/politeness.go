@@ -39,7 +39,8 @@ type PolitenessOptions struct {
 // (golang.org/x/time/rate) per host, a robots.txt Crawl-delay that can only
 // make that rate stricter, and a cap on concurrent requests per host. A host
 // is named by the caller's host key, an opaque non-empty string: zkcrawl
-// passes frontier.Host of the URL (docs/design.md, "The host key"), the
+// passes the crawl's politeness key of the URL (frontier.Layout.Key: the
+// host, or its registrable domain; docs/design.md, "Politeness keys"), the
 // same key its claim slots, quotas and shard groups use.
 //
 // The limits are per process. zkcrawl makes them cluster-wide by shard

@@ -82,6 +82,13 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, er
 	var errs []error
 	posts := map[int][][]byte{}
 	inCall := make(map[uint64]bool, len(items))
+	if f.layout.PolitenessKey == KeyIP { // look the new names up in parallel, not one by one below
+		urls := make([]string, len(items))
+		for i, it := range items {
+			urls[i] = it.URL
+		}
+		f.layout.Prefetch(urls)
+	}
 	var keys []uint64
 	for _, it := range items {
 		key := Fingerprint(it.URL)

@@ -27,6 +27,101 @@ type Layout struct {
 	Shards int `json:"shards"`
 	// Spread is the number of shards one host's URLs spread over (1..64).
 	Spread int `json:"host_spread"`
+	// PolitenessKey is what one politeness budget covers, and so what
+	// chooses the shard group (Key): KeyHost, KeyDomain or KeyIP. "" means
+	// KeyHost and is how a host crawl is stored (and every crawl created
+	// before the key existed reads), so its root data is unchanged.
+	PolitenessKey string `json:"politeness_key,omitempty"`
+}
+
+// Politeness key kinds for Layout.PolitenessKey (docs/design.md,
+// "Politeness keys").
+const (
+	// KeyHost keys politeness by Host: the normalized authority, with the
+	// port only when it is not the scheme's default.
+	KeyHost = "host"
+	// KeyDomain keys politeness by the registrable domain of the host name
+	// (eTLD+1 of the Public Suffix List, golang.org/x/net/publicsuffix),
+	// without the port; an IP literal or a name the list refuses (a public
+	// suffix, a single label such as localhost) is its own key.
+	KeyDomain = "domain"
+	// KeyIP keys politeness by the host name's address (RFC 1034 name
+	// resolution through Go's resolver, once per name per process, the
+	// lowest address, IPv4 first), without the port, so many virtual hosts
+	// on one server share one budget; an IP literal is its own key, and a
+	// name whose lookup fails (or takes over 3 s) is keyed by its host.
+	KeyIP = "ip"
+)
+
+// ValidateKey reports whether kind is a politeness key kind: "" (KeyHost),
+// KeyHost, KeyDomain or KeyIP. The error names the key politeness_key, the
+// value and the kinds there are.
+func ValidateKey(kind string) error {
+	switch kind {
+	case "", KeyHost, KeyDomain, KeyIP:
+		return nil
+	}
+	return fmt.Errorf("politeness_key %q: not one of %s, %s, %s", kind, KeyHost, KeyDomain, KeyIP)
+}
+
+// KeyKind returns the layout's politeness key kind, KeyHost when unset.
+func (l Layout) KeyKind() string {
+	if l.PolitenessKey == "" {
+		return KeyHost
+	}
+	return l.PolitenessKey
+}
+
+// CheckKey reports whether a crawl config's politeness_key (kind) agrees
+// with the layout: "" (the default: as created) and the layout's own kind
+// do. The kind is fixed when the crawl is created, because a URL's shard
+// group, and so its seen-set, must not change; the error names the key,
+// both kinds and that reason.
+func (l Layout) CheckKey(kind string) error {
+	if kind == "" || kind == l.KeyKind() {
+		return nil
+	}
+	return fmt.Errorf("politeness_key %q: fixed when the crawl was created, this crawl uses %q (a URL's shard group and seen-set follow the key; seed a new crawl with seeder --politeness-key %s)", kind, l.KeyKind(), kind)
+}
+
+// Key returns the politeness key of a normalized URL, the one name of "a
+// server's budget" for this crawl: it chooses the shard group (Group,
+// Shard) and keys politeness, claim slots, ready windows and the per-host
+// quotas (docs/design.md, "Politeness keys"). KeyHost: Host(normURL);
+// KeyDomain: the registrable domain of Host(normURL) (Public Suffix List)
+// without the port; KeyIP: the address of its host name, looked up once
+// per name per process (may wait for DNS, at most 3 s, unless Prefetch
+// looked it up), or Host(normURL) when the lookup failed. "" for a URL
+// Host cannot parse.
+func (l Layout) Key(normURL string) string {
+	h := Host(normURL)
+	if h == "" {
+		return h
+	}
+	switch l.PolitenessKey {
+	case KeyDomain:
+		return registrableDomain(h)
+	case KeyIP:
+		return processIPKeys.key(h)
+	}
+	return h
+}
+
+// Prefetch makes the Key calls that follow for normURLs answer from the
+// cache: under KeyIP it looks up, up to 16 at a time, the host names not
+// looked up yet in this process, and returns when all are done (each
+// lookup at most 3 s). For other kinds it does nothing.
+func (l Layout) Prefetch(normURLs []string) {
+	if l.PolitenessKey != KeyIP {
+		return
+	}
+	hosts := make([]string, 0, len(normURLs))
+	for _, u := range normURLs {
+		if h := Host(u); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	processIPKeys.prefetch(hosts)
 }
 
 // CurrentLayout is the frontier layout this code reads and writes:
@@ -55,16 +150,19 @@ func (l Layout) Validate() error {
 	case l.Shards < l.Spread || l.Shards%l.Spread != 0:
 		return fmt.Errorf("frontier: layout: %d shards is not a positive multiple of the host spread %d", l.Shards, l.Spread)
 	}
+	if err := ValidateKey(l.PolitenessKey); err != nil {
+		return fmt.Errorf("frontier: layout: %w", err)
+	}
 	return nil
 }
 
 // Groups returns the number of shard groups, Shards/Spread.
 func (l Layout) Groups() int { return l.Shards / l.Spread }
 
-// Shard returns the queue shard of a normalized URL: its host's group,
-// plus FNV-1a of the URL modulo Spread.
+// Shard returns the queue shard of a normalized URL: its politeness key's
+// group, plus FNV-1a of the URL modulo Spread.
 func (l Layout) Shard(normURL string) int {
-	g := Shard(Host(normURL), l.Groups())
+	g := l.Group(normURL)
 	if l.Spread == 1 {
 		return g
 	}
@@ -88,13 +186,19 @@ func (l Layout) Encode() []byte {
 	return b
 }
 
-// Group returns the shard group of a normalized URL (its host's group).
-func (l Layout) Group(normURL string) int { return Shard(Host(normURL), l.Groups()) }
+// Group returns the shard group of a normalized URL: FNV-1a of its
+// politeness key (Key) modulo Groups. Under KeyHost this is the group of
+// its host, as in every crawl created before politeness keys existed.
+func (l Layout) Group(normURL string) int { return Shard(l.Key(normURL), l.Groups()) }
 
-// withDefaults fills in the version of a literal Layout.
+// withDefaults fills in the version of a literal Layout and stores KeyHost
+// as "" (so a host crawl's root data is as before).
 func (l Layout) withDefaults() Layout {
 	if l.Version == 0 {
 		l.Version = CurrentLayout
+	}
+	if l.PolitenessKey == KeyHost {
+		l.PolitenessKey = ""
 	}
 	return l
 }

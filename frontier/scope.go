@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"strings"
 
 	"golang.org/x/net/publicsuffix"
 )
@@ -153,11 +152,7 @@ func (s *Scope) Mode() string { return s.mode }
 // port. For IP addresses, single-label hosts and public suffixes themselves,
 // where there is no registrable domain, it returns the host itself.
 func registrableDomain(authority string) string {
-	h := authority
-	if host, _, err := net.SplitHostPort(authority); err == nil {
-		h = host
-	}
-	h = strings.Trim(h, "[]")
+	h := hostName(authority)
 	if net.ParseIP(h) != nil {
 		return h
 	}

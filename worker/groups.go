@@ -270,10 +270,19 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 		return err
 	}
 	v := &groupView{hosts: map[string]*hostBacklog{}, names: map[string]string{}, nameBytes: map[string]int64{}}
+	if w.layout.PolitenessKey == frontier.KeyIP { // look the backlog's names up in parallel first
+		var urls []string
+		grp.Pending(func(_ coord.Ref, rec []byte) {
+			if u, err := frontier.RecordURL(rec); err == nil {
+				urls = append(urls, u)
+			}
+		})
+		w.layout.Prefetch(urls)
+	}
 	grp.Pending(func(ref coord.Ref, rec []byte) {
 		host := "" // accepted records are valid: only the URL is read
 		if u, err := frontier.RecordURL(rec); err == nil {
-			host = frontier.Host(u)
+			host = w.layout.Key(u)
 		}
 		// An undecodable record (host "") is moved as is; the claim loop
 		// sends it to the dead letters with the reason.
@@ -354,7 +363,7 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 			}
 			host := ""
 			if it, err := frontier.DecodeItem(data); err == nil {
-				host = frontier.Host(it.URL)
+				host = w.layout.Key(it.URL)
 			}
 			v.addReady(key, host, int64(len(data)))
 		}
@@ -474,6 +483,17 @@ func newStepPlan(grp *coord.Group, v *groupView, cfg config.Config, groups, offe
 // offers as posts without a znode) to plan (admit). Once the step holds
 // stepPostBytes, the offers' remaining records wait in plan.rest.
 func (w *Worker) drain(plan *stepPlan, posts []coord.Post, nPosts int) {
+	if w.layout.PolitenessKey == frontier.KeyIP { // look new names up in parallel before admit keys them
+		var urls []string
+		for _, p := range posts {
+			for _, rec := range p.Records {
+				if u, err := frontier.RecordURL(rec); err == nil {
+					urls = append(urls, u)
+				}
+			}
+		}
+		w.layout.Prefetch(urls)
+	}
 	for i, p := range posts {
 		if p.Name == "" && plan.bytes >= stepPostBytes {
 			plan.rest[i-nPosts] = p.Records // an offer, and the step is full
@@ -512,7 +532,7 @@ func (w *Worker) admit(plan *stepPlan, rec []byte) {
 		plan.drops[dropDuplicate]++
 		return
 	}
-	host := frontier.Host(it.URL)
+	host := w.layout.Key(it.URL)
 	if reason := plan.overQuota(host, it.URL); reason != "" {
 		plan.drops[reason]++
 		w.logDrop(host, reason, it.URL)

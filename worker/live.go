@@ -61,6 +61,9 @@ func (w *Worker) watchConfig(ctx, cfgCtx context.Context) error {
 // shard loops are woken to pick up concurrency and pause changes.
 func (w *Worker) applyConfig(data []byte, version int32) {
 	cfg, err := config.Parse(data)
+	if err == nil {
+		err = w.layout.CheckKey(cfg.PolitenessKey)
+	}
 	if err != nil {
 		msg := fmt.Sprintf("version %d rejected: %v", version, err)
 		w.cfgErr.Store(&msg)

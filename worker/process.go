@@ -34,7 +34,7 @@ func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item)
 		URL: it.URL, Depth: it.Depth, Via: it.Via, Hops: it.Hops, Worker: w.opts.ID,
 		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
 	}
-	host := frontier.Host(it.URL)
+	host := w.layout.Key(it.URL)
 	if w.pausedRelease(ctx, claim, it, nil) {
 		return
 	}

@@ -190,7 +190,7 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			w.failUndecodable(work, claim, err)
 			continue
 		}
-		host := frontier.Host(it.URL) // its claim slot was reserved by reserveFor
+		host := w.layout.Key(it.URL) // its claim slot was reserved by reserveFor
 		if err := w.acquireSlot(ctx); err != nil {
 			w.freeHostSlot(host)
 			w.abandon(work, claim, it, err)
@@ -364,7 +364,7 @@ func (w *Worker) reserveFor(shard int) coord.Reserve {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
 		limit := w.current().cfg.PerHostMaxInFlight + 1
-		host := frontier.Host(it.URL)
+		host := w.layout.Key(it.URL)
 		hs := w.slots
 		hs.mu.Lock()
 		defer hs.mu.Unlock()

@@ -141,3 +141,27 @@ func TestConfigSetOnBrokenDocument(t *testing.T) {
 		t.Errorf("resume on a broken document: want an error pointing to --file, got %v", r)
 	}
 }
+
+// politeness_key is fixed when the crawl is created: config set refuses
+// another one (naming the key and why) and writes nothing; the crawl's own
+// one is accepted.
+func TestConfigSetPolitenessKeyFixed(t *testing.T) {
+	c := newCrawl(t, "cfgkey", testConfig(), 4, nil)
+	_, v0 := c.config()
+	for arg, want := range map[string]string{
+		"politeness_key=domain": `politeness_key "domain": fixed when the crawl was created, this crawl uses "host"`,
+		"politeness_key=ip":     `politeness_key "ip": fixed when the crawl was created, this crawl uses "host"`,
+		"politeness_key=asn":    `key "politeness_key": "asn" is not one of host, domain, ip`,
+	} {
+		r := c.ctl("config", "set", arg)
+		if r.err == nil || !strings.Contains(r.err.Error(), want) || !strings.Contains(r.err.Error(), "nothing written") {
+			t.Errorf("config set %s: %v, want an error containing %q", arg, r, want)
+		}
+	}
+	if _, v := c.config(); v != v0 {
+		t.Fatalf("a refused politeness_key wrote version %d (was %d)", v, v0)
+	}
+	if r := c.ctl("config", "set", "politeness_key=host"); r.err != nil || !strings.Contains(r.stdout, `politeness_key: (unset) -> "host"`) {
+		t.Errorf("config set politeness_key=host on a host crawl: %v", r)
+	}
+}

@@ -201,6 +201,14 @@ func (c *ctl) updateConfig(ctx context.Context, show []string, edit func(cur []b
 	if err != nil {
 		return false, fmt.Errorf("config rejected, nothing written: %w", err)
 	}
+	if cfg.PolitenessKey != "" {
+		if _, err := c.openQueue(ctx); err != nil {
+			return false, err
+		}
+		if err := c.front.Layout().CheckKey(cfg.PolitenessKey); err != nil {
+			return false, fmt.Errorf("config rejected, nothing written: %w", err)
+		}
+	}
 	newDoc := cfg.Encode()
 	oldVals := configValues(data)
 	newVals := configValues(newDoc)
@@ -318,6 +326,7 @@ func applyAssignments(cur []byte, changes []assignment) ([]byte, error) {
 func knownKeys() []string {
 	m := map[string]json.RawMessage{}
 	_ = json.Unmarshal(config.Default().Encode(), &m)
+	m["politeness_key"] = nil // omitted while empty, but a key all the same
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

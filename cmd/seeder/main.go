@@ -58,6 +58,7 @@ type seedJob struct {
 	crawl     string
 	root      string // the crawl's root znode, /zkcrawl/NAME
 	layout    frontier.Layout
+	keyAsked  string // politeness key named by --politeness-key or --config; "" when neither
 	cfgDoc    []byte // --config FILE's document, validated; nil without --config
 	seedsFile string // --seeds: a path, "-" for stdin, "" for none
 	every     time.Duration
@@ -118,6 +119,7 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 	seedsFile := fs.String("seeds", "", "file with one seed URL per line, or - for stdin")
 	shards := fs.Int("shards", frontier.DefaultLayout.Shards, "number of ready-queue shards (znode parents), fixed when the crawl is created")
 	spread := fs.Int("host-spread", frontier.DefaultLayout.Spread, "shards one host's ready items spread over (1..64; divides --shards); shard groups = shards / host-spread are the unit of ownership, fixed at creation")
+	polKey := fs.String("politeness-key", frontier.KeyHost, "what one politeness budget (rate, in-flight cap, per-host quotas) covers and so what chooses a URL's owner: host, domain (registrable domain, Public Suffix List) or ip (the host name's address: virtual hosts on one server share it); fixed at creation (also the key politeness_key of --config)")
 	every := fs.Duration("progress-interval", 5*time.Second, "log seeding progress (lines read, enqueued, duplicates, rejected, lines/s) this often on large inputs; 0: never")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
 	zkAuth := cli.ZKFlags(fs)
@@ -147,10 +149,22 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 		if job.cfgDoc, err = os.ReadFile(*cfgFile); err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
 		}
-		if _, err := config.Parse(job.cfgDoc); err != nil {
+		cfg, err := config.Parse(job.cfgDoc)
+		if err != nil {
 			return nil, fmt.Errorf("--config %s: %w", *cfgFile, err)
 		}
+		job.keyAsked = cfg.PolitenessKey
 	}
+	if fs.Changed("politeness-key") {
+		if job.keyAsked != "" && job.keyAsked != *polKey {
+			return nil, cli.Usage("--politeness-key %s: --config %s says politeness_key %q", *polKey, *cfgFile, job.keyAsked)
+		}
+		job.keyAsked = *polKey
+	}
+	if err := frontier.ValidateKey(job.keyAsked); err != nil {
+		return nil, cli.Usage("--politeness-key: %v", err)
+	}
+	job.layout.PolitenessKey = job.keyAsked
 	return job, nil
 }
 
@@ -181,9 +195,13 @@ func (job *seedJob) prepareCrawl(cctx context.Context, client *coord.Client, std
 		return nil, fmt.Errorf("create crawl %q: %w", job.crawl, err)
 	}
 	if created {
-		log.Info("crawl created", "crawl", job.crawl, "root", root, "shards", job.layout.Shards, "host_spread", job.layout.Spread)
+		log.Info("crawl created", "crawl", job.crawl, "root", root, "shards", job.layout.Shards, "host_spread", job.layout.Spread,
+			"politeness_key", job.layout.KeyKind())
 	} else {
 		warnFixedLayout(stderr, job.fs, job.crawl, front.Layout())
+		if err := front.Layout().CheckKey(job.keyAsked); err != nil {
+			return nil, fmt.Errorf("crawl %q exists: %w; nothing written", job.crawl, err)
+		}
 	}
 	if err := writeConfig(cctx, client, root, job.cfgDoc, log); err != nil {
 		return nil, err
