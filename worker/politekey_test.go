@@ -86,6 +86,7 @@ func loopback(int) string { return "127.0.0.1" }
 // measured at the servers; the same crawl under the default host key gives
 // each host its own budget (the control: the servers do see overlap then).
 func TestPolitenessKeyDomainSharesOneBudget(t *testing.T) {
+	t.Parallel() // waits on rate limits, not on the CPU: run beside the other long waits
 	zk := testenv.ZooKeeper(t)
 	crawlSharesOneBudget(t, zk.Addr(), frontier.KeyDomain, loopback)
 
@@ -105,6 +106,7 @@ func TestPolitenessKeyDomainSharesOneBudget(t *testing.T) {
 // Under politeness_key=ip, hosts named localhost and 127.0.0.1 (one
 // address, different ports too) share one budget: two hosts on one IP.
 func TestPolitenessKeyIPSharesOneBudget(t *testing.T) {
+	t.Parallel() // waits on rate limits, not on the CPU: run beside the other long waits
 	zk := testenv.ZooKeeper(t)
 	crawlSharesOneBudget(t, zk.Addr(), frontier.KeyIP, func(i int) string {
 		if i%2 == 0 {
