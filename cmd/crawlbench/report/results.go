@@ -97,8 +97,8 @@ type SynthRun struct {
 	// Group commit, from the workers' metrics: fenced steps (claims,
 	// completions, group steps, posts) and the ZooKeeper multis that
 	// carried them: the ratio of the two counters.
-	FencedSteps, Multis      float64
-	StepsPerMulti            float64
+	FencedSteps, Multis float64
+	StepsPerMulti       float64
 	// Group fsync of crawl.log and the WARC file before completions (the
 	// workers' zkcrawl_output_fsync_duration_seconds): rounds and seconds.
 	FsyncRounds, FsyncS      float64

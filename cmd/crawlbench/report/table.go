@@ -142,7 +142,9 @@ func (t *table) synthCost(s *Synth) {
 	t.row("1", "ZooKeeper writes per page (zxid delta / pages)", bothRuns(s.Runs, func(x SynthRun) string { return f2(x.ZKWritesPerPage) }), "≤ 1.0", met(worst <= 1.0))
 	t.row("1", "group commit: fenced steps per ZooKeeper multi (worker metrics)", bothRuns(s.Runs, func(x SynthRun) string { return f2(x.StepsPerMulti) }), "", "")
 	t.row("1", "group fsync of crawl.log + WARC before completing: pages per fsync round · fsync ms per page",
-		bothRuns(s.Runs, func(x SynthRun) string { return perRound(float64(x.Pages), x.FsyncRounds) + " · " + msPer(x.FsyncS, float64(x.Pages)) }), "", "")
+		bothRuns(s.Runs, func(x SynthRun) string {
+			return perRound(float64(x.Pages), x.FsyncRounds) + " · " + msPer(x.FsyncS, float64(x.Pages))
+		}), "", "")
 	t.row("1", "CPU per page, ms: workers + ZooKeeper", bothRuns(s.Runs, func(x SynthRun) string { return f2(x.WorkerCPUMsPerPage) + " + " + f2(x.ZKCPUMsPerPage) }), "", "")
 	t.row("1", "claim latency p50 · p99, ms", bothRuns(s.Runs, func(x SynthRun) string { return f1(x.ClaimP50Ms) + " · " + f1(x.ClaimP99Ms) }), "", "")
 	t.row("1", "peak RSS per worker, MB (largest VmHWM, any run)", f0(peak), "< 150", met(peak < 150))
