@@ -42,7 +42,9 @@ build: ## build every command into ./bin
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
-vet: ## go vet every package
+vet: ## gofmt and go vet every package
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './out/*')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change these files (run: gofmt -w FILE):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
 test: deps vet ## install what is needed, then run every test under the race detector
