@@ -55,10 +55,14 @@ func (sc *serverClock) sample(sent, got time.Time, mtimeMs int64) {
 // worker's heartbeat is a setData every few seconds, so a worker's estimate
 // is always fresh).
 func (c *Client) Now() time.Time {
-	local := c.clock.local()
-	c.clock.mu.Lock()
-	defer c.clock.mu.Unlock()
-	return local.Add(c.clock.offset)
+	sc := &c.clock
+	sc.mu.Lock()
+	now, offset := sc.now, sc.offset
+	sc.mu.Unlock()
+	if now == nil {
+		now = time.Now
+	}
+	return now().Add(offset)
 }
 
 // local returns the client's local clock (time.Now unless a test skews it).

@@ -26,7 +26,7 @@ const MaxHostCounts = 8192
 // group's cursor (coord.Step.Annex), with two totals the owner computed
 // when it wrote them.
 type HostCounts struct {
-	// Pages maps HostID to the pages finished (completed or sent to the
+	// Pages maps HostID to the URLs moved to the ready window (each fetched or sent to the
 	// dead letters) of that host; hosts with no page have no entry.
 	Pages map[uint64]int64
 	// Held counts the group's backlog records of hosts at their budget

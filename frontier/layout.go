@@ -160,9 +160,14 @@ func (l Layout) Validate() error {
 func (l Layout) Groups() int { return l.Shards / l.Spread }
 
 // Shard returns the queue shard of a normalized URL: its politeness key's
-// group, plus FNV-1a of the URL modulo Spread.
-func (l Layout) Shard(normURL string) int {
-	g := l.Group(normURL)
+// group, plus FNV-1a of the URL modulo Spread (ShardIn).
+func (l Layout) Shard(normURL string) int { return l.ShardIn(l.Group(normURL), normURL) }
+
+// ShardIn returns the queue shard of a normalized URL within group g: g's
+// first shard plus FNV-1a of the URL modulo Spread. A group's owner places
+// the URLs it moves with it, without computing their key again (under
+// politeness_key ip a second lookup could answer differently).
+func (l Layout) ShardIn(g int, normURL string) int {
 	if l.Spread == 1 {
 		return g
 	}

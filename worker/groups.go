@@ -385,7 +385,7 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 // the next step.
 func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, budget *hostBudget, sig *groupSignal, offers []offer) (busy, lost bool, err error) {
 	plan := newStepPlan(grp, v, w.current().cfg, w.layout.Groups(), len(offers))
-	plan.budget = budget
+	plan.budget, plan.group = budget, budget.group
 	defer func() { answerOffers(sig, offers, plan.rest, err) }()
 	var posts []coord.Post
 	if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
@@ -440,6 +440,7 @@ func answerOffers(sig *groupSignal, offers []offer, rest [][][]byte, err error) 
 // what it changes in the owner's view once it commits.
 type stepPlan struct {
 	grp    *coord.Group
+	group  int // grp's index
 	view   *groupView
 	cfg    config.Config
 	groups int64 // shard groups of the crawl: quotas are per group
@@ -630,7 +631,7 @@ func (plan *stepPlan) move(layout frontier.Layout, ref coord.Ref) {
 	if err != nil {
 		data = rec
 	}
-	shard := layout.Shard(it.URL)
+	shard := layout.ShardIn(plan.group, it.URL) // this group's shard: no second key lookup
 	plan.step.Move = append(plan.step.Move, coord.Move{Ref: ref, Shard: shard, Data: data})
 	plan.shards = append(plan.shards, shard)
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // Per-host budgets (max_pages_per_host, host_budget_action): the owner of
-// a group counts the pages finished per host and keeps the counts in the
+// a group counts the URLs it moves to the ready window per host (each is
+// fetched or dead-lettered once, so the count bounds the pages fetched)
+// and keeps the counts in the
 // annex of the group's cursor, written by its fenced steps (docs/design.md,
 // "Per-host budgets").
 
@@ -31,6 +33,9 @@ type hostBudget struct {
 	counts frontier.HostCounts
 	ids    map[string]uint64 // host key -> frontier.HostID
 	group  int               // the shard group, for log lines
+	// written: a step of this manager has compared the counts with the
+	// cursor's annex (a failed step reloads the group and so this value).
+	written bool
 }
 
 // loadBudget reads the counts of grp's annex; an annex that does not decode
@@ -84,6 +89,7 @@ func (plan *stepPlan) budgetLeft(host string) int {
 func (w *Worker) settleBudget(plan *stepPlan, sig *groupSignal) {
 	cfg, v, b := plan.cfg, plan.view, plan.budget
 	counts := &b.counts
+	before := [2]int64{counts.Held, counts.AtBudget}
 	counts.Held, counts.AtBudget = 0, 0
 	if limit := cfg.MaxPagesPerHost; limit > 0 {
 		movedBy := map[string]int{}
@@ -123,13 +129,18 @@ func (w *Worker) settleBudget(plan *stepPlan, sig *groupSignal) {
 			}
 		}
 	}
-	if len(counts.Pages) > frontier.MaxHostCounts {
+	trimmed := len(counts.Pages) > frontier.MaxHostCounts
+	if trimmed {
 		forgot := counts.Trim(frontier.MaxHostCounts * 7 / 8)
 		w.log.Warn("too many hosts with a page count in one shard group: the smallest counts are forgotten (those hosts may be fetched up to max_pages_per_host again)",
 			"group", coord.GroupName(plan.budget.group), "forgotten", forgot, "limit", frontier.MaxHostCounts)
 	}
 	sig.atBudget.Store(counts.AtBudget)
 	sig.held.Store(counts.Held)
+	if len(plan.moved) == 0 && !trimmed && before == [2]int64{counts.Held, counts.AtBudget} && b.written {
+		return // nothing counted changed since the annex this manager last wrote or loaded
+	}
+	b.written = true
 	annex := counts.Encode()
 	if !bytes.Equal(annex, plan.grp.Annex()) {
 		if annex == nil {

@@ -170,7 +170,8 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 		if err := w.waitRunnable(ctx); err != nil {
 			return
 		}
-		claim, err := w.queue.Take(ctx, sess, shard, w.reserveFor(shard))
+		var host string // the key whose claim slot the filter reserved for the item taken
+		claim, err := w.queue.Take(ctx, sess, shard, w.reserveFor(shard, &host))
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 				return
@@ -190,7 +191,6 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			w.failUndecodable(work, claim, err)
 			continue
 		}
-		host := w.layout.Key(it.URL) // its claim slot was reserved by reserveFor
 		if err := w.acquireSlot(ctx); err != nil {
 			w.freeHostSlot(host)
 			w.abandon(work, claim, it, err)
@@ -351,7 +351,11 @@ func newHostSlots() *hostSlots {
 // the filter reserves at once, so a host's several shards cannot all pass
 // at the same moment. coord gives the slot back if the item is not claimed
 // after all; a claimed item's slot is freed by freeHostSlot when it is done.
-func (w *Worker) reserveFor(shard int) coord.Reserve {
+// The filter stores the key it reserved under in *reserved (coord calls it
+// for one candidate at a time and gives an acceptance back before the next,
+// so after Take returns a claim *reserved is that item's key): the caller
+// frees the very slot that was taken, without computing the key again.
+func (w *Worker) reserveFor(shard int, reserved *string) coord.Reserve {
 	return func(_ string, data []byte) (func(), bool) {
 		it, err := frontier.DecodeItem(data)
 		if err != nil {
@@ -375,6 +379,7 @@ func (w *Worker) reserveFor(shard int) coord.Reserve {
 			return nil, false
 		}
 		hs.held[host]++
+		*reserved = host
 		return func() { w.freeHostSlot(host) }, true
 	}
 }

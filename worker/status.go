@@ -22,7 +22,8 @@ type counters struct {
 	shardsOwned atomic.Int64
 	cluster     atomic.Int64 // pages finished crawl-wide (refreshClusterPages)
 	// totalsRead and totalsPages: when R/totals was last summed and its
-	// pages; used by the heartbeat goroutine alone.
+	// pages; used by refreshClusterPages, which runs in one goroutine at a
+	// time (the session's heartbeat, or runSession before it starts one).
 	totalsRead  time.Time
 	totalsPages int64
 
