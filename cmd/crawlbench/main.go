@@ -86,6 +86,7 @@ type options struct {
 	killRate                         float64
 	killTick, killSession            time.Duration
 	realInFlight, realConcurrency    int
+	realRepeat                       int
 	realLatency                      time.Duration
 	baselineBin, baselineName        string
 	command                          string
@@ -133,6 +134,7 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 	fs.DurationVar(&o.crawlTimeout, "crawl-timeout", 5*time.Minute, "part 1: give up on a crawl after this long")
 	fs.IntVar(&o.realInFlight, "real-in-flight", 8, "part 2: per_host_max_in_flight")
 	fs.IntVar(&o.realConcurrency, "real-concurrency", 16, "part 2: worker_concurrency")
+	fs.IntVar(&o.realRepeat, "real-repeat", 5, "part 2: rounds of the loopback pair (wget, then zkcrawl on each ZooKeeper); the table shows the round of median ratio")
 	fs.DurationVar(&o.realLatency, "real-latency", 5*time.Millisecond, "part 2: also run the pair through a proxy delaying every response by this much (0: skip)")
 	fs.IntVar(&o.queuedHosts, "queued-hosts", 3000, "part 3a: hosts of the URLs given to bin/seeder")
 	fs.IntVar(&o.queuedPaths, "queued-paths", 100, "part 3a: URLs per host")

@@ -154,25 +154,34 @@ func (r *Results) methodReal(b *strings.Builder) {
 		"`wget -r -np -nv --warc-file=…` (%s) mirrors it from `index.html`, one request at a time on one keep-alive connection, writing every "+
 		"response into a gzipped WARC file as zkcrawl does; then `bin/seeder` creates the crawl and 3 `bin/crawler` processes crawl it "+
 		"(`per_host_rate_per_s 0, per_host_max_in_flight %d, worker_concurrency %d, max_depth -1, scope same_host`), once on the "+
-		"forceSync=yes ZooKeeper and once on the forceSync=no one, against the same wget run. zkcrawl's time runs from the seeder's start to the "+
+		"forceSync=yes ZooKeeper and once on the forceSync=no one, against the same wget run; the pair runs in %d rounds (a crawl of about "+
+		"a second on two shared cores moves by 10-20%% between runs) and the summary table takes each ZooKeeper's round of median ratio. zkcrawl's time runs from the seeder's start to the "+
 		"last crawl log line (no `--exit-when-done` quiet period). The manual is one host, hence one shard group with one owner: one worker "+
 		"does all the fetching, by design. The pair is run again (forceSync=yes) through a proxy in the driver that holds every response "+
 		"back by the added latency, as a server a few milliseconds away would.\n\n",
-		rr.Nginx, rr.NginxWorkers, rr.Docs, rr.Wget, rr.MaxInFlight, rr.Concurrency)
-	b.WriteString("| added latency ms | forceSync | wget s (WARC MB) | zkcrawl s (seed to last page) | of which seeding s | pauses > 250 ms, s (longest) | ratio | ratio, crawl only | pages wget / zkcrawl | crawl log lines | missing, dup | worker CPU s | ZK CPU s | ZK writes (per line) | claim p50 / p99 ms | load before → after |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		rr.Nginx, rr.NginxWorkers, rr.Docs, rr.Wget, rr.MaxInFlight, rr.Concurrency, realRounds(rr.Runs))
+	b.WriteString("| round | added latency ms | forceSync | wget s (WARC MB) | zkcrawl s (seed to last page) | of which seeding s | pauses > 250 ms, s (longest) | ratio | ratio, crawl only | pages wget / zkcrawl | crawl log lines | missing, dup | worker CPU s | ZK CPU s | ZK writes (per line) | claim p50 / p99 ms | load before → after |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range rr.Runs {
-		fmt.Fprintf(b, "| %s | %s | %s (%s) | %s | %s | %s (%s) | %s | %s | %d / %d | %d | %d, %d | %s | %s | %s (%s) | %s / %s | %s → %s |\n",
-			f0(x.LatencyMS), yesNo(x.ForceSync), f2(x.WgetS), f1(x.WgetWARCMB), f2(x.ZKS), f2(x.SeedS),
+		fmt.Fprintf(b, "| %s | %s | %s | %s (%s) | %s | %s | %s (%s) | %s | %s | %d / %d | %d | %d, %d | %s | %s | %s (%s) | %s / %s | %s → %s |\n",
+			roundName(x.Round), f0(x.LatencyMS), yesNo(x.ForceSync), f2(x.WgetS), f1(x.WgetWARCMB), f2(x.ZKS), f2(x.SeedS),
 			f2(x.IdleGapsS), f2(x.LongestGapS), f2(x.Ratio), f2(x.CrawlRatio), x.WgetPages, x.ZKPages, x.ZKLines, x.Missing, x.Dups,
 			f2(x.WorkerCPUS), f2(x.ZKCPUS), f0(float64(x.ZKWrites)), f2(x.WritesPerLine), f1(x.ClaimP50Ms), f1(x.ClaimP99Ms), x.LoadBefore, x.LoadAfter)
 	}
 	if x := realPick(rr.Runs, 0, true); x != nil && x.ZKPages > 0 && x.WgetPages > 0 {
 		cpu := (x.WorkerCPUS + x.ZKCPUS) * 1000 / float64(x.ZKPages)
 		fmt.Fprintf(b, "\nOn loopback nginx answers a page in well under a millisecond: wget spends %.2f ms of wall time per page. zkcrawl spends "+
-			"%.2f ms of CPU per page in the worker and ZooKeeper together (forceSync=yes run).\n\n", x.WgetS*1000/float64(x.WgetPages), cpu)
+			"%.2f ms of CPU per page in the worker and ZooKeeper together (forceSync=yes, the median round).\n\n", x.WgetS*1000/float64(x.WgetPages), cpu)
 		fmt.Fprintf(b, "ZooKeeper requests of that crawl, by op (errors in parentheses): %s.\n\n", opsLine(x.ZKOps, x.ZKOpErrors))
 	}
+}
+
+// roundName shows a part 2 round: "" for the added-latency pair.
+func roundName(r int) string {
+	if r == 0 {
+		return ""
+	}
+	return fmt.Sprint(r)
 }
 
 // methodFootprint writes part 3's section: queued, fetched and big.

@@ -67,3 +67,23 @@ func TestTableJudgesTargets(t *testing.T) {
 		t.Errorf("trap row lacks the dropped counts: %s", row)
 	}
 }
+
+// TestRealPickMedian: of several loopback rounds the table judges the one of
+// median ratio, and lists every round.
+func TestRealPickMedian(t *testing.T) {
+	runs := []RealRun{
+		{Round: 1, ForceSync: true, Ratio: 1.3}, {Round: 1, Ratio: 0.7},
+		{Round: 2, ForceSync: true, Ratio: 0.9}, {Round: 2, Ratio: 0.8},
+		{Round: 3, ForceSync: true, Ratio: 0.95}, {Round: 3, Ratio: 0.9},
+		{LatencyMS: 5, ForceSync: true, Ratio: 0.2},
+	}
+	if got := realPick(runs, 0, true); got == nil || got.Ratio != 0.95 {
+		t.Errorf("median forceSync=yes round = %+v, want ratio 0.95", got)
+	}
+	if got := realPick(runs, 1, true); got == nil || got.Ratio != 0.2 {
+		t.Errorf("latency run = %+v, want ratio 0.2", got)
+	}
+	if got := realRatios(runs, true); got != " (1.30, 0.90, 0.95)" {
+		t.Errorf("realRatios = %q", got)
+	}
+}

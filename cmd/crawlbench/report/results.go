@@ -135,12 +135,13 @@ type Real struct {
 	NginxWorkers int
 	MaxInFlight  int
 	Concurrency  int
-	Runs         []RealRun // the plain loopback pair first
+	Runs         []RealRun // the loopback pairs (every round) first
 }
 
 // RealRun is one wget-vs-zkcrawl pair of part 2.
 type RealRun struct {
 	LatencyMS      float64 // added to every response by the proxy (0: none)
+	Round          int     // 1.. of the loopback pair (--real-repeat); 0 with added latency
 	ForceSync      bool    // of the ZooKeeper zkcrawl ran on
 	WgetWARCMB     float64 // wget's WARC file
 	WgetPages      int     // .html files in wget's mirror
