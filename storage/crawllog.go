@@ -164,12 +164,22 @@ func (l *CrawlLog) Flush() error { return nil }
 // returns nil after Close (Close syncs) and the error naming the file.
 func (l *CrawlLog) Sync() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	closed, f := l.closed, l.f
+	l.mu.Unlock()
+	if closed {
 		return nil
 	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("storage: sync crawl log %s: %w", l.f.Name(), err)
+	// The fsync runs outside the lock: Write goes on meanwhile (a line
+	// written during the fsync may or may not be covered by it; its
+	// writer's own Sync comes after).
+	if err := f.Sync(); err != nil {
+		l.mu.Lock()
+		closed = l.closed
+		l.mu.Unlock()
+		if closed {
+			return nil // Close fsynced the file
+		}
+		return fmt.Errorf("storage: sync crawl log %s: %w", f.Name(), err)
 	}
 	return nil
 }

@@ -432,6 +432,22 @@ func TestWriterConcurrent(t *testing.T) {
 	}
 	const workers, each = 8, 25
 	var wg sync.WaitGroup
+	stopSync := make(chan struct{})
+	synced := make(chan struct{})
+	go func() { // fsyncs run outside the lock, concurrently with writes and rotations
+		defer close(synced)
+		for {
+			select {
+			case <-stopSync:
+				return
+			default:
+			}
+			if err := w.Sync(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
 	for g := 0; g < workers; g++ {
 		wg.Add(1)
 		go func(g int) {
@@ -447,6 +463,8 @@ func TestWriterConcurrent(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	close(stopSync)
+	<-synced
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -117,8 +117,9 @@ type Writer struct {
 	serial int
 	files  int // files opened
 	cur    *warcFile
-	zw     *gzip.Writer
 	closed bool
+
+	gz members // compresses records; used with and without mu
 }
 
 // warcFile is the file being written.
@@ -178,7 +179,11 @@ func NewWriter(dir, prefix string, opts WriterOptions) (*Writer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log}
+	level := opts.CompressionLevel
+	if level == 0 {
+		level = gzip.DefaultCompression
+	}
+	w := &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log, gz: members{level: level}}
 	if opts.RevisitURLs < -1 {
 		return nil, fmt.Errorf("storage: RevisitURLs %d: want -1 (off), 0 (default) or a positive count", opts.RevisitURLs)
 	}
@@ -215,12 +220,12 @@ func sanitize(s string) string {
 // error; after an I/O error the current file is cut back to its last
 // complete record and closed, and the next call opens a new file.
 func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
+	p, err := prepare(ex) // validation and digests: no lock needed
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return ResponseInfo{}, fmt.Errorf("write WARC record for %q: %w", ex.TargetURI, ErrClosed)
 	}
-	p, err := prepare(ex)
 	if err != nil {
 		return ResponseInfo{}, err
 	}
@@ -236,13 +241,40 @@ func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
 			revisit = true
 		}
 	}
-	p.setWarcinfo(w.cur.warcinfoID)
+	// Compress outside the lock (members), then write under it. If another
+	// call rotated the file meanwhile, the records must name the new file's
+	// warcinfo record: compress them again.
+	var req, resp []byte
+	for {
+		wf := w.cur
+		p.setWarcinfo(wf.warcinfoID)
+		w.mu.Unlock()
+		req, err = w.gz.compress(p.req)
+		if err == nil {
+			resp, err = w.gz.compress(p.resp)
+		}
+		w.mu.Lock()
+		if err != nil {
+			return ResponseInfo{}, fmt.Errorf("compress WARC records for %q: %w", ex.TargetURI, err)
+		}
+		if w.closed {
+			return ResponseInfo{}, fmt.Errorf("write WARC record for %q: %w", ex.TargetURI, ErrClosed)
+		}
+		if w.cur == wf {
+			break
+		}
+		if w.cur == nil {
+			if err := w.open(); err != nil {
+				return ResponseInfo{}, err
+			}
+		}
+	}
 	start := w.cur.cw.n
-	if err := w.writeRecord(p.req); err != nil {
+	if err := w.writeMembers(req); err != nil {
 		return ResponseInfo{}, w.abandon(start, fmt.Errorf("write WARC request record for %q to %s: %w", ex.TargetURI, w.cur.name, err))
 	}
 	respOff := w.cur.cw.n
-	if err := w.writeRecord(p.resp); err != nil {
+	if err := w.writeMembers(resp); err != nil {
 		return ResponseInfo{}, w.abandon(start, fmt.Errorf("write WARC response record for %q to %s: %w", ex.TargetURI, w.cur.name, err))
 	}
 	info := ResponseInfo{
@@ -263,30 +295,6 @@ func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
 		}
 	}
 	return info, nil
-}
-
-// writeRecord writes r as one gzip member and flushes it to the file.
-func (w *Writer) writeRecord(r *record) error {
-	if w.zw == nil {
-		level := w.opts.CompressionLevel
-		if level == 0 {
-			level = gzip.DefaultCompression
-		}
-		zw, err := gzip.NewWriterLevel(w.cur.cw, level)
-		if err != nil {
-			return fmt.Errorf("storage: WARC gzip level %d: %w", level, err)
-		}
-		w.zw = zw
-	} else {
-		w.zw.Reset(w.cur.cw)
-	}
-	if err := r.writeTo(w.zw); err != nil {
-		return err
-	}
-	if err := w.zw.Close(); err != nil {
-		return err
-	}
-	return w.cur.bw.Flush()
 }
 
 // Files returns how many WARC files this Writer has opened so far (the one
@@ -373,6 +381,7 @@ func (w *Writer) abandon(start int64, cause error) error {
 		w.log.Error("WARC file left incomplete", "file", wf.openPath, "err", err)
 		return errors.Join(cause, fmt.Errorf("storage: truncate %s: %w", wf.openPath, err))
 	}
+	wf.f.Sync() // the complete records before start stay: make them durable (best effort)
 	wf.f.Close()
 	if err := os.Rename(wf.openPath, filepath.Join(w.dir, wf.name)); err != nil {
 		return errors.Join(cause, err)
@@ -386,15 +395,25 @@ func (w *Writer) abandon(start int64, cause error) error {
 // nil when no file is open or after Close, and the error naming the file.
 func (w *Writer) Sync() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed || w.cur == nil {
+		w.mu.Unlock()
 		return nil
 	}
-	if err := w.cur.bw.Flush(); err != nil {
-		return fmt.Errorf("storage: flush WARC file %s: %w", w.cur.openPath, err)
+	wf := w.cur
+	if err := wf.bw.Flush(); err != nil {
+		w.mu.Unlock()
+		return fmt.Errorf("storage: flush WARC file %s: %w", wf.openPath, err)
 	}
-	if err := w.cur.f.Sync(); err != nil {
-		return fmt.Errorf("storage: sync WARC file %s: %w", w.cur.openPath, err)
+	w.mu.Unlock()
+	// The fsync runs outside the lock, so WriteExchange goes on meanwhile.
+	if err := wf.f.Sync(); err != nil {
+		w.mu.Lock()
+		rotated := w.cur != wf
+		w.mu.Unlock()
+		if rotated {
+			return nil // closed meanwhile: closeFile fsynced it (or reported why not)
+		}
+		return fmt.Errorf("storage: sync WARC file %s: %w", wf.openPath, err)
 	}
 	return nil
 }

@@ -571,14 +571,18 @@ func (plan *stepPlan) overQuota(host, u string) string {
 	return ""
 }
 
-// readyWindow is how many ready items the owner keeps per host: twice
-// per_host_max_in_flight plus one, so that while a host's claims are all
-// taken (per_host_max_in_flight + 1 claim slots, shards.go) as many items
-// again wait claimable, and a refill step's round trip never leaves the
-// host's fetches waiting for work (with per_host_max_in_flight + 1 the
-// PostgreSQL manual benchmark spent 1.27 ZooKeeper writes per page, with
-// twice that 1.05, most of the difference in refill steps).
-func readyWindow(cfg config.Config) int { return 2*cfg.PerHostMaxInFlight + 1 }
+// readyWindow is how many ready items the owner keeps per host: four times
+// per_host_max_in_flight plus one. A ready item stays in the window from
+// its creation until its completion multi has deleted it and the owner's
+// next step has replaced it: the claim round trip, the fetch, the WARC
+// write, the group fsync, the completion multi and the refill step (about
+// 8 ms per item on loopback, where the fetch itself is 0.5 ms). By Little's
+// law a host then fetches at most window / 8 ms pages per second: on the
+// PostgreSQL manual benchmark 2 x per_host_max_in_flight + 1 held a
+// one-host crawl at ~1,000 pages/s with its fetch slots idle between
+// refills, 4 x + 1 reached ~1,200 (make bench, part 2). Each extra item is
+// one znode of ~100-200 B per host that has a backlog.
+func readyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 
 // fillWindows adds the moves that fill the hosts' ready windows
 // (readyWindow items) from their oldest pending records,

@@ -27,8 +27,10 @@ const maxDecodedBody = 32 << 20
 // stays queued for whoever claims it next (at-least-once). Each step either
 // hands the item on or finishes it itself (completed, retried, dead-lettered
 // or abandoned). The network, the outputs, the frontier and the claim are
-// reached through the seams of seams.go.
-func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item) {
+// reached through the seams of seams.go. fetched is called once the fetch
+// is over (the item then no longer holds its host's claim slot, see
+// hostSlots); it may be called again, and by the caller afterwards.
+func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item, fetched func()) {
 	live := w.current()
 	entry := storage.LogEntry{
 		URL: it.URL, Depth: it.Depth, Via: it.Via, Hops: it.Hops, Worker: w.opts.ID,
@@ -43,6 +45,7 @@ func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item)
 		return
 	}
 	res := w.fetchItem(ctx, claim, it, host, &entry)
+	fetched()
 	if res == nil || !w.storeExchange(ctx, claim, it, res, &entry) {
 		return
 	}
@@ -166,8 +169,8 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 	var out []frontier.Item
 	requisite := frontier.IsRequisite(it.Hops)
 	add := func(raw string, hop byte, depth int) {
-		u, err := frontier.Normalize(raw)
-		if err != nil {
+		u, ok := w.norm.normalize(raw)
+		if !ok {
 			return
 		}
 		if len(u) > live.cfg.MaxURLLength {

@@ -166,6 +166,9 @@ type pipeline struct {
 	calls *calls
 	store *memStore
 	links *memLinks
+	// fetchedAt is how many seam calls had been made when the last run
+	// first called process's fetched (its host claim slot freed); -1: never.
+	fetchedAt int
 }
 
 // newPipeline returns a worker with cfg in force whose fetches answer from
@@ -196,7 +199,12 @@ func (p *pipeline) run(t *testing.T, it frontier.Item, errs map[string]error) *m
 	claim := &memClaim{calls: p.calls, data: data, errs: errs}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p.w.process(ctx, claim, it)
+	p.fetchedAt = -1
+	p.w.process(ctx, claim, it, func() {
+		if p.fetchedAt < 0 {
+			p.fetchedAt = len(p.calls.get())
+		}
+	})
 	return claim
 }
 
@@ -217,6 +225,9 @@ func TestProcessPage(t *testing.T) {
 		body: `<a href="/b">b</a> <a href="http://other.example/">out of scope</a> <a rel="nofollow" href="/n">n</a> <img src="/i.png">`}})
 	p.run(t, frontier.Item{URL: pipelinePage, Depth: 1, Via: "http://a.example/", Hops: "L"}, nil)
 	p.wantCalls(t, "fetch "+pipelinePage, "warc "+pipelinePage, "enqueue 2", "log 200", "complete")
+	if p.fetchedAt != 1 {
+		t.Errorf("host claim slot freed after %d seam calls, want 1 (right after the fetch, before the WARC write)", p.fetchedAt)
+	}
 
 	var got []string
 	for _, it := range p.links.items {

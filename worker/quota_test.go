@@ -117,13 +117,23 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 			done := c.startWorker(ctx, "w1", func(o *Options) { o.ExitWhenDone = false })
 			worst := frontier.Pending{}
 			var st Status
+			over := 0 // consecutive reads over the bound
 			for ctx.Err() == nil {
 				p, err := c.front.Pending(context.Background())
 				if err == nil {
+					// Pending reads the ready items, then the backlog: an
+					// item completed in between and a record admitted in
+					// its place are both counted. Such a read is off by a
+					// few for an instant; a quota overrun stays.
 					if !tc.bound(p) {
-						t.Errorf("ZooKeeper holds %+v, over the quota", p)
+						if over++; over < 3 {
+							continue
+						}
+						t.Errorf("ZooKeeper holds %+v, over the quota, in %d reads in a row", p, over)
+						cancel()
 						break
 					}
+					over = 0
 					if p.Ready+p.Backlog > worst.Ready+worst.Backlog {
 						worst = p
 					}

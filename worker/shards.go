@@ -200,8 +200,9 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 		go func() {
 			defer inflight.Done()
 			defer w.releaseSlot()
-			defer w.freeHostSlot(host)
-			w.process(work, claim, it)
+			fetched := sync.OnceFunc(func() { w.freeHostSlot(host) })
+			defer fetched()
+			w.process(work, claim, it, fetched)
 		}()
 	}
 }
@@ -331,9 +332,15 @@ func memberView(ids []string) string {
 	return strconv.FormatUint(h.Sum64(), 36)
 }
 
-// hostSlots counts the claims this worker holds per host, so that a host
-// never holds more than per_host_max_in_flight + 1 claims here (one
-// prefetched item waits on politeness while another is fetched), and
+// hostSlots counts the claims this worker holds per host that wait for or
+// are in a fetch, so that a host never has more than
+// per_host_max_in_flight + 1 of them here (one prefetched item waits on
+// politeness while another is fetched; worker_concurrency slots are not
+// spent on items that only wait for a busy host). A claim's slot is freed
+// when its fetch ends: writing the records, the group fsync and the
+// completion multi (about 5 ms, far longer than a fetch on a fast server)
+// no longer keep the host's next item from being claimed; the host's ready
+// window (readyWindow) bounds its claims in all. It also
 // remembers which shards turned a busy host's items away, oldest first, so
 // a freed slot wakes the shard that waited longest.
 type hostSlots struct {

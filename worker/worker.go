@@ -139,6 +139,7 @@ type Worker struct {
 	progress *progress             // progress lines and the stop summary (progress.go)
 	owned    atomic.Pointer[[]int] // shards owned now, sorted (gauges.go)
 	handoffs *handoffState         // shards handed over to us, hosts spent for them
+	norm     *normCache            // link URL -> normalized (outlinks)
 	standby  atomic.Bool           // out of the worker list while output writes fail
 }
 
@@ -253,6 +254,7 @@ func newWorker(opts Options, root string) *Worker {
 		metrics:  opts.Metrics,
 		progress: newProgress(),
 		handoffs: newHandoffState(),
+		norm:     newNormCache(),
 	}
 }
 

@@ -39,7 +39,9 @@ import (
 // windows; ZooKeeper's footprint is read before, between and after.
 func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	o := b.opts
-	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: 3}
+	// Window: worker/groups.go readyWindow at the default
+	// per_host_max_in_flight of 1: 4 x 1 + 1.
+	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: 5}
 	b.log.Info("part 3a: queued URLs via bin/seeder", "urls", res.URLs, "hosts", res.Hosts)
 	dir := filepath.Join(o.outDir, "queued")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

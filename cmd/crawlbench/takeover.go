@@ -73,7 +73,8 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	}
 	defer f.stop()
 	// Let membership settle and the claim loops fill up: every host
-	// holds up to per_host_max_in_flight + 1 claims.
+	// holds up to per_host_max_in_flight + 1 claims waiting for or in a
+	// fetch.
 	time.Sleep(5 * time.Second)
 	if err := b.killAndWatch(ctx, bz, q, root, f, res); err != nil {
 		return nil, err

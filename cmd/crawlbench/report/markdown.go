@@ -200,7 +200,7 @@ func (r *Results) methodFootprint(b *strings.Builder) {
 			"(forceSync=yes, -Xmx1g). The seeding rate is URLs / the seeder process's wall time (start to exit, ZooKeeper connection and "+
 			"crawl creation included): %s s, `%s`. Right after seeding the URLs wait as compressed inbox posts. Then one `bin/crawler` "+
 			"starts; the crawl is paused, so it claims nothing, but as owner of every shard group it drains the inboxes into backlog "+
-			"batches and fills every host's ready window (2 x per_host_max_in_flight + 1 = %d items per host, %s in all): the driver waits "+
+			"batches and fills every host's ready window (4 x per_host_max_in_flight + 1 = %d items per host, %s in all): the driver waits "+
 			"until `frontier.Pending` shows no posts and that many ready items (%s after %s s: %+v), stops the worker and reads again. "+
 			"Data: %s → %s → %s MB; znodes %s → %s → %s; JVM RSS %s → %s → %s MB (base, posted, drained). Load before → after: %s → %s.\n\n",
 			f0(float64(q.URLs)), f0(float64(q.Hosts)), f0(float64(q.URLs/max(q.Hosts, 1))), f2(q.SeederS), lastLine(q.SeederOutput), q.Window,
@@ -319,10 +319,10 @@ func (r *Results) methodTakeover(b *strings.Builder) {
 		"politeness interval), then the claim.\n"+
 		"- A **shard** (%d) counts when another worker holds a claim in it, an **item** when another worker holds its claim (%d items) "+
 		"or it is gone, i.e. completed (%d). These also wait for their politeness turn: a host's items are fetched %s per second, "+
-		"from a ready window of 2 x per_host_max_in_flight + 1 items that the group's new owner refills from the backlog, "+
+		"from a ready window of 4 x per_host_max_in_flight + 1 items that the group's new owner refills from the backlog, "+
 		"so the last of them come after failover plus their turn. The driver "+
 		"stops watching %s s after the kill; %d items were still queued then.\n"+
-		"- At the kill %d hosts had claims, at most %d on one host (a worker holds at most per_host_max_in_flight + 1 = 2 claims per host). "+
+		"- At the kill %d hosts had claims, at most %d on one host (a worker holds at most per_host_max_in_flight + 1 = 2 claims per host waiting for or in a fetch, plus the few being written and completed). "+
 		"%d hosts had claims held by two workers at once.\n\nLoad after: %s.\n\n",
 		t.VictimHosts, t.Shards, t.ByOtherClaim, t.ByGone, f1(t.RatePerS), f0(t.DeadlineS), t.Unresolved,
 		t.HostsClaimed, t.MaxClaimsPerHost, t.HostsWithTwoOwners, t.LoadAfter)

@@ -186,7 +186,7 @@ type Queued struct {
 	DrainS              float64     // worker start to drained
 	DrainedOK           bool        // posts 0 and every ready window filled within the wait
 	Pending             frontier.Pending
-	Window              int // ready items per host the drain fills (2 x per_host_max_in_flight + 1)
+	Window              int // ready items per host the drain fills (4 x per_host_max_in_flight + 1)
 	PostedDataPerURL    float64
 	PostedZnodesPerURL  float64
 	DrainedDataPerURL   float64
@@ -300,7 +300,8 @@ type Takeover struct {
 	HostMinS, HostMedianS, HostMaxS    float64
 	ShardMinS, ShardMedianS, ShardMaxS float64
 	// Diagnostics at the kill: the most claims one host had (the worker's
-	// accept filter aims at per_host_max_in_flight + 1 per host), and how
+	// accept filter holds per_host_max_in_flight + 1 per host until their
+	// fetches end, those being completed come on top), and how
 	// many hosts had claims held by two or more workers at once.
 	MaxClaimsPerHost   int
 	HostsWithTwoOwners int
