@@ -191,6 +191,20 @@ func realPick(runs []RealRun, latency int, fsync bool) *RealRun {
 	return of[(len(of)-1)/2]
 }
 
+// sameRuns joins the runs' outcomes with " / ", or gives "N runs: x" when
+// all are x.
+func sameRuns(outcomes []string) string {
+	for _, o := range outcomes {
+		if o != outcomes[0] {
+			return strings.Join(outcomes, " / ")
+		}
+	}
+	if len(outcomes) < 2 {
+		return strings.Join(outcomes, "")
+	}
+	return fmt.Sprintf("%d runs: %s", len(outcomes), outcomes[0])
+}
+
 // realRounds counts the loopback rounds of part 2.
 func realRounds(runs []RealRun) int {
 	n := 0
@@ -248,7 +262,7 @@ func (t *table) real(rr *Real) {
 			all = all && x.Missing == 0 && x.Dups == 0
 			res = append(res, fmt.Sprintf("%s of %s (+%d not in wget's mirror); %d, %d", f0(float64(x.ZKPages-x.Extra)), f0(float64(x.WgetPages)), x.Extra, x.Missing, x.Dups))
 		}
-		t.row("2", "pages zkcrawl of wget; missing, duplicate (every run)", strings.Join(res, " / "), "each page once", met(all))
+		t.row("2", "pages zkcrawl of wget; missing, duplicate (every run)", sameRuns(res), "each page once", met(all))
 	}
 	if lat := realPick(rr.Runs, 1, true); lat != nil {
 		t.row("2", fmt.Sprintf("+%s ms per response: wget / zkcrawl, s (ratio)", f0(lat.LatencyMS)), fmt.Sprintf("%s / %s (%s)", f2(lat.WgetS), f2(lat.ZKS), f2(lat.Ratio)), "", "")
