@@ -202,7 +202,7 @@ say "(one host is one queue shard, and a shard has one owner: that worker enforc
 say " so a single-host crawl runs on one worker; the others stand by to take over if it dies)"
 
 banner "Compare: every page wget fetched, once in the crawl logs with status 200 and once in the WARC files"
-python3 "$(pyscript compare)" "$MIRROR" "$BASE" "$WGET_S" "$ZK_S" "$REAL_DIR"/w* | tee "$REAL_DIR/summary.txt"
+ZK_T0="$t0" python3 "$(pyscript compare)" "$MIRROR" "$BASE" "$WGET_S" "$ZK_S" "$REAL_DIR"/w* | tee "$REAL_DIR/summary.txt"
 rc=${PIPESTATUS[0]}
 say "summary, crawl logs and WARC files: $(shorten "$REAL_DIR")"
 exit "$rc"
