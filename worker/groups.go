@@ -577,11 +577,12 @@ func (plan *stepPlan) overQuota(host, u string) string {
 // next step has replaced it: the claim round trip, the fetch, the WARC
 // write, the group fsync, the completion multi and the refill step (about
 // 8 ms per item on loopback, where the fetch itself is 0.5 ms). By Little's
-// law a host then fetches at most window / 8 ms pages per second: on the
-// PostgreSQL manual benchmark 2 x per_host_max_in_flight + 1 held a
-// one-host crawl at ~1,000 pages/s with its fetch slots idle between
-// refills, 4 x + 1 reached ~1,200 (make bench, part 2). Each extra item is
-// one znode of ~100-200 B per host that has a backlog.
+// law a host then fetches at most window / 8 ms pages per second: in A/B
+// runs of the PostgreSQL manual benchmark (make bench, part 2; claim slots
+// freed at the fetch's end in both) 2 x per_host_max_in_flight + 1 held a
+// one-host crawl at about 1,050 pages/s with its fetch slots idle between
+// refills, 4 x + 1 reached about 1,150. Each extra item is one znode of
+// ~100-200 B per host that has a backlog.
 func readyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 
 // fillWindows adds the moves that fill the hosts' ready windows
