@@ -68,10 +68,13 @@ type Politeness struct {
 // Politeness.mu (the limiter has its own lock as well).
 type hostState struct {
 	lim        *rate.Limiter
-	crawlDelay time.Duration
-	inFlight   int // requests holding a slot
-	refs       int // Acquire calls waiting or holding a slot
-	lastUsed   time.Time
+	crawlDelay time.Duration // the largest of delays
+	// delays holds the Crawl-delay each robots.txt source (origin) gave
+	// for this key, at most maxDelaySources of them (SetCrawlDelay).
+	delays   map[string]time.Duration
+	inFlight int // requests holding a slot
+	refs     int // Acquire calls waiting or holding a slot
+	lastUsed time.Time
 	// lastEnd and lastDur are the end and duration (Acquire to release) of
 	// the host's last request, for the adaptive delay.
 	lastEnd time.Time
@@ -386,22 +389,55 @@ func (p *Politeness) SetLimits(ratePerSec float64, burst int, maxInFlight int) e
 	return nil
 }
 
-// SetCrawlDelay sets host's robots.txt Crawl-delay (0 or negative: none).
-// The delay only ever makes the host stricter: the interval between requests
-// becomes max(1/rate, d). The delay is forgotten when the host's state is
-// evicted after IdleTTL, so callers set it before each Acquire (Robots
-// caches it, so that is cheap).
-func (p *Politeness) SetCrawlDelay(host string, d time.Duration) {
+// maxDelaySources caps the robots.txt sources remembered per host key: a
+// key shared by many hosts (politeness key domain or ip, wildcard
+// subdomains) keeps the largest delays, never more entries.
+const maxDelaySources = 64
+
+// SetCrawlDelay records the robots.txt Crawl-delay d (0 or negative: none)
+// that source, the origin whose robots.txt gave it (e.g.
+// "https://a.example.com:443"), states for the host key host. A key can
+// cover several origins (http and https of one host; every host of a
+// registrable domain or an address under the domain and ip politeness
+// keys): its Crawl-delay is the largest of its origins', so the strictest
+// robots.txt holds for all of them (RFC 9309 leaves Crawl-delay
+// unspecified; this is the conservative reading). At most maxDelaySources
+// origins are remembered per key, the smallest delay forgotten first, so
+// the largest is never lost. The delay only ever makes the key stricter:
+// the interval between requests becomes max(1/rate, delay). It is
+// forgotten when the key's state is evicted after IdleTTL, so callers set
+// it before each Acquire (Robots caches it, so that is cheap).
+func (p *Politeness) SetCrawlDelay(host, source string, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	hs := p.hostLocked(host, time.Now())
-	if hs.crawlDelay == d {
+	if old, ok := hs.delays[source]; ok && old == d {
 		return
 	}
-	hs.crawlDelay = d
+	if hs.delays == nil {
+		hs.delays = map[string]time.Duration{}
+	}
+	hs.delays[source] = d
+	if len(hs.delays) > maxDelaySources {
+		smallest := ""
+		for src, v := range hs.delays {
+			if smallest == "" || v < hs.delays[smallest] {
+				smallest = src
+			}
+		}
+		delete(hs.delays, smallest)
+	}
+	var largest time.Duration
+	for _, v := range hs.delays {
+		largest = max(largest, v)
+	}
+	if hs.crawlDelay == largest {
+		return
+	}
+	hs.crawlDelay = largest
 	p.applyLocked(hs)
 }
 

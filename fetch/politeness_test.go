@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -215,14 +216,14 @@ func TestPolitenessCrawlDelayOnlyStricter(t *testing.T) {
 	// Crawl-delay 100 ms is stricter than 100/s: it wins.
 	a := newArrivalServer(t, 0)
 	p := newPoliteness(t, PolitenessOptions{RatePerSec: 100, Burst: 5})
-	p.SetCrawlDelay(a.host(t), 100*time.Millisecond)
+	p.SetCrawlDelay(a.host(t), "http://"+a.host(t), 100*time.Millisecond)
 	crawl(t, p, a, 3, 2)
 	assertSpacing(t, a.times(0), 100*time.Millisecond)
 
 	// Crawl-delay 10 ms is looser than 10/s: the rate stays.
 	b := newArrivalServer(t, 0)
 	q := newPoliteness(t, PolitenessOptions{RatePerSec: 10, Burst: 1})
-	q.SetCrawlDelay(b.host(t), 10*time.Millisecond)
+	q.SetCrawlDelay(b.host(t), "http://"+b.host(t), 10*time.Millisecond)
 	crawl(t, q, b, 3, 2)
 	assertSpacing(t, b.times(0), 100*time.Millisecond)
 }
@@ -309,5 +310,45 @@ func TestPolitenessInvalidLimits(t *testing.T) {
 	}
 	if _, err := p.Acquire(context.Background(), ""); err == nil {
 		t.Error("empty host accepted")
+	}
+}
+
+// A key shared by several origins (politeness key domain or ip; http and
+// https of one host) keeps the strictest Crawl-delay of its origins,
+// whichever robots.txt was read last, and a lower delay of the origin that
+// set the largest lowers the key's.
+func TestPolitenessCrawlDelayStrictestOrigin(t *testing.T) {
+	p := newPoliteness(t, PolitenessOptions{})
+	delay := func() time.Duration {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.hosts["example.com"].crawlDelay
+	}
+	p.SetCrawlDelay("example.com", "https://a.example.com:443", 10*time.Second)
+	p.SetCrawlDelay("example.com", "https://b.example.com:443", time.Second)
+	if d := delay(); d != 10*time.Second {
+		t.Fatalf("after a 10 s and a 1 s origin: %v, want the strictest, 10s", d)
+	}
+	p.SetCrawlDelay("example.com", "https://b.example.com:443", 0)
+	if d := delay(); d != 10*time.Second {
+		t.Fatalf("after b dropped its delay: %v, want a's 10s", d)
+	}
+	p.SetCrawlDelay("example.com", "https://a.example.com:443", 2*time.Second)
+	if d := delay(); d != 2*time.Second {
+		t.Fatalf("after a lowered its delay to 2 s: %v, want 2s", d)
+	}
+	// Many origins: the largest delay survives the cap on remembered origins.
+	p.SetCrawlDelay("example.com", "https://big.example.com:443", 30*time.Second)
+	for i := range 3 * maxDelaySources {
+		p.SetCrawlDelay("example.com", fmt.Sprintf("https://h%d.example.com:443", i), time.Duration(i%5)*time.Second)
+	}
+	if d := delay(); d != 30*time.Second {
+		t.Fatalf("after %d more origins: %v, want 30s", 3*maxDelaySources, d)
+	}
+	p.mu.Lock()
+	n := len(p.hosts["example.com"].delays)
+	p.mu.Unlock()
+	if n > maxDelaySources {
+		t.Fatalf("%d origins remembered, cap %d", n, maxDelaySources)
 	}
 }

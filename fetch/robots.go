@@ -251,6 +251,19 @@ func ProductToken(ua string) string {
 	return strings.ToLower(b.String())
 }
 
+// Origin returns the origin of rawURL as robots.txt is scoped (RFC 9309
+// section 2.3: one robots.txt per scheme, host and port):
+// "scheme://host:port", lower case, the scheme's default port filled in,
+// e.g. "https://example.com:443" for "https://Example.com/a". It is ""
+// when rawURL is not an absolute http(s) URL.
+func Origin(rawURL string) string {
+	u, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return ""
+	}
+	return originKey(u)
+}
+
 // originKey returns the robots.txt cache key of u's origin (RFC 9309
 // section 2.3: one robots.txt per scheme, host and port):
 // "scheme://host:port" with a lower-case host and the scheme's default port

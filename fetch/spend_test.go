@@ -30,7 +30,7 @@ func TestPolitenessSpend(t *testing.T) {
 	if d := wait("handed:80"); d < 80*time.Millisecond {
 		t.Errorf("spent host waited %v, want about the 100ms interval", d)
 	}
-	p.SetCrawlDelay("delayed:80", 400*time.Millisecond)
+	p.SetCrawlDelay("delayed:80", "http://delayed:80", 400*time.Millisecond)
 	p.Spend("delayed:80", time.Now())
 	if d := wait("delayed:80"); d < 350*time.Millisecond {
 		t.Errorf("spent host with Crawl-delay 400ms waited %v", d)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
@@ -55,9 +56,7 @@ func (w *Worker) coolAfterHandoff(ctx context.Context, shard int, host, rawURL s
 		return
 	}
 	if cfg.ObeyRobots && w.robots.Cached(rawURL) {
-		if d := w.robots.CrawlDelay(ctx, rawURL, cfg.UserAgent); d > 0 {
-			w.polite.SetCrawlDelay(host, d)
-		}
+		w.polite.SetCrawlDelay(host, fetch.Origin(rawURL), w.robots.CrawlDelay(ctx, rawURL, cfg.UserAgent))
 	}
 	w.polite.Spend(host, at)
 	w.handoffs.spent.Add(host, at)
@@ -78,9 +77,9 @@ func (w *Worker) robotsAllowed(ctx context.Context, it frontier.Item, host strin
 	}
 	ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
 	if err == nil && ok {
-		if d := w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent); d > 0 {
-			w.polite.SetCrawlDelay(host, d)
-		}
+		// Every origin's delay, none included: the key's is the largest
+		// of its origins' (Politeness.SetCrawlDelay).
+		w.polite.SetCrawlDelay(host, fetch.Origin(it.URL), w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent))
 	}
 	return ok, err
 }

@@ -24,9 +24,10 @@ type sharedServer struct {
 	bases []string // each server's URL as the crawl names it
 
 	mu          sync.Mutex
-	arrivals    []time.Time
+	arrivals    []time.Time // of page requests (not robots.txt)
 	inFlight    int
 	maxInFlight int
+	robots      map[int]string // server -> its robots.txt; none: 404
 }
 
 // newSharedServer starts n servers of pages /p/0../p/<pages-1>, each page
@@ -37,7 +38,14 @@ func newSharedServer(t *testing.T, n, pages int, hold time.Duration, name func(i
 	for i := range n {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
-			s.arrivals = append(s.arrivals, time.Now())
+			if robots, ok := s.robots[i]; ok && r.URL.Path == "/robots.txt" {
+				s.mu.Unlock()
+				w.Write([]byte(robots))
+				return
+			}
+			if r.URL.Path != "/robots.txt" {
+				s.arrivals = append(s.arrivals, time.Now())
+			}
 			s.inFlight++
 			s.maxInFlight = max(s.maxInFlight, s.inFlight)
 			s.mu.Unlock()
@@ -114,6 +122,41 @@ func TestPolitenessKeyIPSharesOneBudget(t *testing.T) {
 		}
 		return "127.0.0.1"
 	})
+}
+
+// Under politeness_key=domain, three hosts of one key whose robots.txt
+// files state Crawl-delays of 300 ms, 100 ms and none get their pages
+// 300 ms apart, the strictest, whichever robots.txt was read last.
+func TestPolitenessKeyStrictestCrawlDelay(t *testing.T) {
+	t.Parallel() // waits on Crawl-delays, not on the CPU
+	zk := testenv.ZooKeeper(t)
+	const pages = 4
+	cfg := polkeyConfig()
+	cfg.PerHostRatePerS = 0 // Crawl-delay alone spaces the requests
+	srv := newSharedServer(t, 3, pages, 0, loopback)
+	srv.mu.Lock()
+	srv.robots = map[int]string{0: "User-agent: *\nCrawl-delay: 0.3\n", 1: "User-agent: *\nCrawl-delay: 0.1\n"}
+	srv.mu.Unlock()
+	c := newCrawl(t, zk.Addr(), "polkey-delay", cfg, frontier.Layout{Shards: 16, Spread: 1, PolitenessKey: frontier.KeyDomain}, srv.seeds())
+	c.runWorkers(3, 90*time.Second)
+
+	if got, want := len(c.warcResponses()), 3*pages; got < want {
+		t.Fatalf("%d pages stored, want %d", got, want)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	times := append([]time.Time(nil), srv.arrivals...)
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	const want, slack = 300 * time.Millisecond, 5 * time.Millisecond
+	// The first request of each host may come before its robots.txt was
+	// read (the key's delay is known only from the robots.txt files read
+	// so far): judge the gaps after the third page request.
+	for i := 3; i+1 < len(times); i++ {
+		if gap := times[i+1].Sub(times[i]); gap < want-slack {
+			t.Errorf("page requests %d and %d to one domain key %v apart, want >= %v (the strictest Crawl-delay)", i, i+1, gap, want)
+		}
+	}
+	t.Logf("%d page requests over %v", len(times), times[len(times)-1].Sub(times[0]))
 }
 
 func polkeyConfig() config.Config {
