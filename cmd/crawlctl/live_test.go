@@ -81,7 +81,7 @@ func TestLiveCrawl(t *testing.T) {
 			t.Fatalf("status: %v", r)
 		}
 		t.Logf("crawlctl status:\n%s", r.stdout)
-		for _, want := range []string{"state:    RUNNING", "config:   version 0", "pages/s:  n/a", "workers:  2 live", "  w1 ", "  w2 ", "queue:", "claims:"} {
+		for _, want := range []string{"state:    RUNNING", "config:   version 0", "key:      politeness key host (one budget per host:port", "pages/s:  n/a", "workers:  2 live", "  w1 ", "  w2 ", "queue:", "claims:"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("status output lacks %q:\n%s", want, r.stdout)
 			}

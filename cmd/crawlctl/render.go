@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
 // shardsPerLine is how many "shard depth" pairs one line of the queue
@@ -56,6 +58,13 @@ func stateLine(d *statusDoc) string {
 	return state
 }
 
+// keyMeaning says what one politeness budget covers under each key kind.
+var keyMeaning = map[string]string{
+	frontier.KeyHost:   "one budget per host:port",
+	frontier.KeyDomain: "one budget per registrable domain",
+	frontier.KeyIP:     "one budget per server address",
+}
+
 // renderConfig writes the config line and the workers not on its version.
 func renderConfig(w io.Writer, d *statusDoc) {
 	switch {
@@ -68,6 +77,9 @@ func renderConfig(w io.Writer, d *statusDoc) {
 	}
 	if n := len(d.Config.WorkersBehind); n > 0 {
 		fmt.Fprintf(w, "          %d of %d workers not on version %d: %s\n", n, len(d.Workers), d.Config.Version, strings.Join(d.Config.WorkersBehind, ", "))
+	}
+	if d.PolitenessKey != "" {
+		fmt.Fprintf(w, "key:      politeness key %s (%s; fixed when the crawl was created)\n", d.PolitenessKey, keyMeaning[d.PolitenessKey])
 	}
 }
 

@@ -32,7 +32,8 @@ var statusCommand = &command{
     (drain requested), PAUSED (config paused=true), STOPPED (URLs queued
     but no live worker) or RUNNING
   - the config version in the znode, whether it is valid, and which workers
-    have not applied it yet (marked *)
+    have not applied it yet (marked *); the politeness key (host, domain or
+    ip: what one per-host budget covers), fixed when the crawl was created
   - every live worker: id, host, pid, config version applied, pages
     finished, failed fetch attempts, fetches in flight, age of its last
     heartbeat and its config error, if it rejected a config
@@ -97,17 +98,21 @@ type statusDoc struct {
 	Time  time.Time `json:"time"`
 	// State is the first that holds of "done", "draining", "paused",
 	// "stopped" (work queued but no live worker) and "running".
-	State     string      `json:"state"`
-	Paused    bool        `json:"paused"`
-	Draining  bool        `json:"draining"`
-	DrainNote string      `json:"drain_note,omitempty"`
-	Done      bool        `json:"done"`
-	PagesPerS *float64    `json:"pages_per_s"` // null: not measured ("n/a")
-	Config    configDoc   `json:"config"`
-	Workers   []workerDoc `json:"workers"`
-	Queue     queueDoc    `json:"queue"`
-	Claims    claimsDoc   `json:"claims"`
-	Failed    int         `json:"failed"`
+	State     string   `json:"state"`
+	Paused    bool     `json:"paused"`
+	Draining  bool     `json:"draining"`
+	DrainNote string   `json:"drain_note,omitempty"`
+	Done      bool     `json:"done"`
+	PagesPerS *float64 `json:"pages_per_s"` // null: not measured ("n/a")
+	// PolitenessKey is what one politeness budget covers (host, domain or
+	// ip), fixed when the crawl was created (docs/design.md, "Politeness
+	// keys").
+	PolitenessKey string      `json:"politeness_key"`
+	Config        configDoc   `json:"config"`
+	Workers       []workerDoc `json:"workers"`
+	Queue         queueDoc    `json:"queue"`
+	Claims        claimsDoc   `json:"claims"`
+	Failed        int         `json:"failed"`
 	// Totals is crawl-wide: every worker run's pages, bytes, errors and
 	// dead letters (R/totals, rewritten by each worker every few seconds
 	// and when it stops); the text output shows it when the crawl is done.
@@ -185,6 +190,9 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	defer cancel()
 	client := c.client
 	doc := &statusDoc{Crawl: c.g.crawl, Root: c.root, Time: time.Now().UTC()}
+	if c.front != nil {
+		doc.PolitenessKey = c.front.Layout().KeyKind()
+	}
 	if err := c.statusConfig(cctx, client, doc); err != nil {
 		return nil, err
 	}
