@@ -1,7 +1,6 @@
 package frontier
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,12 +8,10 @@ import (
 )
 
 // HostID returns the id a host key (see Host) has in HostCounts: the
-// first 8 bytes of SHA-256 of the key, big-endian. With 8,192 hosts per
-// group the chance that two share an id is about n^2/2^65 = 2e-12.
-func HostID(host string) uint64 {
-	sum := sha256.Sum256([]byte(host))
-	return binary.BigEndian.Uint64(sum[:8])
-}
+// key's Fingerprint (the first 8 bytes of its SHA-256, big-endian). With
+// 8,192 hosts per group the chance that two share an id is about
+// n^2/2^65 = 2e-12.
+func HostID(host string) uint64 { return Fingerprint(host) }
 
 // MaxHostCounts bounds the hosts a HostCounts keeps, so its encoding stays
 // under about 90 KiB in the group's cursor (docs/design.md, "Per-host
