@@ -281,11 +281,11 @@ func (p Pending) Empty() bool {
 // held by host budgets (HostCounts.Held of st.Annex), at most st.Backlog;
 // 0 when the annex does not decode.
 func HeldBacklog(st coord.GroupStats) int {
-	h, err := DecodeHostCounts(st.Annex)
+	held, _, err := DecodeHostTotals(st.Annex)
 	if err != nil {
 		return 0
 	}
-	return int(min(h.Held, int64(st.Backlog)))
+	return int(min(held, int64(st.Backlog)))
 }
 
 // Pending reads the counts of p (numChildren of the ready and claim

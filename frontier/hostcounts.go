@@ -98,6 +98,29 @@ func (h HostCounts) Encode() []byte {
 	return out
 }
 
+// DecodeHostTotals reads only the totals at the head of Encode's output
+// (HostCounts.Held and AtBudget), without the per-host list: what status
+// and the done check need, every poll, of every group. Empty data is zero;
+// errors wrap errHostCounts (unknown format, truncated).
+func DecodeHostTotals(data []byte) (held, atBudget int64, err error) {
+	if len(data) == 0 {
+		return 0, 0, nil
+	}
+	if data[0] != hostCountsFormat {
+		return 0, 0, fmt.Errorf("%w: format %d, want %d", errHostCounts, data[0], hostCountsFormat)
+	}
+	r := data[1:]
+	var v [2]uint64
+	for i, what := range []string{"held", "at budget"} {
+		x, k := binary.Uvarint(r)
+		if k <= 0 || x > 1<<62 {
+			return 0, 0, fmt.Errorf("%w: truncated or out of range at %s", errHostCounts, what)
+		}
+		v[i], r = x, r[k:]
+	}
+	return int64(v[0]), int64(v[1]), nil
+}
+
 // DecodeHostCounts parses Encode's output; empty data (a cursor without an
 // annex) is zero counts. Errors wrap errHostCounts and say what is wrong:
 // an unknown format, a truncated or oversized list, ids out of order,

@@ -17,14 +17,23 @@ func TestHostCounts(t *testing.T) {
 		t.Fatalf("no annex: %+v, %v", zero, err)
 	}
 	a, b := HostID("a.example:80"), HostID("b.example:80")
-	if a == b || a != HostID("a.example:80") {
-		t.Fatal("HostID is not a stable, distinct id")
+	if a == b {
+		t.Fatal("two hosts share a HostID")
 	}
 	h := HostCounts{Pages: map[uint64]int64{a: 10, b: 3, 5: 1}, Held: 40, AtBudget: 1}
 	data := h.Encode()
 	got, err := DecodeHostCounts(data)
 	if err != nil || got.Held != 40 || got.AtBudget != 1 || len(got.Pages) != 3 || got.Pages[a] != 10 || got.Pages[b] != 3 || got.Pages[5] != 1 {
 		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if held, at, err := DecodeHostTotals(data); err != nil || held != 40 || at != 1 {
+		t.Fatalf("totals alone: %d, %d, %v; want 40, 1", held, at, err)
+	}
+	if _, _, err := DecodeHostTotals([]byte{9, 0, 0}); !errors.Is(err, errHostCounts) {
+		t.Errorf("totals of an unknown format: %v, want errHostCounts", err)
+	}
+	if _, _, err := DecodeHostTotals([]byte{1, 0x80}); !errors.Is(err, errHostCounts) {
+		t.Errorf("truncated totals: %v, want errHostCounts", err)
 	}
 	for name, bad := range map[string][]byte{
 		"format":   {9, 0, 0, 0},

@@ -328,8 +328,8 @@ func (c *ctl) statusQueue(cctx context.Context, q *coord.Queue, doc *statusDoc) 
 		doc.Queue.Posts += g.Posts
 		doc.Queue.Seen += g.Seen
 		doc.Queue.Held += frontier.HeldBacklog(g)
-		if h, err := frontier.DecodeHostCounts(g.Annex); err == nil {
-			doc.Queue.HostsAtBudget += int(h.AtBudget)
+		if _, atBudget, err := frontier.DecodeHostTotals(g.Annex); err == nil {
+			doc.Queue.HostsAtBudget += int(atBudget)
 		}
 	}
 	doc.Queue.Dropped = map[string]int64{}
