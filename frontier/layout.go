@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/zkcrawl/zkcrawl/config"
 )
 
 // MaxSpread bounds Layout.Spread.
@@ -35,22 +37,23 @@ type Layout struct {
 }
 
 // Politeness key kinds for Layout.PolitenessKey (docs/design.md,
-// "Politeness keys").
+// "Politeness keys"): the names of config.PolitenessHost, PolitenessDomain
+// and PolitenessIP, which the crawl config's politeness_key takes.
 const (
 	// KeyHost keys politeness by Host: the normalized authority, with the
 	// port only when it is not the scheme's default.
-	KeyHost = "host"
+	KeyHost = config.PolitenessHost
 	// KeyDomain keys politeness by the registrable domain of the host name
 	// (eTLD+1 of the Public Suffix List, golang.org/x/net/publicsuffix),
 	// without the port; an IP literal or a name the list refuses (a public
 	// suffix, a single label such as localhost) is its own key.
-	KeyDomain = "domain"
+	KeyDomain = config.PolitenessDomain
 	// KeyIP keys politeness by the host name's address (RFC 1034 name
 	// resolution through Go's resolver, once per name per process, the
 	// lowest address, IPv4 first), without the port, so many virtual hosts
 	// on one server share one budget; an IP literal is its own key, and a
 	// name whose lookup fails (or takes over 3 s) is keyed by its host.
-	KeyIP = "ip"
+	KeyIP = config.PolitenessIP
 )
 
 // ValidateKey reports whether kind is a politeness key kind: "" (KeyHost),
@@ -175,6 +178,9 @@ func (l Layout) ShardIn(g int, normURL string) int {
 	h.Write([]byte(normURL))
 	return g*l.Spread + int(h.Sum64()%uint64(l.Spread))
 }
+
+// GroupOf returns the group shard belongs to (GroupShards' inverse).
+func (l Layout) GroupOf(shard int) int { return shard / l.Spread }
 
 // GroupShards returns the shards of group g.
 func (l Layout) GroupShards(g int) []int {

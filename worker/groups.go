@@ -447,23 +447,16 @@ type stepPlan struct {
 	budget *hostBudget
 
 	step     coord.Step
-	accepted []acceptedRecord // per step.Accept: its host and size
-	moved    []hostMove       // per host moved from: how many of its oldest pending records
-	dropped  []hostMove       // per host dropped from (step.Drop): how many of its oldest pending records
-	shards   []int            // per step.Move: its queue shard
-	drops    map[string]int   // records dropped, by reason
-	rest     [][][]byte       // per offer: the records this step had no room for
+	accepted []string       // per step.Accept: its host
+	moved    []hostMove     // per host moved from: how many of its oldest pending records
+	dropped  []hostMove     // per host dropped from (step.Drop): how many of its oldest pending records
+	drops    map[string]int // records dropped, by reason
+	rest     [][][]byte     // per offer: the records this step had no room for
 
 	keys      map[uint64]bool  // fingerprints accepted in this step
 	hostCount map[string]int64 // host -> records accepted in this step
 	hostBytes map[string]int64 // host -> their raw bytes
 	bytes     int64            // raw bytes accepted in this step
-}
-
-// acceptedRecord is a record a step appends to the backlog.
-type acceptedRecord struct {
-	host  string
-	bytes int32
 }
 
 // hostMove says that a step moves the n oldest pending records of host.
@@ -543,7 +536,7 @@ func (w *Worker) admit(plan *stepPlan, rec []byte) {
 	plan.hostCount[host]++
 	plan.hostBytes[host] += int64(len(rec))
 	plan.step.Accept = append(plan.step.Accept, rec)
-	plan.accepted = append(plan.accepted, acceptedRecord{host: host, bytes: int32(len(rec))})
+	plan.accepted = append(plan.accepted, host)
 	plan.bytes += int64(len(rec))
 }
 
@@ -574,15 +567,14 @@ func (plan *stepPlan) overQuota(host, u string) string {
 // readyWindow is how many ready items the owner keeps per host: four times
 // per_host_max_in_flight plus one. A ready item stays in the window from
 // its creation until its completion multi has deleted it and the owner's
-// next step has replaced it: the claim round trip, the fetch, the WARC
-// write, the group fsync, the completion multi and the refill step (about
-// 8 ms per item on loopback, where the fetch itself is 0.5 ms). By Little's
-// law a host then fetches at most window / 8 ms pages per second: in A/B
-// runs of the PostgreSQL manual benchmark (make bench, part 2; claim slots
-// freed at the fetch's end in both) 2 x per_host_max_in_flight + 1 held a
-// one-host crawl at about 1,050 pages/s with its fetch slots idle between
-// refills, 4 x + 1 reached about 1,150. Each extra item is one znode of
-// ~100-200 B per host that has a backlog.
+// next step has replaced it: waiting to be claimed, the claim round trip,
+// the fetch, the WARC write, the group fsync, the completion multi and the
+// refill step. In A/B runs of the PostgreSQL manual benchmark (make bench,
+// part 2: per_host_max_in_flight 8, claim slots freed at the fetch's end in
+// both) 17 items (2 x 8 + 1) crawled the one host at about 1,050 pages/s,
+// i.e. (Little's law) each item spent about 16 ms in the window for a
+// 0.5 ms fetch; 33 items (4 x 8 + 1) reached about 1,150 pages/s. Each
+// extra item is one znode of ~100-200 B per host that has a backlog.
 func readyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 
 // fillWindows adds the moves that fill the hosts' ready windows
@@ -638,7 +630,6 @@ func (plan *stepPlan) move(layout frontier.Layout, ref coord.Ref) {
 	}
 	shard := layout.ShardIn(plan.group, it.URL) // this group's shard: no second key lookup
 	plan.step.Move = append(plan.step.Move, coord.Move{Ref: ref, Shard: shard, Data: data})
-	plan.shards = append(plan.shards, shard)
 }
 
 // commitStep brings the owner's view up to a committed step: moved records
@@ -646,13 +637,13 @@ func (plan *stepPlan) move(layout frontier.Layout, ref coord.Ref) {
 // known ready items (else syncReady counts them); accepted records join the
 // pending lists; hosts with nothing left are forgotten.
 func (w *Worker) commitStep(plan *stepPlan, res coord.StepResult) {
-	v, step, shards := plan.view, plan.step, plan.shards
+	v, step := plan.view, plan.step
 	k := 0
 	for _, m := range plan.moved {
 		v.takePending(m)
 		for range m.n {
 			if res.Ready != nil {
-				v.addReady(coord.ShardName(shards[k])+"/"+res.Ready[k], m.host, int64(len(step.Move[k].Data)))
+				v.addReady(coord.ShardName(step.Move[k].Shard)+"/"+res.Ready[k], m.host, int64(len(step.Move[k].Data)))
 			} // else: counted again by syncReady
 			k++
 		}
@@ -660,12 +651,13 @@ func (w *Worker) commitStep(plan *stepPlan, res coord.StepResult) {
 	for _, d := range plan.dropped {
 		v.takePending(d) // marked moved, no ready item (host budget)
 	}
-	for i, a := range plan.accepted {
-		hb := v.host(a.host)
-		hb.pending = append(hb.pending, pendingRecord{ref: res.Accepted[i], bytes: a.bytes})
-		hb.bytes += int64(a.bytes)
+	for i, host := range plan.accepted {
+		n := len(step.Accept[i])
+		hb := v.host(host)
+		hb.pending = append(hb.pending, pendingRecord{ref: res.Accepted[i], bytes: int32(n)})
+		hb.bytes += int64(n)
 		v.queued++
-		v.bytes += int64(a.bytes)
+		v.bytes += int64(n)
 	}
 	for h, hb := range v.hosts {
 		if len(hb.pending) == 0 && hb.ready <= 0 {

@@ -27,16 +27,17 @@ const maxDecodedBody = 32 << 20
 // stays queued for whoever claims it next (at-least-once). Each step either
 // hands the item on or finishes it itself (completed, retried, dead-lettered
 // or abandoned). The network, the outputs, the frontier and the claim are
-// reached through the seams of seams.go. fetched is called once the fetch
-// is over (the item then no longer holds its host's claim slot, see
-// hostSlots); it may be called again, and by the caller afterwards.
-func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item, fetched func()) {
+// reached through the seams of seams.go. host is the item's politeness
+// key (frontier.Layout.Key, as its claim slot was reserved under). fetched
+// is called once the fetch is over (the item then no longer holds its
+// host's claim slot, see hostSlots); it may be called again, and by the
+// caller afterwards.
+func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item, host string, fetched func()) {
 	live := w.current()
 	entry := storage.LogEntry{
 		URL: it.URL, Depth: it.Depth, Via: it.Via, Hops: it.Hops, Worker: w.opts.ID,
 		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
 	}
-	host := w.layout.Key(it.URL)
 	if w.pausedRelease(ctx, claim, it, nil) {
 		return
 	}
@@ -280,15 +281,15 @@ func (w *Worker) finishDone(ctx context.Context, claim itemClaim, it frontier.It
 		w.lost(ctx, claim, it, "complete", err)
 		return
 	}
-	w.readyFreed(claim, it)
+	w.readyFreed(claim)
 	w.counters.pages.Add(1)
 	w.metrics.completed()
 }
 
 // readyFreed tells the manager of the item's group that its ready item is
 // gone (completed or dead-lettered), so the host's ready window has room.
-func (w *Worker) readyFreed(claim itemClaim, it frontier.Item) {
-	w.groups.freed(w.layout.Group(it.URL), claim.Shard(), claim.Name())
+func (w *Worker) readyFreed(claim itemClaim) {
+	w.groups.freed(w.layout.GroupOf(claim.Shard()), claim.Shard(), claim.Name())
 }
 
 // finishFailed logs a failed attempt and either schedules a retry
@@ -327,7 +328,7 @@ func (w *Worker) finishFailed(ctx context.Context, claim itemClaim, it frontier.
 		w.lost(ctx, claim, it, "fail", err)
 		return
 	}
-	w.readyFreed(claim, it)
+	w.readyFreed(claim)
 	w.progress.deadLettered()
 	w.counters.pages.Add(1)
 	w.metrics.completed()

@@ -138,7 +138,7 @@ type memClaim struct {
 	retried, failed []byte
 }
 
-func (c *memClaim) Shard() int   { return 3 }
+func (c *memClaim) Shard() int   { return claimShard }
 func (c *memClaim) Name() string { return "u-0000000007" }
 func (c *memClaim) Data() []byte { return c.data }
 func (c *memClaim) Complete(ctx context.Context) error {
@@ -159,6 +159,9 @@ func (c *memClaim) Release(ctx context.Context) error {
 	c.calls.add("release")
 	return c.errs["release"]
 }
+
+// claimShard is the shard of every memClaim.
+const claimShard = 3
 
 // pipeline is a worker whose seams are in memory.
 type pipeline struct {
@@ -200,7 +203,7 @@ func (p *pipeline) run(t *testing.T, it frontier.Item, errs map[string]error) *m
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p.fetchedAt = -1
-	p.w.process(ctx, claim, it, func() {
+	p.w.process(ctx, claim, it, p.w.layout.Key(it.URL), func() {
 		if p.fetchedAt < 0 {
 			p.fetchedAt = len(p.calls.get())
 		}
@@ -249,7 +252,7 @@ func TestProcessPage(t *testing.T) {
 	if pages := p.w.counters.pages.Load(); pages != 1 {
 		t.Errorf("pages = %d, want 1", pages)
 	}
-	freed := p.w.groups.get(frontier.DefaultLayout.Group(pipelinePage)).take()
+	freed := p.w.groups.get(frontier.DefaultLayout.GroupOf(claimShard)).take() // the group of the claim's shard
 	if !slices.Equal(freed, []string{"s003/u-0000000007"}) {
 		t.Errorf("group manager told %q, want the item's ready slot", freed)
 	}

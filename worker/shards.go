@@ -170,8 +170,8 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 		if err := w.waitRunnable(ctx); err != nil {
 			return
 		}
-		var host string // the key whose claim slot the filter reserved for the item taken
-		claim, err := w.queue.Take(ctx, sess, shard, w.reserveFor(shard, &host))
+		var t taken
+		claim, err := w.queue.Take(ctx, sess, shard, w.reserveFor(shard, &t))
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 				return
@@ -185,12 +185,12 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			continue
 		}
 		w.metrics.claimed()
-		it, err := frontier.DecodeItem(claim.Data())
-		if err != nil {
+		if t.err != nil {
 			// Undecodable item: a dead letter, not a crash.
-			w.failUndecodable(work, claim, err)
+			w.failUndecodable(work, claim, t.err)
 			continue
 		}
+		it, host := t.item, t.host
 		if err := w.acquireSlot(ctx); err != nil {
 			w.freeHostSlot(host)
 			w.abandon(work, claim, it, err)
@@ -202,7 +202,7 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			defer w.releaseSlot()
 			fetched := sync.OnceFunc(func() { w.freeHostSlot(host) })
 			defer fetched()
-			w.process(work, claim, it, fetched)
+			w.process(work, claim, it, host, fetched)
 		}()
 	}
 }
@@ -358,14 +358,17 @@ func newHostSlots() *hostSlots {
 // the filter reserves at once, so a host's several shards cannot all pass
 // at the same moment. coord gives the slot back if the item is not claimed
 // after all; a claimed item's slot is freed by freeHostSlot when it is done.
-// The filter stores the key it reserved under in *reserved (coord calls it
-// for one candidate at a time and gives an acceptance back before the next,
-// so after Take returns a claim *reserved is that item's key): the caller
-// frees the very slot that was taken, without computing the key again.
-func (w *Worker) reserveFor(shard int, reserved *string) coord.Reserve {
+// The filter stores what it admitted in *t (coord calls it for one
+// candidate at a time and gives an acceptance back before the next, and a
+// claim re-reads and re-admits an item that changed, so after Take returns
+// a claim *t is that item's): the caller uses the decoded item and frees
+// the very slot that was taken, without decoding the item or computing its
+// key again.
+func (w *Worker) reserveFor(shard int, t *taken) coord.Reserve {
 	return func(_ string, data []byte) (func(), bool) {
 		it, err := frontier.DecodeItem(data)
 		if err != nil {
+			*t = taken{err: err}
 			return nil, true // claimed, then moved to failed with the reason
 		}
 		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
@@ -386,9 +389,18 @@ func (w *Worker) reserveFor(shard int, reserved *string) coord.Reserve {
 			return nil, false
 		}
 		hs.held[host]++
-		*reserved = host
+		*t = taken{item: it, host: host}
 		return func() { w.freeHostSlot(host) }, true
 	}
+}
+
+// taken is what a claim filter (reserveFor) admitted last: the decoded
+// item and the key whose claim slot it reserved, or why the data did not
+// decode (then no slot is reserved).
+type taken struct {
+	item frontier.Item
+	host string
+	err  error
 }
 
 // freeLocked frees one claim slot of host and pops the shard that has
