@@ -178,26 +178,25 @@ func (r *Robots) Allowed(ctx context.Context, rawURL, userAgent string) (bool, e
 // RFC 9309; it is the de-facto extension (seconds between requests, the
 // largest when several groups apply). origin is any absolute URL of the site
 // ("https://example.com", a page URL) or a bare "host:port", taken as http.
-func (r *Robots) CrawlDelay(ctx context.Context, origin, userAgent string) time.Duration {
+// robotsOrigin is the origin whose robots.txt that is, as robots.txt is
+// scoped (RFC 9309 section 2.3): "scheme://host:port", lower case, the
+// default port filled in ("https://example.com:443"); "" when origin does
+// not parse as an http(s) URL.
+func (r *Robots) CrawlDelay(ctx context.Context, origin, userAgent string) (d time.Duration, robotsOrigin string) {
 	if !strings.Contains(origin, "://") {
 		origin = "http://" + origin
 	}
 	u, err := parseHTTPURL(origin)
 	if err != nil {
-		return 0
+		return 0, ""
 	}
+	robotsOrigin = originKey(u)
 	e, err := r.entry(ctx, u)
 	if err != nil || e.err != nil {
-		return 0
+		return 0, robotsOrigin
 	}
-	d := e.data.crawlDelay(r.productToken(userAgent))
-	if d > r.opts.MaxCrawlDelay {
-		d = r.opts.MaxCrawlDelay
-	}
-	if d < 0 {
-		d = 0
-	}
-	return d
+	d = min(e.data.crawlDelay(r.productToken(userAgent)), r.opts.MaxCrawlDelay)
+	return max(d, 0), robotsOrigin
 }
 
 // Cached reports whether an unexpired robots.txt outcome for rawURL's origin
@@ -249,19 +248,6 @@ func ProductToken(ua string) string {
 		}
 	}
 	return strings.ToLower(b.String())
-}
-
-// Origin returns the origin of rawURL as robots.txt is scoped (RFC 9309
-// section 2.3: one robots.txt per scheme, host and port):
-// "scheme://host:port", lower case, the scheme's default port filled in,
-// e.g. "https://example.com:443" for "https://Example.com/a". It is ""
-// when rawURL is not an absolute http(s) URL.
-func Origin(rawURL string) string {
-	u, err := parseHTTPURL(rawURL)
-	if err != nil {
-		return ""
-	}
-	return originKey(u)
 }
 
 // originKey returns the robots.txt cache key of u's origin (RFC 9309

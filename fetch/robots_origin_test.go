@@ -23,13 +23,5 @@ func TestOriginKey(t *testing.T) {
 		if got := originKey(u); got != want {
 			t.Errorf("originKey(%s) = %s, want %s", in, got, want)
 		}
-		if got := Origin(in); got != want {
-			t.Errorf("Origin(%s) = %s, want %s", in, got, want)
-		}
-	}
-	for _, bad := range []string{"ftp://example.com/", "/relative", "", "http://"} {
-		if got := Origin(bad); got != "" {
-			t.Errorf("Origin(%q) = %q, want \"\"", bad, got)
-		}
 	}
 }

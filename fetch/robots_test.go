@@ -102,14 +102,14 @@ func TestRobotsRules(t *testing.T) {
 			t.Errorf("Allowed(%s, %q) = %v, %v; want %v", c.path, c.agent, got, err, c.want)
 		}
 	}
-	if d := r.CrawlDelay(context.Background(), site.srv.URL, ua); d != 2*time.Second {
-		t.Errorf("CrawlDelay = %v, want 2s", d)
-	}
 	hostPort := strings.TrimPrefix(site.srv.URL, "http://")
-	if d := r.CrawlDelay(context.Background(), hostPort, ua); d != 2*time.Second {
+	if d, origin := r.CrawlDelay(context.Background(), site.srv.URL, ua); d != 2*time.Second || origin != "http://"+hostPort {
+		t.Errorf("CrawlDelay = %v of %q, want 2s of http://%s", d, origin, hostPort)
+	}
+	if d, _ := r.CrawlDelay(context.Background(), hostPort, ua); d != 2*time.Second {
 		t.Errorf("CrawlDelay(host:port) = %v, want 2s", d)
 	}
-	if d := r.CrawlDelay(context.Background(), site.srv.URL, "otherbot"); d != 0 {
+	if d, _ := r.CrawlDelay(context.Background(), site.srv.URL, "otherbot"); d != 0 {
 		t.Errorf("CrawlDelay for other agent = %v, want 0", d)
 	}
 	if n := site.fetches.Load(); n != 1 {
@@ -134,7 +134,7 @@ func TestRobotsProductToken(t *testing.T) {
 func TestRobotsCrawlDelayCapped(t *testing.T) {
 	site := newRobotsSite(t, serveRobots(200, "User-agent: *\nCrawl-delay: 3600\n"))
 	r := newRobots(t, RobotsOptions{MaxCrawlDelay: 10 * time.Second})
-	if d := r.CrawlDelay(context.Background(), site.srv.URL+"/any/page", ua); d != 10*time.Second {
+	if d, _ := r.CrawlDelay(context.Background(), site.srv.URL+"/any/page", ua); d != 10*time.Second {
 		t.Errorf("CrawlDelay = %v, want the 10s cap", d)
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
-	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
@@ -56,7 +55,8 @@ func (w *Worker) coolAfterHandoff(ctx context.Context, shard int, host, rawURL s
 		return
 	}
 	if cfg.ObeyRobots && w.robots.Cached(rawURL) {
-		w.polite.SetCrawlDelay(host, fetch.Origin(rawURL), w.robots.CrawlDelay(ctx, rawURL, cfg.UserAgent))
+		d, origin := w.robots.CrawlDelay(ctx, rawURL, cfg.UserAgent)
+		w.polite.SetCrawlDelay(host, origin, d)
 	}
 	w.polite.Spend(host, at)
 	w.handoffs.spent.Add(host, at)
@@ -79,7 +79,8 @@ func (w *Worker) robotsAllowed(ctx context.Context, it frontier.Item, host strin
 	if err == nil && ok {
 		// Every origin's delay, none included: the key's is the largest
 		// of its origins' (Politeness.SetCrawlDelay).
-		w.polite.SetCrawlDelay(host, fetch.Origin(it.URL), w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent))
+		d, origin := w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent)
+		w.polite.SetCrawlDelay(host, origin, d)
 	}
 	return ok, err
 }
