@@ -145,8 +145,8 @@ type Config struct {
 	PolitenessKey string `json:"politeness_key,omitempty"`
 }
 
-// Politeness key kinds for Config.PolitenessKey (the same names as
-// frontier.KeyHost, KeyDomain, KeyIP).
+// Politeness key kinds for Config.PolitenessKey (frontier.KeyHost,
+// KeyDomain and KeyIP are these names).
 const (
 	// PolitenessHost: one budget per host (host:port, default port left out).
 	PolitenessHost = "host"

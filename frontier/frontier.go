@@ -82,14 +82,9 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, er
 	var errs []error
 	posts := map[int][][]byte{}
 	inCall := make(map[uint64]bool, len(items))
-	if f.layout.PolitenessKey == KeyIP { // look the new names up in parallel, not one by one below
-		urls := make([]string, len(items))
-		for i, it := range items {
-			urls[i] = it.URL
-		}
-		f.layout.Prefetch(urls)
-	}
 	var keys []uint64
+	var urls []string // of the records, in order
+	var recs [][]byte
 	for _, it := range items {
 		key := Fingerprint(it.URL)
 		_, isKnown := f.known[key]
@@ -103,12 +98,15 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, er
 			continue
 		}
 		inCall[key] = true
-		g := f.layout.Group(it.URL)
-		posts[g] = append(posts[g], rec)
-		keys = append(keys, key)
+		keys, urls, recs = append(keys, key), append(urls, it.URL), append(recs, rec)
 	}
 	if len(keys) == 0 {
 		return res, errors.Join(errs...)
+	}
+	f.layout.Prefetch(urls) // ip key: the new names looked up in parallel, not one by one by Group
+	for i, u := range urls {
+		g := f.layout.Group(u)
+		posts[g] = append(posts[g], recs[i])
 	}
 	if err := f.handOver(ctx, posts); err != nil {
 		return res, errors.Join(append(errs, err)...)
@@ -296,15 +294,23 @@ func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
 	if err != nil {
 		return Pending{}, err
 	}
-	out := Pending{Ready: qp.Queued, Claimed: qp.Claimed}
 	groups, err := f.b.Stats(ctx)
 	if err != nil {
 		return Pending{}, err
 	}
+	out := BacklogPending(groups)
+	out.Ready, out.Claimed = qp.Queued, qp.Claimed
+	return out, nil
+}
+
+// BacklogPending sums the groups' part of Pending (Backlog, Posts, Held)
+// from their stats (coord.Backlog.Stats); Ready and Claimed are left 0.
+func BacklogPending(groups []coord.GroupStats) Pending {
+	var out Pending
 	for _, g := range groups {
 		out.Backlog += g.Backlog
 		out.Posts += g.Posts
 		out.Held += HeldBacklog(g)
 	}
-	return out, nil
+	return out
 }

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -54,13 +55,7 @@ func (h *HostCounts) Trim(limit int) int {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b uint64) int {
-		if h.Pages[a] != h.Pages[b] {
-			return int(min(max(h.Pages[a]-h.Pages[b], -1), 1))
-		}
-		if a < b {
-			return -1
-		}
-		return 1
+		return cmp.Or(cmp.Compare(h.Pages[a], h.Pages[b]), cmp.Compare(a, b))
 	})
 	for _, id := range ids[:over] {
 		delete(h.Pages, id)

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // ipKeyCacheSize bounds the host names whose address key one process
@@ -32,12 +32,12 @@ type ipKeys struct {
 	log    func() *slog.Logger
 
 	mu      sync.Mutex
-	cache   *lru.Cache[string, string] // name -> address key, "" after a failed lookup
-	pending map[string]chan struct{}   // name -> closed when its lookup is done
+	cache   *simplelru.LRU[string, string] // name -> address key, "" after a failed lookup; under mu
+	pending map[string]chan struct{}       // name -> closed when its lookup is done
 }
 
 func newIPKeys(lookup func(ctx context.Context, name string) ([]netip.Addr, error)) *ipKeys {
-	c, _ := lru.New[string, string](ipKeyCacheSize) // size > 0: cannot fail
+	c, _ := simplelru.NewLRU[string, string](ipKeyCacheSize, nil) // size > 0: cannot fail; mu guards it
 	return &ipKeys{lookup: lookup, log: slog.Default, cache: c, pending: map[string]chan struct{}{}}
 }
 
@@ -47,7 +47,7 @@ var processIPKeys = newIPKeys(func(ctx context.Context, name string) ([]netip.Ad
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", name)
 })
 
-// ipKey returns the address key of authority (a Host value): the address
+// key returns the address key of authority (a Host value): the address
 // itself for an IP literal, else the cached or looked-up address of its
 // name; the port is not part of it. A failed lookup makes authority its own
 // key for the life of the process (or of the cache entry), logged once.

@@ -110,8 +110,7 @@ func TestIPKey(t *testing.T) {
 	}
 }
 
-// A slow lookup is bounded (the host becomes its own key); concurrent Key
-// calls for one name share one lookup; Prefetch looks names up in parallel
+// Concurrent Key calls for one name share one lookup; Prefetch looks names up in parallel
 // (at most 16 at a time) and the Key calls after it wait for nothing.
 func TestIPKeyConcurrencyAndPrefetch(t *testing.T) {
 	d := &fakeDNS{addrs: map[string][]string{}, delay: 50 * time.Millisecond}

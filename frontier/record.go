@@ -12,8 +12,11 @@ import (
 // that any two share a fingerprint is about n^2/2^65 = 2.7% for the whole
 // crawl (0.03 URLs expected to be wrongly taken for seen), and keys are only
 // compared within one shard group (docs/design.md, "Frontier layout 2").
-func Fingerprint(normURL string) uint64 {
-	sum := sha256.Sum256([]byte(normURL))
+func Fingerprint(normURL string) uint64 { return fingerprint([]byte(normURL)) }
+
+// fingerprint is Fingerprint of bytes.
+func fingerprint(b []byte) uint64 {
+	sum := sha256.Sum256(b)
 	return binary.BigEndian.Uint64(sum[:8])
 }
 
@@ -135,8 +138,7 @@ func RecordKey(record []byte) uint64 {
 	if !ok {
 		u = record
 	}
-	sum := sha256.Sum256(u)
-	return binary.BigEndian.Uint64(sum[:8])
+	return fingerprint(u)
 }
 
 // RecordURL returns the URL of a record without decoding the rest (no

@@ -81,7 +81,8 @@ type Status struct {
 	// bad_record, host_budget, dead_letter_cap): docs/design.md "Quotas".
 	Dropped map[string]int64 `json:"dropped,omitempty"`
 	// HostsAtBudget counts the hosts of this worker's shard groups whose
-	// finished pages reached max_pages_per_host, and HeldByBudget their
+	// URLs moved to the ready window (each fetched once: the count that
+	// bounds their pages) reached max_pages_per_host, and HeldByBudget their
 	// backlog URLs kept (host_budget_action keep), as the groups' managers
 	// last computed them (docs/design.md "Per-host budgets"); 0 without a
 	// budget.
@@ -242,16 +243,9 @@ const (
 )
 
 // frontierEmpty reports whether every group's inbox and backlog is empty,
-// but for the backlog records held by host budgets (frontier.HeldBacklog).
+// but for the backlog records held by host budgets (frontier.Pending.Empty
+// of the groups' part).
 func (w *Worker) frontierEmpty(ctx context.Context) bool {
 	stats, err := w.front.Backlog().Stats(ctx)
-	if err != nil {
-		return false
-	}
-	for _, g := range stats {
-		if g.Posts > 0 || g.Backlog-frontier.HeldBacklog(g) > 0 {
-			return false
-		}
-	}
-	return true
+	return err == nil && frontier.BacklogPending(stats).Empty()
 }
