@@ -101,9 +101,11 @@ func Reason(err error) string {
 	if err == nil {
 		return ""
 	}
-	s := err.Error()
+	var s string
 	var fe *Error
-	if errors.As(err, &fe) {
+	if !errors.As(err, &fe) {
+		s = err.Error()
+	} else {
 		cause := fe.Err
 		var ue *url.Error
 		if errors.As(cause, &ue) && ue.Err != nil {

@@ -10,6 +10,7 @@ import (
 
 	whatwg "github.com/nlnwa/whatwg-url/url"
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
 )
@@ -161,7 +162,7 @@ func scanTokens(body []byte) (sc pageScan) {
 					attrs = append(attrs, html.Attribute{Key: string(k), Val: string(v)})
 				}
 			}
-			tag := string(name)
+			tag := atom.Lookup(name).String() // no allocation; "" for a tag no rule names
 			sc.embeds = append(sc.embeds, requisiteRefs(tag, attrs)...)
 			inStyle = tag == "style" && tt == html.StartTagToken
 			switch tag {

@@ -47,12 +47,10 @@ func scanTree(body []byte) (sc pageScan, err error) {
 const pgDocs = "/usr/share/doc/postgresql-doc-15/html"
 
 // TestScanTokensMatchesTree: the tokenizer scan finds what the tree scan
-// finds, in the same order, on the test pages and on every page of the
-// PostgreSQL manual when it is installed.
+// finds, in the same order, on an inline page of tricky markup and on every
+// page of the PostgreSQL manual when it is installed.
 func TestScanTokensMatchesTree(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.html")
-	pg, _ := filepath.Glob(filepath.Join(pgDocs, "*.html"))
-	files = append(files, pg...)
+	files, _ := filepath.Glob(filepath.Join(pgDocs, "*.html"))
 	pages := [][]byte{
 		[]byte(`<html><head><base href="/b/"><meta name="ROBOTS" content="noindex"></head><body>
 <a href="x" rel="NoFollow">x</a><script>document.write('<a href="nope">')</script><noscript><a href="ns">n</a></noscript>
@@ -67,11 +65,13 @@ func TestScanTokensMatchesTree(t *testing.T) {
 		}
 		pages = append(pages, b)
 	}
+	compared := 0
 	for i, body := range pages {
 		want, err := scanTree(body)
 		if err != nil {
 			continue // nested too deep for the tree: nothing to compare
 		}
+		compared++
 		if got := scanTokens(body); !reflect.DeepEqual(got, want) {
 			name := "inline page"
 			if i > 0 {
@@ -80,7 +80,7 @@ func TestScanTokensMatchesTree(t *testing.T) {
 			t.Errorf("%s: tokenizer scan\n%+v\ntree scan\n%+v", name, got, want)
 		}
 	}
-	t.Logf("%d pages compared", len(pages))
+	t.Logf("%d of %d pages compared", compared, len(pages))
 }
 
 func BenchmarkScan(b *testing.B) {

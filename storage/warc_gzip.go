@@ -47,16 +47,14 @@ func (w *Writer) writeRecord(r *record) error {
 	if err != nil {
 		return err
 	}
-	return w.writeMembers(b)
+	return w.writeMember(b)
 }
 
-// writeMembers writes compressed members to the current file and flushes
-// them to the OS. w.mu must be held.
-func (w *Writer) writeMembers(bs ...[]byte) error {
-	for _, b := range bs {
-		if _, err := w.cur.cw.Write(b); err != nil {
-			return err
-		}
+// writeMember writes a compressed member to the current file and flushes
+// it to the OS. w.mu must be held.
+func (w *Writer) writeMember(b []byte) error {
+	if _, err := w.cur.cw.Write(b); err != nil {
+		return err
 	}
 	return w.cur.bw.Flush()
 }

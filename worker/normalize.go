@@ -11,9 +11,9 @@ import (
 // normalized once, not once per page.
 const normCacheSize = 16384
 
-// normCacheMaxLen is the longest link cached (bytes): the cache holds at
-// most normCacheSize x 2 x normCacheMaxLen bytes of URLs (~16 MB), whatever
-// a hostile site links to.
+// normCacheMaxLen is the longest link cached (bytes), raw or normalized:
+// the cache holds at most normCacheSize x 2 x normCacheMaxLen bytes of URLs
+// (~16 MB), whatever a hostile site links to.
 const normCacheMaxLen = 512
 
 // normCache memoizes frontier.Normalize for link URLs (a pure function of
@@ -34,7 +34,7 @@ func (n *normCache) normalize(raw string) (u string, ok bool) {
 	if err != nil {
 		u = ""
 	}
-	if len(raw) <= normCacheMaxLen {
+	if len(raw) <= normCacheMaxLen && len(u) <= normCacheMaxLen {
 		n.c.Add(raw, u)
 	}
 	return u, u != ""

@@ -10,7 +10,8 @@ import (
 
 // The pipeline's seams. process (docs/design.md, "The worker pipeline", 4)
 // reaches the network, the disk and ZooKeeper only through the four small
-// interfaces below, so it can run alone with in-memory parts
+// interfaces below (and, with a max_dead_letters cap, the queue's count of
+// dead letters: deadLettersFull), so it can run alone with in-memory parts
 // (process_test.go). New and Run wire the real parts (fetch.Fetcher,
 // diskStore, frontier.Frontier, coord.Claim), and the end-to-end tests keep
 // using them. robots.txt, politeness and the live config stay concrete:
