@@ -71,7 +71,6 @@ type Client struct {
 	log     *slog.Logger
 	chroot  string
 	timeout time.Duration
-	servers string
 	owner   string // WithOwner
 	clock   serverClock
 	// observer is the WithObserver hook, nil when none.
@@ -181,7 +180,6 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 		owner:       o.owner,
 		observer:    o.observe,
 		auth:        o.auth,
-		servers:     servers,
 		state:       StateDisconnected,
 		sessWait:    make(chan struct{}),
 		reconnectCh: make(chan struct{}),
@@ -335,24 +333,6 @@ func (c *Client) Session(ctx context.Context) (*Session, error) {
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// currentSession returns the live session or nil, without waiting.
-func (c *Client) currentSession() *Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cur != nil && c.cur.alive() {
-		return c.cur
-	}
-	return nil
-}
-
-// liveSession returns the current session if its id is id and it is live.
-func (c *Client) liveSession(id int64) *Session {
-	if s := c.currentSession(); s != nil && s.id == id {
-		return s
-	}
-	return nil
 }
 
 // Conn returns the underlying go-zookeeper connection, for operations coord
