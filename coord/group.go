@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"path"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -306,7 +305,7 @@ func (gr *Group) listInbox(ctx context.Context) ([]string, error) {
 		}
 		return err
 	})
-	sort.Slice(names, func(i, j int) bool { return itemSeq(names[i]) < itemSeq(names[j]) })
+	sortFIFO(names)
 	return names, err
 }
 
