@@ -121,7 +121,7 @@ func (q *Queue) Put(ctx context.Context, shard int, key string, data []byte) (qu
 	mark := []byte(hex.EncodeToString(nonce[:]))
 	ops := []any{
 		&zk.CreateRequest{Path: seen, Data: mark, Acl: q.c.acl(), Flags: zk.FlagPersistent},
-		&zk.CreateRequest{Path: q.shardPath(queueDir, shard) + "/" + itemPrefix, Data: data, Acl: q.c.acl(), Flags: zk.FlagSequence},
+		q.readyCreate(shard, data),
 	}
 	lost := false
 	err = q.c.retryWrite(ctx, func(ctx context.Context) error {
