@@ -45,9 +45,6 @@ func (q *Queue) Init(ctx context.Context) error { return q.create(ctx) }
 // Reserve turned down.
 func (q *Queue) SetRecheck(d time.Duration) { q.recheck = d }
 
-// SetOwner sets the worker id written into claims (WithOwner in production).
-func (c *Client) SetOwner(id string) { c.owner = id }
-
 // Claim claims item name of shard for sess (see claim).
 func (q *Queue) Claim(ctx context.Context, sess *Session, shard int, name string) (*Claim, error) {
 	if err := q.checkShard("Queue.Claim", shard); err != nil {
