@@ -32,10 +32,11 @@ type options struct {
 
 // WithObserver installs a hook that receives the duration and outcome of
 // every ZooKeeper request the Client makes (op: "get", "children",
-// "exists", "create", "set", "delete", "multi") and of every recipe step
-// ("queue_put", "queue_claim", "queue_complete", "queue_retry" (Claim.Reschedule),
-// "queue_fail", "queue_release", "group_step", "backlog_post"). It is
-// called on the request's goroutine and must be quick; metrics use it.
+// "exists", "create", "set", "delete", "multi", "auth" (WithAuth's, at
+// Connect)) and of every recipe step ("queue_claim", "queue_complete",
+// "queue_retry" (Claim.Reschedule), "queue_fail", "queue_release",
+// "group_step", "backlog_post"). It is called on the request's goroutine
+// and must be quick; metrics use it.
 // Default: none.
 func WithObserver(f func(op string, d time.Duration, err error)) Option {
 	return func(o *options) { o.observe = f }
