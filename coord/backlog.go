@@ -168,38 +168,33 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 	err := parallel(ctx, b.groups, 64, func(ctx context.Context, g int) error {
 		s := &out[g]
 		s.Group, s.Name = g, GroupName(g)
-		return b.q.c.retry(ctx, func(ctx context.Context) error {
-			ok, st, err := b.q.c.exists(ctx, b.inboxPath(g))
-			if err != nil {
-				return err
-			}
-			if ok {
-				s.Posts = int(st.NumChildren)
-			}
-			data, _, err := b.q.c.get(ctx, b.cursorPath(g))
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			cur, err := decodeCursor(data)
-			if err != nil {
-				return fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
-			}
-			s.Batches, s.SeenChunks, s.Annex = len(cur.batches), len(cur.chunks), cur.annex
-			for _, bt := range cur.batches {
-				for i := 0; i < bt.count; i++ {
-					if !bt.isMoved(i) {
-						s.Backlog++
-					}
+		var err error
+		if s.Posts, err = b.q.numChildren(ctx, b.inboxPath(g)); err != nil {
+			return err
+		}
+		data, _, err := b.q.c.readData(ctx, b.cursorPath(g))
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		cur, err := decodeCursor(data)
+		if err != nil {
+			return fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
+		}
+		s.Batches, s.SeenChunks, s.Annex = len(cur.batches), len(cur.chunks), cur.annex
+		for _, bt := range cur.batches {
+			for i := 0; i < bt.count; i++ {
+				if !bt.isMoved(i) {
+					s.Backlog++
 				}
 			}
-			for _, c := range cur.chunks {
-				s.Seen += c.count
-			}
-			return nil
-		})
+		}
+		for _, c := range cur.chunks {
+			s.Seen += c.count
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("coord: Backlog.Stats %s: %w", b.q.name, err)

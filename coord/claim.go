@@ -108,7 +108,11 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 			q.cache(shard, name, it, true)
 			return nil, errRejected
 		}
-		q.cache(shard, name, cachedItem{}, false)
+		if accept == nil {
+			// readItem did not use (nor take out) a cached entry, such as
+			// Group.Apply's for the items it creates: drop it.
+			q.cache(shard, name, cachedItem{}, false)
+		}
 		cl, orphaned, err := q.createClaim(ctx, sess, fence, shard, name, it)
 		keep = orphaned || err == nil
 		if !errors.Is(err, errReread) {
@@ -118,11 +122,15 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 }
 
 // readItem returns an item's data and version: from Take's cache when
-// cached is allowed and holds it, read from ZooKeeper otherwise.
+// cached is allowed and holds it, read from ZooKeeper otherwise. When
+// cached is allowed, the item's entry is taken out of the cache (claim puts
+// it back if accept turns the item down).
 // Errors: ErrGone; ZooKeeper errors after retries.
 func (q *Queue) readItem(ctx context.Context, shard int, name string, cached bool) (cachedItem, error) {
-	if it, ok := q.cached(shard, name); ok && cached {
-		return it, nil
+	if cached {
+		if it, ok := q.uncache(shard, name); ok {
+			return it, nil
+		}
 	}
 	data, st, err := q.c.readData(ctx, q.itemPath(shard, name))
 	if errors.Is(err, zk.ErrNoNode) {

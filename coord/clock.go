@@ -20,10 +20,9 @@ import (
 // retried items unclaimable for an hour).
 type serverClock struct {
 	mu     sync.Mutex
-	have   bool
 	offset time.Duration // server - local
 	rtt    time.Duration // round trip of the sample kept
-	at     time.Time     // local time of the sample kept
+	at     time.Time     // local time of the sample kept; zero before the first
 	now    func() time.Time
 }
 
@@ -42,8 +41,8 @@ func (sc *serverClock) sample(sent, got time.Time, mtimeMs int64) {
 	off := time.UnixMilli(mtimeMs).Sub(mid)
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if !sc.have || rtt <= sc.rtt || got.Sub(sc.at) > clockWindow {
-		sc.have, sc.offset, sc.rtt, sc.at = true, off, rtt, got
+	if sc.at.IsZero() || rtt <= sc.rtt || got.Sub(sc.at) > clockWindow {
+		sc.offset, sc.rtt, sc.at = off, rtt, got
 	}
 }
 

@@ -92,7 +92,7 @@ func (q *Queue) Requeue(ctx context.Context, failedName string, data []byte) (st
 			}
 			res, idx, err := q.c.multi(ctx, nil,
 				&zk.DeleteRequest{Path: fp, Version: st.Version},
-				&zk.CreateRequest{Path: q.shardPath(queueDir, shard) + "/" + itemPrefix, Data: d, Acl: q.c.acl(), Flags: zk.FlagSequence},
+				q.readyCreate(shard, d),
 			)
 			switch {
 			case err == nil:

@@ -45,9 +45,6 @@ func (q *Queue) Init(ctx context.Context) error { return q.create(ctx) }
 // Reserve turned down.
 func (q *Queue) SetRecheck(d time.Duration) { q.recheck = d }
 
-// SetOwner sets the worker id written into claims (WithOwner in production).
-func (c *Client) SetOwner(id string) { c.owner = id }
-
 // Claim claims item name of shard for sess (see claim).
 func (q *Queue) Claim(ctx context.Context, sess *Session, shard int, name string) (*Claim, error) {
 	if err := q.checkShard("Queue.Claim", shard); err != nil {
@@ -121,7 +118,7 @@ func (q *Queue) Put(ctx context.Context, shard int, key string, data []byte) (qu
 	mark := []byte(hex.EncodeToString(nonce[:]))
 	ops := []any{
 		&zk.CreateRequest{Path: seen, Data: mark, Acl: q.c.acl(), Flags: zk.FlagPersistent},
-		&zk.CreateRequest{Path: q.shardPath(queueDir, shard) + "/" + itemPrefix, Data: data, Acl: q.c.acl(), Flags: zk.FlagSequence},
+		q.readyCreate(shard, data),
 	}
 	lost := false
 	err = q.c.retryWrite(ctx, func(ctx context.Context) error {

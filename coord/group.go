@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"path"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -306,7 +305,7 @@ func (gr *Group) listInbox(ctx context.Context) ([]string, error) {
 		}
 		return err
 	})
-	sort.Slice(names, func(i, j int) bool { return itemSeq(names[i]) < itemSeq(names[j]) })
+	sortFIFO(names)
 	return names, err
 }
 
@@ -471,13 +470,22 @@ func (gr *Group) planAppends(p *stepPlan) {
 // planMoves creates a ready item per Move and marks its record moved.
 func (gr *Group) planMoves(p *stepPlan) error {
 	for _, m := range p.step.Move {
-		i := slices.IndexFunc(p.next.batches, func(bt batchState) bool { return bt.seq == m.Ref.Batch })
-		if i < 0 || m.Ref.Index < 0 || m.Ref.Index >= p.next.batches[i].count || p.next.batches[i].isMoved(m.Ref.Index) {
-			return fmt.Errorf("move of %v: no such pending record: %w", m.Ref, ErrInvalidArgument)
+		if err := p.next.markMoved(m.Ref, "move"); err != nil {
+			return err
 		}
-		p.next.batches[i].setMoved(m.Ref.Index)
-		p.ops = append(p.ops, &zk.CreateRequest{Path: gr.b.q.shardPath(queueDir, m.Shard) + "/" + itemPrefix, Data: m.Data, Acl: gr.b.q.c.acl(), Flags: zk.FlagSequence})
+		p.ops = append(p.ops, gr.b.q.readyCreate(m.Shard, m.Data))
 	}
+	return nil
+}
+
+// markMoved marks record r of next moved (what: "move" or "drop", for the
+// error). Errors wrap ErrInvalidArgument when r names no pending record.
+func (next *cursorState) markMoved(r Ref, what string) error {
+	i := slices.IndexFunc(next.batches, func(bt batchState) bool { return bt.seq == r.Batch })
+	if i < 0 || r.Index < 0 || r.Index >= next.batches[i].count || next.batches[i].isMoved(r.Index) {
+		return fmt.Errorf("%s of %v: no such pending record: %w", what, r, ErrInvalidArgument)
+	}
+	next.batches[i].setMoved(r.Index)
 	return nil
 }
 

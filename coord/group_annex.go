@@ -21,11 +21,9 @@ func (gr *Group) Annex() []byte { return gr.st.cur.annex }
 // ErrInvalidArgument.
 func (next *cursorState) applyDropAnnex(s Step) error {
 	for _, r := range s.Drop {
-		i := slices.IndexFunc(next.batches, func(bt batchState) bool { return bt.seq == r.Batch })
-		if i < 0 || r.Index < 0 || r.Index >= next.batches[i].count || next.batches[i].isMoved(r.Index) {
-			return fmt.Errorf("drop of %v: no such pending record: %w", r, ErrInvalidArgument)
+		if err := next.markMoved(r, "drop"); err != nil {
+			return err
 		}
-		next.batches[i].setMoved(r.Index)
 	}
 	if s.Annex != nil {
 		if len(s.Annex) > maxAnnexBytes {

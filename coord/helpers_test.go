@@ -79,11 +79,12 @@ func connect(t testing.TB, servers string, opts ...coord.Option) *coord.Client {
 	return c
 }
 
-// proxied starts a proxy to target and a client through it.
-func proxied(t testing.TB, target string) (*testenv.Proxy, *coord.Client) {
+// proxied starts a proxy to target and a client through it (opts as
+// connect's).
+func proxied(t testing.TB, target string, opts ...coord.Option) (*testenv.Proxy, *coord.Client) {
 	t.Helper()
 	p := testenv.ProxyFor(t, target)
-	return p, connect(t, p.Addr())
+	return p, connect(t, p.Addr(), opts...)
 }
 
 var rootSeq atomic.Int64

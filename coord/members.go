@@ -182,15 +182,13 @@ func Members(ctx context.Context, c *Client, root string) ([]string, map[string]
 	data := make([][]byte, len(ids))
 	gone := make([]bool, len(ids))
 	err = parallel(ctx, len(ids), 64, func(ctx context.Context, i int) error {
-		return c.retry(ctx, func(ctx context.Context) error {
-			d, _, err := c.get(ctx, dir+"/"+ids[i])
-			if errors.Is(err, zk.ErrNoNode) {
-				gone[i] = true
-				return nil
-			}
-			data[i] = d
-			return err
-		})
+		d, _, err := c.readData(ctx, dir+"/"+ids[i])
+		if errors.Is(err, zk.ErrNoNode) {
+			gone[i] = true
+			return nil
+		}
+		data[i] = d
+		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("coord: Members %s: %w", root, err)

@@ -124,6 +124,12 @@ func (q *Queue) fencePath(id int64) string {
 	return q.root + "/" + sessionsDir + "/" + fmt.Sprintf("%016x", uint64(id))
 }
 
+// readyCreate is the create of a new ready item of shard carrying data
+// (sequential: ZooKeeper appends the item's number to itemPrefix).
+func (q *Queue) readyCreate(shard int, data []byte) *zk.CreateRequest {
+	return &zk.CreateRequest{Path: q.shardPath(queueDir, shard) + "/" + itemPrefix, Data: data, Acl: q.c.acl(), Flags: zk.FlagSequence}
+}
+
 func (q *Queue) checkShard(op string, shard int) error {
 	if q.initErr != nil {
 		return q.initErr

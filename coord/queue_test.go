@@ -151,7 +151,6 @@ func queueLeft(t testing.TB, c *coord.Client, root string, shards int) (items, c
 
 func newQueue(t testing.TB, c *coord.Client, root string, shards int) *coord.Queue {
 	t.Helper()
-	c.SetOwner("test")
 	q := coord.NewQueue(c, root, shards)
 	if err := q.Init(ctxT(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
@@ -382,10 +381,9 @@ func TestClaimLifecycle(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	ctx := ctxT(t, 60*time.Second)
-	p, c := proxied(t, zkAddr(t))
+	p, c := proxied(t, zkAddr(t), coord.WithOwner("test"))
 	q := newQueue(t, c, root, 2)
-	other := connect(t, zkAddr(t))
-	other.SetOwner("other")
+	other := connect(t, zkAddr(t), coord.WithOwner("other"))
 	oq := coord.NewQueue(other, root, 2)
 	sess, _ := c.Session(ctx)
 	osess, _ := other.Session(ctx)

@@ -32,10 +32,11 @@ type options struct {
 
 // WithObserver installs a hook that receives the duration and outcome of
 // every ZooKeeper request the Client makes (op: "get", "children",
-// "exists", "create", "set", "delete", "multi") and of every recipe step
-// ("queue_put", "queue_claim", "queue_complete", "queue_retry" (Claim.Reschedule),
-// "queue_fail", "queue_release", "group_step", "backlog_post"). It is
-// called on the request's goroutine and must be quick; metrics use it.
+// "exists", "create", "set", "delete", "multi", "auth" (WithAuth's, at
+// Connect)) and of every recipe step ("queue_claim", "queue_complete",
+// "queue_retry" (Claim.Reschedule), "queue_fail", "queue_release",
+// "group_step", "backlog_post"). It is called on the request's goroutine
+// and must be quick; metrics use it.
 // Default: none.
 func WithObserver(f func(op string, d time.Duration, err error)) Option {
 	return func(o *options) { o.observe = f }
@@ -71,7 +72,6 @@ type Client struct {
 	log     *slog.Logger
 	chroot  string
 	timeout time.Duration
-	servers string
 	owner   string // WithOwner
 	clock   serverClock
 	// observer is the WithObserver hook, nil when none.
@@ -181,7 +181,6 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 		owner:       o.owner,
 		observer:    o.observe,
 		auth:        o.auth,
-		servers:     servers,
 		state:       StateDisconnected,
 		sessWait:    make(chan struct{}),
 		reconnectCh: make(chan struct{}),
@@ -335,24 +334,6 @@ func (c *Client) Session(ctx context.Context) (*Session, error) {
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// currentSession returns the live session or nil, without waiting.
-func (c *Client) currentSession() *Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cur != nil && c.cur.alive() {
-		return c.cur
-	}
-	return nil
-}
-
-// liveSession returns the current session if its id is id and it is live.
-func (c *Client) liveSession(id int64) *Session {
-	if s := c.currentSession(); s != nil && s.id == id {
-		return s
-	}
-	return nil
 }
 
 // Conn returns the underlying go-zookeeper connection, for operations coord

@@ -51,14 +51,11 @@ func (q *Queue) Stats(ctx context.Context) (*QueueStats, error) {
 	err := parallel(ctx, q.shards, 32, func(ctx context.Context, i int) error {
 		s := &st.Shards[i]
 		s.Shard, s.Name = i, ShardName(i)
+		var err error
+		if s.Queued, err = q.numChildren(ctx, q.shardPath(queueDir, i)); err != nil {
+			return err
+		}
 		return q.c.retry(ctx, func(ctx context.Context) error {
-			ok, zs, err := q.c.exists(ctx, q.shardPath(queueDir, i))
-			if err != nil {
-				return err
-			}
-			if ok {
-				s.Queued = int(zs.NumChildren)
-			}
 			claims, err := q.shardClaims(ctx, i, now)
 			s.Claims = claims
 			return err

@@ -47,12 +47,13 @@ type cachedItem struct {
 	version int32
 }
 
-// cached returns the cached data of an item of shard.
-func (q *Queue) cached(shard int, name string) (cachedItem, bool) {
+// uncache returns and drops the cached data of an item of shard.
+func (q *Queue) uncache(shard int, name string) (cachedItem, bool) {
 	cur := q.cursors[shard]
 	cur.mu.Lock()
 	defer cur.mu.Unlock()
 	it, ok := cur.items[name]
+	delete(cur.items, name)
 	return it, ok
 }
 

@@ -112,7 +112,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		zkOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "zkcrawl", Name: "zk_op_duration_seconds",
-			Help:    "ZooKeeper requests (get, children, exists, create, set, delete, multi) and queue steps (queue_put, queue_claim, queue_complete, queue_retry, queue_fail, queue_release), in seconds.",
+			Help:    "ZooKeeper requests (get, children, exists, create, set, delete, multi, auth) and queue steps (queue_claim, queue_complete, queue_retry, queue_fail, queue_release, group_step, backlog_post), in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"op"}),
 		zkErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
