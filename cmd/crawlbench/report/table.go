@@ -333,7 +333,7 @@ func (t *table) ceiling(c *Ceiling) {
 	tx = append(tx, "")
 	pages = append(pages, "")
 	t.row(fmt.Sprintf("5 write ceiling (standalone, %d sessions × %d multis in flight)", c.Clients, c.InFlight), "create+delete multis committed per second", bothSyncs(tx[0], tx[1]), "", "")
-	t.row("5", "cluster pages/s it implies (ceiling / part 1's 3-worker writes per page)", bothSyncs(pages[0], pages[1]), "", "")
+	t.row("5", "cluster pages/s it implies (ceiling / part 1's writes per page with the most workers)", bothSyncs(pages[0], pages[1]), "", "")
 }
 
 // takeover writes part 6: session expiry and takeover times.
