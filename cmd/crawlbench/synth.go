@@ -156,7 +156,7 @@ func (b *bench) baselineRun(ctx context.Context, web *testenv.Web, truth map[str
 // this code cannot open as a frontier: it is found done by the queue alone
 // (ready items and claims), and part 3b's seen chunks are not read.
 func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (*report.SynthRun, error) {
-	tag := fmt.Sprintf("w%d-%s-a%d", n, map[bool]string{true: "fsync", false: "nosync"}[zk.forceSync], attempt)
+	tag := fmt.Sprintf("w%d-%s-a%d", n, syncTag(zk.forceSync), attempt)
 	if baseline {
 		tag = "baseline-" + tag
 	}
