@@ -186,7 +186,7 @@ type Queued struct {
 	DrainS              float64     // worker start to drained
 	DrainedOK           bool        // posts 0 and every ready window filled within the wait
 	Pending             frontier.Pending
-	Window              int // ready items per host the drain fills (4 x per_host_max_in_flight + 1)
+	Window              int // ready items per host the drain waits for: the worker's 4 x per_host_max_in_flight + 1, expected, not measured
 	PostedDataPerURL    float64
 	PostedZnodesPerURL  float64
 	DrainedDataPerURL   float64
