@@ -5,10 +5,12 @@ package main
 // (create a persistent znode, delete it: one transaction each, leaving
 // nothing behind) as fast as the server commits them, for --ceiling-time,
 // on the forceSync=yes and the forceSync=no server. transactions/s is
-// committed multis / elapsed time (checked against the zxid delta); the
-// cluster pages/s it implies is that ceiling divided by part 1's ZooKeeper
-// writes per page (3 workers, same forceSync): the most pages per second
-// any number of workers could finish through this one server.
+// committed multis / elapsed time (the zxid delta over the run is recorded
+// beside it, not checked against it); the cluster pages/s it implies is
+// that ceiling divided by part 1's ZooKeeper writes per page of the run
+// with the most workers (3 by default) on the same forceSync: the most
+// pages per second any number of workers could finish through this one
+// server.
 //
 // The multis go straight to go-zookeeper (Client.Conn), not through
 // coord's group commit, so each is one transaction as asked. go-zookeeper's

@@ -216,26 +216,29 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, res *repo
 
 	var runs []report.RealRun
 	for _, fsync := range modes {
-		if b.shared[fsync] == nil {
-			// Part 1 did not warm this server up: unrecorded crawls of the
-			// manual do (a fresh JVM spends seconds in its JIT: ZooKeeper's
-			// CPU for one crawl fell from 1.4 s to 0.35 s over the first
-			// five, with part 1 before it the first recorded round is
-			// already at 0.31 s).
+		// When part 1 did not warm this server up, unrecorded crawls of
+		// the manual do (a fresh JVM spends seconds in its JIT: ZooKeeper's
+		// CPU for one crawl fell from 1.4 s to 0.35 s over the first five;
+		// with part 1 before it the first recorded round is already at
+		// 0.31 s).
+		zk, err := b.sharedServer(ctx, fsync, func(z *benchZK) error {
 			for i := 1; i <= realWarmups; i++ {
 				warm := w
 				warm.ForceSync = fsync
-				name := fmt.Sprintf("%s-warmup%d-%s", crawl, i, map[bool]string{true: "fsync", false: "nosync"}[fsync])
-				if err := b.realCrawl(ctx, start, filepath.Join(dir, name), name, res, want, &warm); err != nil {
-					return runs, fmt.Errorf("warm-up crawl (%s): %w", syncName(fsync), err)
+				name := fmt.Sprintf("%s-warmup%d-%s", crawl, i, syncTag(fsync))
+				if err := b.realCrawl(ctx, z, start, filepath.Join(dir, name), name, res, want, &warm); err != nil {
+					return err
 				}
-				b.warmS = append(b.warmS, warm.ZKS)
 			}
+			return nil
+		})
+		if err != nil {
+			return runs, err
 		}
 		run := w
 		run.ForceSync = fsync
-		name := crawl + map[bool]string{true: "-fsync", false: "-nosync"}[fsync]
-		if err := b.realCrawl(ctx, start, filepath.Join(dir, name), name, res, want, &run); err != nil {
+		name := crawl + "-" + syncTag(fsync)
+		if err := b.realCrawl(ctx, zk, start, filepath.Join(dir, name), name, res, want, &run); err != nil {
 			return runs, err
 		}
 		runs = append(runs, run)
@@ -302,13 +305,9 @@ func mirrorPages(mirror, base string) (map[string]bool, error) {
 	return want, nil
 }
 
-// realCrawl seeds start and crawls it with 3 workers on the shared
-// ZooKeeper of run.ForceSync, filling in run's zkcrawl figures.
-func (b *bench) realCrawl(ctx context.Context, start, dir, crawl string, res *report.Real, want map[string]bool, run *report.RealRun) error {
-	zk, err := b.sharedServer(ctx, run.ForceSync, nil)
-	if err != nil {
-		return err
-	}
+// realCrawl seeds start and crawls it with 3 workers on zk (the shared
+// ZooKeeper of run.ForceSync), filling in run's zkcrawl figures.
+func (b *bench) realCrawl(ctx context.Context, zk *benchZK, start, dir, crawl string, res *report.Real, want map[string]bool, run *report.RealRun) error {
 	cfg := map[string]any{
 		"allow_private_networks": true,
 		"per_host_rate_per_s":    0,

@@ -156,7 +156,7 @@ func (b *bench) baselineRun(ctx context.Context, web *testenv.Web, truth map[str
 // this code cannot open as a frontier: it is found done by the queue alone
 // (ready items and claims), and part 3b's seen chunks are not read.
 func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (*report.SynthRun, error) {
-	tag := fmt.Sprintf("w%d-%s-a%d", n, map[bool]string{true: "fsync", false: "nosync"}[zk.forceSync], attempt)
+	tag := fmt.Sprintf("w%d-%s-a%d", n, syncTag(zk.forceSync), attempt)
 	if baseline {
 		tag = "baseline-" + tag
 	}
@@ -326,12 +326,13 @@ func waitRetired(ctx context.Context, front *frontier.Frontier, timeout time.Dur
 	}
 }
 
-// seenChunks sums the keys (Backlog.Stats) and the data bytes (a stat of
-// every R/backlog/<g>/s-N) of a crawl's seen chunks. The bytes are what
-// this benchmark measures of ZooKeeper's own storage (as ceiling.go does):
-// no coord verb reports them (a group's cursor holds key counts only), so
-// this is the driver's one read of the layout by path, through the raw
-// connection (docs/design.md "Frontier layout 2" names s-N).
+// seenChunks sums the keys and chunks (Backlog.Stats, from the groups'
+// cursors) and the data bytes (a stat of every R/backlog/<g>/s-N) of a
+// crawl's seen chunks. The bytes are what this benchmark measures of
+// ZooKeeper's own storage (as ceiling.go does): no coord verb reports them
+// (a group's cursor holds key counts only), so this is the driver's one
+// read of the layout by path, through the raw connection (docs/design.md
+// "Frontier layout 2" names s-N).
 func seenChunks(ctx context.Context, c *coord.Client, root string, front *frontier.Frontier) (keys, chunks int, bytes int64, err error) {
 	st, err := front.Backlog().Stats(ctx)
 	if err != nil {
@@ -340,6 +341,7 @@ func seenChunks(ctx context.Context, c *coord.Client, root string, front *fronti
 	conn := c.Conn()
 	for _, g := range st {
 		keys += g.Seen
+		chunks += g.SeenChunks
 		dir := path.Join(root, "backlog", g.Name)
 		names, _, err := conn.Children(dir)
 		if err != nil {
@@ -354,7 +356,6 @@ func seenChunks(ctx context.Context, c *coord.Client, root string, front *fronti
 				return 0, 0, 0, fmt.Errorf("stat %s/%s: %w", dir, n, err)
 			}
 			if zs != nil {
-				chunks++
 				bytes += int64(zs.DataLength)
 			}
 		}

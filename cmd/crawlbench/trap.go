@@ -84,7 +84,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		return run, err
 	}
 	run.ZKWrites, _, _ = zk.since(ctx, mark) // 0 when unreadable
-	if err := b.trapEnd(ctx, zk, crawl, f, run); err != nil {
+	if err := b.trapEnd(ctx, zk, crawl, run); err != nil {
 		return run, err
 	}
 	lines, err := f.stopAndRead()
@@ -94,9 +94,6 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 	run.Pages = len(lines)
 	run.GroupFailures, run.ConnLosses, run.GroupErrorHint = logTrouble(f.workers[0].LogFile)
 	run.TrapPages = countHost(lines, trapHost)
-	if run.Final, err = zk.footprint(ctx); err != nil {
-		return run, err
-	}
 	run.LoadAfter = loadavg()
 	b.log.Info("part 4 flavour done", "flavour", flavour, "growth_mb", round(run.GrowthMB, 1), "peak_mb", round(run.PeakGrowthMB, 1),
 		"last_10s_mb", round(run.LastTenSMB, 1), "znodes", run.ZnodeGrowth, "pages", run.Pages, "trap_pages", run.TrapPages,
@@ -167,13 +164,10 @@ func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, w *workerProc, run
 	return nil
 }
 
-// trapEnd reads, while the worker still runs, what it dropped (its
-// metrics, and its status node after the next 2 s refresh), what the
-// frontier holds and the dead letters.
-func (b *bench) trapEnd(ctx context.Context, zk *benchZK, crawl string, f *fleet, run *report.TrapRun) error {
-	if fams, err := scrape(ctx, f.workers[0].Metrics); err == nil {
-		run.MetricDropped = labelCounts(fams, "zkcrawl_links_dropped_total", "reason")
-	}
+// trapEnd reads, while the worker still runs, what it dropped (its status
+// node after the next 2 s refresh), what the frontier holds and the dead
+// letters.
+func (b *bench) trapEnd(ctx context.Context, zk *benchZK, crawl string, run *report.TrapRun) error {
 	// The status node is rewritten every 2 s: wait for one more write.
 	time.Sleep(2100 * time.Millisecond)
 	_, data, err := coord.Members(ctx, zk.client, crawlRoot(crawl))

@@ -40,6 +40,14 @@ func syncName(forceSync bool) string {
 	return "forceSync=no"
 }
 
+// syncTag is how crawl, directory and file names tag a forceSync setting.
+func syncTag(forceSync bool) string {
+	if forceSync {
+		return "fsync"
+	}
+	return "nosync"
+}
+
 // zkJavaOpts are the JVM flags added to testenv's: the full JIT (testenv
 // stops at C1 to start test JVMs fast; a benchmark wants a server as
 // deployed) and the heap.
@@ -104,7 +112,8 @@ func (z *benchZK) close() {
 // parts 1, 2 and 5: tickTime 2 s, a 1 GiB heap. A fresh JVM spends seconds
 // of CPU in its JIT compilers, which a server running for months does not,
 // so each is first warmed up by warm (part 1: one unrecorded 3-worker crawl
-// of the synthetic web; nil: none).
+// of the synthetic web; part 2, when part 1 did not run: realWarmups crawls
+// of the manual; nil: none), its time recorded in b.warmS.
 func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *benchZK) error) (*benchZK, error) {
 	if z := b.shared[forceSync]; z != nil {
 		return z, nil

@@ -176,7 +176,7 @@ func (d *dashboard) refreshLoop(ctx context.Context) {
 }
 
 func (d *dashboard) refresh(ctx context.Context, rates *rateTracker) {
-	snap, err := d.c.snapshot(ctx, d.q, rates)
+	snap, err := d.c.snapshot(ctx, rates)
 	doc := dashboardDoc{Interval: d.interval.Seconds()}
 	if err != nil {
 		doc.Error = err.Error()

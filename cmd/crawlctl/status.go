@@ -70,19 +70,18 @@ per refresh).`,
 			if *window < 0 {
 				return cli.Usage("--rate-window %v: must not be negative", *window)
 			}
-			q, err := c.openQueue(ctx)
-			if err != nil {
+			if _, err := c.openQueue(ctx); err != nil {
 				return err
 			}
 			if *watch {
 				c.watching = true
-				return c.watchStatus(ctx, q, *interval, *asJSON)
+				return c.watchStatus(ctx, *interval, *asJSON)
 			}
 			rates := newRateTracker()
 			if *window > 0 {
 				c.sampleRates(ctx, rates, *window)
 			}
-			snap, err := c.snapshot(ctx, q, rates)
+			snap, err := c.snapshot(ctx, rates)
 			if err != nil {
 				return err
 			}
@@ -163,6 +162,12 @@ type queueDoc struct {
 	Dropped map[string]int64 `json:"dropped"`
 }
 
+// pending is the frontier's count of what is left, whose Empty decides
+// statusDoc.Done.
+func (q queueDoc) pending() frontier.Pending {
+	return frontier.Pending{Ready: q.Queued, Claimed: q.Claimed, Backlog: q.Backlog, Posts: q.Posts, Held: q.Held}
+}
+
 type shardDoc struct {
 	Shard   string `json:"shard"`
 	Queued  int    `json:"queued"`
@@ -183,16 +188,15 @@ type claimDoc struct {
 	AgeS      float64   `json:"age_s"`
 }
 
-// snapshot reads everything status shows, bounded by --timeout. The reads
-// are not one atomic view: each part is current when read.
-func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) (*statusDoc, error) {
+// snapshot reads everything status shows, bounded by --timeout; it needs
+// c.front (openQueue). The reads are not one atomic view: each part is
+// current when read.
+func (c *ctl) snapshot(ctx context.Context, rates *rateTracker) (*statusDoc, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
 	client := c.client
 	doc := &statusDoc{Crawl: c.g.crawl, Root: c.root, Time: time.Now().UTC()}
-	if c.front != nil {
-		doc.PolitenessKey = c.front.Layout().KeyKind()
-	}
+	doc.PolitenessKey = c.front.Layout().KeyKind()
 	if err := c.statusConfig(cctx, client, doc); err != nil {
 		return nil, err
 	}
@@ -202,14 +206,14 @@ func (c *ctl) snapshot(ctx context.Context, q *coord.Queue, rates *rateTracker) 
 	if err := c.statusWorkers(cctx, client, rates, doc); err != nil {
 		return nil, err
 	}
-	if err := c.statusQueue(cctx, q, doc); err != nil {
+	if err := c.statusQueue(cctx, doc); err != nil {
 		return nil, err
 	}
 	var err error
 	if doc.Totals, err = c.readTotals(cctx, client); err != nil {
 		return nil, err
 	}
-	doc.Done = doc.Queue.Queued == 0 && doc.Queue.Claimed == 0 && doc.Queue.Backlog-doc.Queue.Held <= 0 && doc.Queue.Posts == 0
+	doc.Done = doc.Queue.pending().Empty()
 	doc.State = crawlState(doc)
 	return doc, nil
 }
@@ -298,7 +302,8 @@ func (c *ctl) statusWorkers(cctx context.Context, client *coord.Client, rates *r
 // statusQueue fills doc.Queue, doc.Claims and doc.Failed from the queue's
 // stats and the frontier's backlog, and sums the dropped links of
 // doc.Workers (read first).
-func (c *ctl) statusQueue(cctx context.Context, q *coord.Queue, doc *statusDoc) error {
+func (c *ctl) statusQueue(cctx context.Context, doc *statusDoc) error {
+	q := c.front.Queue()
 	st, err := q.Stats(cctx)
 	if err != nil {
 		return fmt.Errorf("read queue: %w", err)
@@ -382,7 +387,7 @@ func (c *ctl) sampleRates(ctx context.Context, rates *rateTracker, window time.D
 
 // watchStatus redraws the status every interval until ctx ends (Ctrl-C),
 // which is a normal exit. A failed refresh is shown and retried.
-func (c *ctl) watchStatus(ctx context.Context, q *coord.Queue, interval time.Duration, asJSON bool) error {
+func (c *ctl) watchStatus(ctx context.Context, interval time.Duration, asJSON bool) error {
 	rates := newRateTracker()
 	redraw, clear := c.app.terminal(c.stdout()), ""
 	if redraw {
@@ -391,7 +396,7 @@ func (c *ctl) watchStatus(ctx context.Context, q *coord.Queue, interval time.Dur
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		snap, err := c.snapshot(ctx, q, rates)
+		snap, err := c.snapshot(ctx, rates)
 		if ctx.Err() != nil {
 			return nil
 		}

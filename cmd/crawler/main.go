@@ -52,10 +52,9 @@ func run(ctx context.Context, args []string) error {
 
 // crawlJob is what one crawler run was asked to do, its flags checked.
 type crawlJob struct {
-	opts           worker.Options
-	connectTimeout time.Duration // bound on worker.New
-	metricsAddr    string        // "": no metrics endpoint
-	log            *slog.Logger
+	opts           worker.Options // its Logger is the run's logger too
+	connectTimeout time.Duration  // bound on worker.New
+	metricsAddr    string         // "": no metrics endpoint
 }
 
 // crawl runs the crawler with args, env for flag defaults from the
@@ -66,7 +65,7 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	if err != nil {
 		return err
 	}
-	opts, log := job.opts, job.log
+	opts, log := job.opts, job.opts.Logger
 	if job.metricsAddr != "" {
 		stop, err := serveMetrics(job.metricsAddr, &opts, log)
 		if err != nil {
@@ -149,7 +148,7 @@ func parseCrawlFlags(args []string, env func(string) (string, bool), stderr io.W
 	if opts.ZK, err = zkAuth(); err != nil {
 		return nil, err
 	}
-	return &crawlJob{opts: opts, connectTimeout: *connectTimeout, metricsAddr: *metricsAddr, log: log}, nil
+	return &crawlJob{opts: opts, connectTimeout: *connectTimeout, metricsAddr: *metricsAddr}, nil
 }
 
 // serveMetrics serves Prometheus metrics (the worker's, set in

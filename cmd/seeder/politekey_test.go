@@ -13,8 +13,9 @@ import (
 )
 
 // --politeness-key (or politeness_key in --config) is stored with the layout
-// when the crawl is created; a different one for an existing crawl, ip, or
-// a flag that contradicts the --config file is refused, naming the key.
+// when the crawl is created; a different one for an existing crawl, a key
+// other than host, domain or ip, or a flag that contradicts the --config
+// file is refused, naming the key. ip is accepted.
 func TestSeederPolitenessKey(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
 	env := map[string]string{"ZKCRAWL_ZK": zk.Addr()}

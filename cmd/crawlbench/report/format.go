@@ -152,6 +152,12 @@ func perRound(pages, rounds float64) string {
 	return f1(pages / rounds)
 }
 
+// fsyncCell formats the group fsync figures of a run: pages per fsync
+// round · fsync ms per page.
+func fsyncCell(pages, rounds, s float64) string {
+	return perRound(pages, rounds) + " · " + msPer(s, pages)
+}
+
 // msPer formats seconds spent per page in milliseconds ("-" without pages).
 func msPer(s, pages float64) string {
 	if pages <= 0 || s <= 0 {

@@ -49,9 +49,9 @@ func (r *Results) Markdown(table string) string {
 		"(about 3 to 5 runnable during a crawl). Each part below gives the load before and after it; figures taken " +
 		"while other jobs ran are slower than this machine can do. The transaction log of every ZooKeeper is on the same disk.\n\n")
 
-	b.WriteString("## Rerun\n\n```sh\nmake bench                          # everything, about 10 minutes on 2 shared cores\n" +
-		"./scripts/bench.sh --skip-big       # without the 10,000,000-URL frontier (1.5 minutes of it)\n" +
-		"BASELINE_REV=none make bench        # without the layout 1 baseline of part 1\n" +
+	fmt.Fprintf(&b, "## Rerun\n\n```sh\nmake bench                          # everything%s\n"+
+		"./scripts/bench.sh --skip-big       # without the 10,000,000-URL frontier%s\n", r.runTime(), r.partTime("big"))
+	b.WriteString("BASELINE_REV=none make bench        # without the layout 1 baseline of part 1\n" +
 		"./scripts/bench.sh --only trap      # one part: synth, real, queued, big, trap, ceiling, takeover\n" +
 		"go build -o bin/crawlbench ./cmd/crawlbench && bin/crawlbench --help   # the driver and its flags\n```\n\n")
 	fmt.Fprintf(&b, "This report came from:\n\n```sh\n%s\n```\n\nEvery figure is also in `%s/results.json`; logs, crawl logs and WARC files of each run are under `%s/`.\n\n",
@@ -64,6 +64,26 @@ func (r *Results) Markdown(table string) string {
 	r.methodCeiling(&b)
 	r.methodTakeover(&b)
 	return b.String()
+}
+
+// runTime is " (this report's run: <duration> on N CPUs, ...)" for the Rerun
+// section, "" when the run's start or end was not recorded.
+func (r *Results) runTime() string {
+	if r.Started.IsZero() || r.Finished.Before(r.Started) {
+		return ""
+	}
+	return fmt.Sprintf(" (this report's run: %s on %d CPUs, builds not counted)", r.Finished.Sub(r.Started).Round(time.Second), r.Machine.CPUs)
+}
+
+// partTime is " (<s> s of this report's run)" for part name (PartS), ""
+// when it did not run.
+func (r *Results) partTime(name string) string {
+	for _, p := range r.PartS {
+		if p.Part == name {
+			return fmt.Sprintf(" (%s s of this report's run)", f0(p.S))
+		}
+	}
+	return ""
 }
 
 // methodSynth writes part 1's section: the web, the servers, how each
@@ -168,7 +188,7 @@ func (r *Results) methodReal(b *strings.Builder) {
 			f2(x.IdleGapsS), f2(x.LongestGapS), f2(x.Ratio), f2(x.CrawlRatio), x.WgetPages, x.ZKPages, x.ZKLines, x.Missing, x.Dups,
 			f2(x.WorkerCPUS), f2(x.ZKCPUS), f0(float64(x.ZKWrites)), f2(x.WritesPerLine), f1(x.ClaimP50Ms), f1(x.ClaimP99Ms), x.LoadBefore, x.LoadAfter)
 	}
-	if x := realPick(rr.Runs, 0, true); x != nil && x.ZKPages > 0 && x.WgetPages > 0 {
+	if x := realPick(loopback(rr.Runs, true)); x != nil && x.ZKPages > 0 && x.WgetPages > 0 {
 		cpu := (x.WorkerCPUS + x.ZKCPUS) * 1000 / float64(x.ZKPages)
 		fmt.Fprintf(b, "\nOn loopback nginx answers a page in well under a millisecond: wget spends %.2f ms of wall time per page. zkcrawl spends "+
 			"%.2f ms of CPU per page in the worker and ZooKeeper together (forceSync=yes, the median round).\n\n", x.WgetS*1000/float64(x.WgetPages), cpu)

@@ -77,10 +77,10 @@ func TestRealPickMedian(t *testing.T) {
 		{Round: 3, ForceSync: true, Ratio: 0.95}, {Round: 3, Ratio: 0.9},
 		{LatencyMS: 5, ForceSync: true, Ratio: 0.2},
 	}
-	if got := realPick(runs, 0, true); got == nil || got.Ratio != 0.95 {
+	if got := realPick(loopback(runs, true)); got == nil || got.Ratio != 0.95 {
 		t.Errorf("median forceSync=yes round = %+v, want ratio 0.95", got)
 	}
-	if got := realPick(runs, 1, true); got == nil || got.Ratio != 0.2 {
+	if got := realPick(realRuns(runs, true, true)); got == nil || got.Ratio != 0.2 {
 		t.Errorf("latency run = %+v, want ratio 0.2", got)
 	}
 	if got := realRatios(runs, true); got != " (1.30, 0.90, 0.95)" {

@@ -186,7 +186,7 @@ type Queued struct {
 	DrainS              float64     // worker start to drained
 	DrainedOK           bool        // posts 0 and every ready window filled within the wait
 	Pending             frontier.Pending
-	Window              int // ready items per host the drain fills (4 x per_host_max_in_flight + 1)
+	Window              int // ready items per host the drain waits for: the worker's 4 x per_host_max_in_flight + 1, expected, not measured
 	PostedDataPerURL    float64
 	PostedZnodesPerURL  float64
 	DrainedDataPerURL   float64
@@ -227,25 +227,23 @@ type Trap struct {
 
 // TrapRun is one trap flavour of part 4.
 type TrapRun struct {
-	Flavour       string
-	Config        map[string]any
-	Base          ZKFootprint
-	End           ZKFootprint // at TimeS (or at the abort), worker still running
-	Final         ZKFootprint // after the worker stopped
-	GrowthMB      float64     // End - Base, data
-	PeakGrowthMB  float64     // largest growth seen (1 s polls)
-	LastTenSMB    float64     // growth over the last 10 s of the run: still growing?
-	ZnodeGrowth   int64
-	Aborted       bool // stopped early: growth passed AbortMB
-	RanS          float64
-	Pages         int              // crawl log lines
-	TrapPages     int              // of which pages of the trap host itself
-	Dropped       map[string]int64 // status node `dropped`
-	MetricDropped map[string]float64
-	Pending       frontier.Pending
-	ZKWrites      int64
-	JVMRSSMB      float64
-	LoadAfter     string
+	Flavour      string
+	Config       map[string]any
+	Base         ZKFootprint
+	End          ZKFootprint // at TimeS (or at the abort), worker still running
+	GrowthMB     float64     // End - Base, data
+	PeakGrowthMB float64     // largest growth seen (1 s polls)
+	LastTenSMB   float64     // growth over the last 10 s of the run: still growing?
+	ZnodeGrowth  int64
+	Aborted      bool // stopped early: growth passed AbortMB
+	RanS         float64
+	Pages        int              // crawl log lines
+	TrapPages    int              // of which pages of the trap host itself
+	Dropped      map[string]int64 // status node `dropped`
+	Pending      frontier.Pending
+	ZKWrites     int64
+	JVMRSSMB     float64
+	LoadAfter    string
 	// Frontier health, from ZooKeeper and the worker's log: dead letters
 	// (R/failed children: outside every quota), group steps that failed
 	// and made the manager reload, and connection losses.
