@@ -564,8 +564,8 @@ func (plan *stepPlan) overQuota(host, u string) string {
 	return ""
 }
 
-// readyWindow is how many ready items the owner keeps per host: four times
-// per_host_max_in_flight plus one. A ready item stays in the window from
+// ReadyWindow is how many ready items a group's owner keeps per host under
+// cfg: four times per_host_max_in_flight plus one. A ready item stays in the window from
 // its creation until its completion multi has deleted it and the owner's
 // next step has replaced it: waiting to be claimed, the claim round trip,
 // the fetch, the WARC write, the group fsync, the completion multi and the
@@ -575,17 +575,17 @@ func (plan *stepPlan) overQuota(host, u string) string {
 // i.e. (Little's law) each item spent about 16 ms in the window for a
 // 0.5 ms fetch; 33 items (4 x 8 + 1) reached about 1,150 pages/s. Each
 // extra item is one znode of ~100-200 B per host that has a backlog.
-func readyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
+func ReadyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 
 // fillWindows adds the moves that fill the hosts' ready windows
-// (readyWindow items) from their oldest pending records,
+// (ReadyWindow items) from their oldest pending records,
 // hosts with the fewest ready items first. A window is refilled once a
 // third of it (at least one item) is free, so one step moves several items
 // of a busy host instead of one per finished page. A step moves at most
 // stepMaxMoves items and about stepMoveBytes.
 func (plan *stepPlan) fillWindows(layout frontier.Layout) {
 	v := plan.view
-	window := readyWindow(plan.cfg)
+	window := ReadyWindow(plan.cfg)
 	refillAt := window - max(1, window/3)
 	var order []string
 	for h, hb := range v.hosts {

@@ -340,7 +340,7 @@ func memberView(ids []string) string {
 // when its fetch ends: writing the records, the group fsync and the
 // completion multi (about 5 ms, far longer than a fetch on a fast server)
 // no longer keep the host's next item from being claimed; the host's ready
-// window (readyWindow) bounds its claims in all. It also
+// window (ReadyWindow) bounds its claims in all. It also
 // remembers which shards turned a busy host's items away, oldest first, so
 // a freed slot wakes the shard that waited longest.
 type hostSlots struct {

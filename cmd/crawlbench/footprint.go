@@ -31,23 +31,18 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
+	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/worker"
 )
-
-// expectedReadyWindow is the ready window per host that part 3a's drain
-// waits for: what worker/groups.go readyWindow (4 x per_host_max_in_flight
-// + 1, unexported) gives at the default per_host_max_in_flight of 1. It is
-// the expected value, typed in, not measured: when readyWindow changes,
-// change it too. A smaller real window leaves the drain "NOT reached" after
-// its 5 minutes; a larger one ends the wait before the windows are full.
-const expectedReadyWindow = 4*1 + 1
 
 // runQueued runs part 3a: bin/seeder queues the URLs on a fresh
 // ZooKeeper, then a paused worker drains them into backlogs and ready
 // windows; ZooKeeper's footprint is read before, between and after.
 func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	o := b.opts
-	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: expectedReadyWindow}
+	// The crawl runs the default config but for paused: the workers' window.
+	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: worker.ReadyWindow(config.Default())}
 	b.log.Info("part 3a: queued URLs via bin/seeder", "urls", res.URLs, "hosts", res.Hosts)
 	dir := filepath.Join(o.outDir, "queued")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
