@@ -565,9 +565,10 @@ func (plan *stepPlan) overQuota(host, u string) string {
 }
 
 // ReadyWindow is how many ready items a group's owner keeps per host under
-// cfg: four times per_host_max_in_flight plus one. A ready item stays in the window from
-// its creation until its completion multi has deleted it and the owner's
-// next step has replaced it: waiting to be claimed, the claim round trip,
+// cfg: four times per_host_max_in_flight plus one. A ready item stays in
+// the window from its creation until its completion multi has deleted it
+// and the owner's next step has replaced it: waiting to be claimed, the
+// claim round trip,
 // the fetch, the WARC write, the group fsync, the completion multi and the
 // refill step. In A/B runs of the PostgreSQL manual benchmark (make bench,
 // part 2: per_host_max_in_flight 8, claim slots freed at the fetch's end in
