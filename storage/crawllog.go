@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -86,41 +88,100 @@ func (e *LogEntry) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// CrawlLog appends LogEntry lines (JSON Lines) to a file. Each Write hands
-// its line to the OS in one write call (O_APPEND, so workers sharing a file
-// do not interleave lines); Sync and Close fsync. It is safe for concurrent
-// use; each line is written whole or, after a write error, not at all (the
-// file is cut back to its last whole line), and a write error is not sticky:
-// the next Write tries again, so a disk that filled up and was freed is used
-// again.
+// ErrInUse is wrapped by OpenCrawlLog's error when another CrawlLog, in this
+// process or another, has the file open.
+var ErrInUse = errors.New("storage: in use by another writer")
+
+// CrawlLog appends LogEntry lines (JSON Lines) to a file it alone writes:
+// OpenCrawlLog takes an exclusive flock(2) lock on the file for the
+// CrawlLog's life and refuses a file another CrawlLog holds (ErrInUse), so
+// cutting a partial line back after a failed write can never erase another
+// writer's line. Each Write hands its line to the OS in one write call;
+// Sync and Close fsync. It is safe for concurrent use; each line is written
+// whole or, after a write error, not at all (the file is cut back to its
+// last whole line), and a write error is not sticky: the next Write tries
+// again, so a disk that filled up and was freed is used again. A failed
+// fsync is returned by Sync and the file is reopened; the lines written
+// before it may be lost (the page cache cannot be trusted after a failed
+// fsync), which GroupSync's marks tell their writers.
 type CrawlLog struct {
-	mu     sync.Mutex
-	f      *os.File
-	w      io.Writer // f, or a test's wrapper of it (storage's write seam)
-	size   int64     // bytes of whole lines in f
-	closed bool
+	path string
+	log  *slog.Logger
+	open openFunc // osOpen, or a test's (storage's file system seam)
+	lock *os.File // holds the flock(2) lock until Close
+
+	mu       sync.Mutex
+	f        file
+	size     int64 // bytes of whole lines in f
+	closed   bool
+	closeErr error // Close's fsync or close error, for Sync after Close
 }
 
-// OpenCrawlLog opens path for appending (creating it, mode 0644). It returns an error naming path when it cannot be
-// opened.
-func OpenCrawlLog(path string) (*CrawlLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+// OpenCrawlLog opens path for appending (creating it, mode 0644) and locks
+// it (flock(2), exclusive, not waiting) against other writers; log receives
+// the reopening after a failed fsync (nil: slog.Default()). It returns an
+// error naming path when the file cannot be opened, and one wrapping
+// ErrInUse when another CrawlLog, in this process or another, has it open.
+// The lock is advisory: it keeps out other CrawlLogs, not other programs.
+func OpenCrawlLog(path string, log *slog.Logger) (*CrawlLog, error) {
+	return openCrawlLog(path, log, osOpen)
+}
+
+// openCrawlLog is OpenCrawlLog with the file system seam open.
+func openCrawlLog(path string, log *slog.Logger, open openFunc) (*CrawlLog, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	f, err := open(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open crawl log: %w", err)
+	}
+	lock, err := lockFile(path)
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
+		lock.Close()
 		return nil, fmt.Errorf("storage: open crawl log: %w", err)
 	}
-	return &CrawlLog{f: f, w: f, size: st.Size()}, nil
+	return &CrawlLog{path: path, log: log, open: open, lock: lock, f: f, size: st.Size()}, nil
+}
+
+// lockFile opens path read-only on a descriptor of its own and takes an
+// exclusive flock(2) lock on it without waiting: the lock lives as long as
+// that descriptor (the kernel drops it when the process dies, so a killed
+// worker leaves no stale lock), and the writing descriptor can be reopened
+// meanwhile. flock locks conflict between open file descriptions, so a
+// second CrawlLog in the same process is refused too.
+func lockFile(path string) (*os.File, error) {
+	lf, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("storage: lock crawl log: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err == nil {
+		return lf, nil
+	}
+	lf.Close()
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, fmt.Errorf("storage: crawl log %s: %w (another worker, or another CrawlLog in this process, holds its lock; give each worker its own output directory)", path, ErrInUse)
+	}
+	return nil, fmt.Errorf("storage: lock crawl log %s: %w", path, err)
 }
 
 // Write appends e as one JSON line, filling a zero TS with the current
 // time, and hands it to the OS before it returns (not fsynced: see Sync). It
 // returns ErrClosed after Close, or the write error naming the file; after a
-// write error the file is cut back to its last whole line, and the next
-// Write tries again.
+// write error the file is cut back to its last whole line (safe: no other
+// CrawlLog appends to it), and the next Write tries again.
 func (l *CrawlLog) Write(e LogEntry) error {
 	if e.TS.IsZero() {
 		e.TS = time.Now()
@@ -138,16 +199,16 @@ func (l *CrawlLog) Write(e LogEntry) error {
 	// Write-through: the line reaches the OS before Write returns, so a
 	// worker killed with SIGKILL right after logging (and before completing
 	// the item) loses no line. The crawler logs before it completes an item.
-	n, err := l.w.Write(b)
+	n, err := l.f.Write(b)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		werr := fmt.Errorf("storage: write crawl log %s: %w", l.f.Name(), err)
+		werr := fmt.Errorf("storage: write crawl log %s: %w", l.path, err)
 		if n > 0 {
 			// Drop the partial line so the file stays valid JSON Lines.
 			if terr := l.f.Truncate(l.size); terr != nil {
-				werr = errors.Join(werr, fmt.Errorf("storage: cut crawl log %s back to its last line: %w", l.f.Name(), terr))
+				werr = errors.Join(werr, fmt.Errorf("storage: cut crawl log %s back to its last line: %w", l.path, terr))
 			}
 		}
 		return werr
@@ -161,45 +222,79 @@ func (l *CrawlLog) Write(e LogEntry) error {
 func (l *CrawlLog) Flush() error { return nil }
 
 // Sync fsyncs the lines written so far to stable storage (fsync(2)). It
-// returns nil after Close (Close syncs) and the error naming the file.
+// returns the error naming the file; after Close it returns Close's error
+// (Close syncs). After a failed fsync the lines written before it may be
+// lost whatever a later fsync says (it reports a write-back error once), so
+// the file is reopened (logged) and only the error tells the lines' writers:
+// wait through GroupSync.Sync with a mark taken before the Write.
 func (l *CrawlLog) Sync() error {
 	l.mu.Lock()
 	closed, f := l.closed, l.f
 	l.mu.Unlock()
 	if closed {
-		return nil
+		return l.closeError()
 	}
 	// The fsync runs outside the lock: Write goes on meanwhile (a line
 	// written during the fsync may or may not be covered by it; its
 	// writer's own Sync comes after).
-	if err := f.Sync(); err != nil {
-		l.mu.Lock()
-		closed = l.closed
-		l.mu.Unlock()
-		if closed {
-			return nil // Close fsynced the file
-		}
-		return fmt.Errorf("storage: sync crawl log %s: %w", f.Name(), err)
+	err := f.Sync()
+	if err == nil {
+		return nil
 	}
-	return nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed && errors.Is(err, os.ErrClosed) {
+		return l.closeErr // Close closed f meanwhile, after its own fsync
+	}
+	err = fmt.Errorf("storage: sync crawl log %s: %w", l.path, err)
+	if !l.closed && l.f == f {
+		l.reopen(err)
+	}
+	return err
 }
 
-// Close fsyncs and closes the file. It is idempotent.
+// closeError returns Close's error.
+func (l *CrawlLog) closeError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closeErr
+}
+
+// reopen replaces l.f by a new descriptor of the same file after its fsync
+// failed with why, and logs it; if the file cannot be opened, l.f stays.
+// l.mu must be held.
+func (l *CrawlLog) reopen(why error) {
+	nf, err := l.open(l.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = nf.Stat(); err == nil {
+			l.f.Close()
+			l.f, l.size = nf, st.Size()
+		} else {
+			nf.Close()
+		}
+	}
+	l.log.Error("crawl log fsync failed: lines written before it may be lost, their items are not finished; the file is reopened",
+		"file", l.path, "error", why, "reopen_error", err)
+}
+
+// Close fsyncs and closes the file and drops its lock. It is idempotent.
 func (l *CrawlLog) Close() error {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
-		l.mu.Unlock()
 		return nil
 	}
 	l.closed = true
 	var err error
 	if e := l.f.Sync(); e != nil {
-		err = fmt.Errorf("storage: sync crawl log %s: %w", l.f.Name(), e)
+		err = fmt.Errorf("storage: sync crawl log %s: %w", l.path, e)
 	}
 	if e := l.f.Close(); err == nil && e != nil {
-		err = fmt.Errorf("storage: close crawl log %s: %w", l.f.Name(), e)
+		err = fmt.Errorf("storage: close crawl log %s: %w", l.path, e)
 	}
-	l.mu.Unlock()
+	l.lock.Close()
+	l.closeErr = err
 	return err
 }
 

@@ -17,7 +17,7 @@ import (
 
 func TestCrawlLogFormat(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crawl.log")
-	l, err := OpenCrawlLog(path)
+	l, err := OpenCrawlLog(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestCrawlLogFormat(t *testing.T) {
 func TestCrawlLogAppendAndConcurrent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crawl.log")
 	for round := 0; round < 2; round++ {
-		l, err := OpenCrawlLog(path)
+		l, err := OpenCrawlLog(path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestReadCrawlLogErrors(t *testing.T) {
 	if _, err := ReadCrawlLog(strings.NewReader(`{"url":"http://a/"}`)); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("missing ts: %v", err)
 	}
-	if _, err := OpenCrawlLog(filepath.Join(t.TempDir(), "no", "such", "dir", "crawl.log")); err == nil || !strings.Contains(err.Error(), "crawl.log") {
+	if _, err := OpenCrawlLog(filepath.Join(t.TempDir(), "no", "such", "dir", "crawl.log"), nil); err == nil || !strings.Contains(err.Error(), "crawl.log") {
 		t.Errorf("OpenCrawlLog in a missing directory: %v", err)
 	}
 }

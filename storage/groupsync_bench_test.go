@@ -14,7 +14,7 @@ import (
 func BenchmarkCrawlLogDurable(b *testing.B) {
 	for _, mode := range []string{"group", "each"} {
 		b.Run(mode, func(b *testing.B) {
-			l, err := OpenCrawlLog(filepath.Join(b.TempDir(), "crawl.log"))
+			l, err := OpenCrawlLog(filepath.Join(b.TempDir(), "crawl.log"), nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -24,12 +24,13 @@ func BenchmarkCrawlLogDurable(b *testing.B) {
 			e := LogEntry{URL: "http://example.org/some/page.html", Status: 200, Bytes: 12345, MIME: "text/html", Worker: "w1"}
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
+					mark := g.Mark()
 					if err := l.Write(e); err != nil {
 						b.Error(err)
 						return
 					}
 					if mode == "group" {
-						err = g.Sync(context.Background())
+						err = g.Sync(context.Background(), mark)
 					} else {
 						err = l.Sync()
 					}

@@ -27,7 +27,7 @@ func TestGroupSyncBatches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := g.Sync(context.Background()); err != nil {
+			if err := g.Sync(context.Background(), g.Mark()); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -53,53 +53,37 @@ func TestGroupSyncErrorNotSticky(t *testing.T) {
 		return nil
 	})
 	fail.Store(true)
-	if err := g.Sync(context.Background()); !errors.Is(err, boom) {
+	if err := g.Sync(context.Background(), g.Mark()); !errors.Is(err, boom) {
 		t.Fatalf("Sync = %v, want boom", err)
 	}
 	fail.Store(false)
-	if err := g.Sync(context.Background()); err != nil {
+	if err := g.Sync(context.Background(), g.Mark()); err != nil {
 		t.Fatalf("Sync after recovery = %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := g.Sync(ctx); !errors.Is(err, context.Canceled) {
+	if err := g.Sync(ctx, g.Mark()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Sync(cancelled) = %v", err)
 	}
 }
 
-// failingWriter fails every write after cutting it short, as ENOSPC does.
-type failingWriter struct {
-	f    *os.File
-	fail atomic.Bool
-}
-
-func (w *failingWriter) Write(p []byte) (int, error) {
-	if w.fail.Load() {
-		n, _ := w.f.Write(p[:len(p)/2])
-		return n, errors.New("no space left on device")
-	}
-	return w.f.Write(p)
-}
-
 // A crawl-log write error is reported, leaves no partial line, and is not
-// sticky: once the disk takes writes again, lines are written again (issue
-// 10 item 1; before, the first error was returned for ever).
+// sticky: once the disk takes writes again, lines are written again.
 func TestCrawlLogWriteErrorNotSticky(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crawl.log")
-	l, err := OpenCrawlLog(path)
+	fs := &faultFS{}
+	l, err := openCrawlLog(path, nil, fs.open)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw := &failingWriter{f: l.f}
-	l.w = fw // the write seam
 	if err := l.Write(LogEntry{URL: "http://a/1"}); err != nil {
 		t.Fatal(err)
 	}
-	fw.fail.Store(true)
+	fs.failWrite.Store(true)
 	if err := l.Write(LogEntry{URL: "http://a/2"}); err == nil {
 		t.Fatal("write on a full disk succeeded")
 	}
-	fw.fail.Store(false)
+	fs.failWrite.Store(false)
 	if err := l.Write(LogEntry{URL: "http://a/3"}); err != nil {
 		t.Fatalf("write after the disk was freed: %v", err)
 	}
@@ -109,15 +93,7 @@ func TestCrawlLogWriteErrorNotSticky(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, err := ReadCrawlLog(f)
-	if err != nil {
-		t.Fatalf("crawl log unreadable after the failed write: %v", err)
-	}
+	got := readLog(t, path)
 	if len(got) != 2 || got[0].URL != "http://a/1" || got[1].URL != "http://a/3" {
 		t.Errorf("crawl log %+v, want lines 1 and 3", got)
 	}

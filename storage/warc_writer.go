@@ -108,25 +108,36 @@ type ResponseInfo struct {
 // Every record is flushed to the operating system as soon as it is written
 // (no fsync per record: Sync, usually through a GroupSync, and Close fsync). A Writer is safe for
 // concurrent use; the two records of an exchange are always adjacent.
+//
+// A failed fsync (or flush) of a file, at Sync, at rotation, after a write
+// error or at Close, ends that file: it is closed and, unless a rotation
+// renamed it meanwhile, keeps OpenSuffix (its records may be lost whatever a
+// later fsync says: the page cache cannot be trusted after a failed fsync),
+// it is logged, the next write opens a new
+// file, SyncErr names the failure for the file's records, and Sync returns
+// it (once) if no other call did.
 type Writer struct {
 	dir, prefix, suffix string
 	opts                WriterOptions
 	log                 *slog.Logger
+	openFile            openFunc // osOpen, or a test's (storage's file system seam)
 
 	revisits *lru.Cache[string, revisitRef] // nil: revisits off
 
-	mu     sync.Mutex
-	serial int
-	files  int // files opened
-	cur    *warcFile
-	closed bool
+	mu         sync.Mutex
+	serial     int
+	files      int // files opened
+	cur        *warcFile
+	closed     bool
+	failed     map[string]error // final base name -> why its records may be lost; one entry per failed file
+	unreported []error          // failures of files closed since the last Sync, for the next Sync
 
 	gz members // compresses records; used with and without mu
 }
 
 // warcFile is the file being written.
 type warcFile struct {
-	f          *os.File
+	f          file
 	bw         *bufio.Writer
 	cw         *countingWriter
 	name       string // final base name
@@ -185,7 +196,7 @@ func NewWriter(dir, prefix string, opts WriterOptions) (*Writer, error) {
 	if level == 0 {
 		level = gzip.DefaultCompression
 	}
-	w := &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log, gz: members{level: level}}
+	w := &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log, openFile: osOpen, gz: members{level: level}}
 	if opts.RevisitURLs < -1 {
 		return nil, fmt.Errorf("storage: RevisitURLs %d: want -1 (off), 0 (default) or a positive count", opts.RevisitURLs)
 	}
@@ -322,7 +333,7 @@ func (w *Writer) open() error {
 			}
 			return fmt.Errorf("storage: open WARC file %s: %w", final, fs.ErrExist)
 		}
-		f, err := os.OpenFile(openPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := w.openFile(openPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) && attempt < 100 {
 			continue
 		}
@@ -345,7 +356,8 @@ func (w *Writer) open() error {
 }
 
 // closeFile fsyncs and closes the current file and renames it to its final
-// name.
+// name. If the flush, fsync or close fails the file keeps OpenSuffix and is
+// marked failed (fileFailed), the error also kept for the next Sync.
 func (w *Writer) closeFile() error {
 	wf := w.cur
 	w.cur = nil
@@ -357,7 +369,10 @@ func (w *Writer) closeFile() error {
 		err = e
 	}
 	if err != nil {
-		return fmt.Errorf("storage: close WARC file %s: %w", wf.openPath, err)
+		err = fmt.Errorf("storage: close WARC file %s: %w", wf.openPath, err)
+		w.fileFailed(wf, err)
+		w.unreported = append(w.unreported, err)
+		return err
 	}
 	final := filepath.Join(w.dir, wf.name)
 	if err := os.Rename(wf.openPath, final); err != nil {
@@ -378,13 +393,21 @@ func (w *Writer) closeFile() error {
 func (w *Writer) abandon(start int64, cause error) error {
 	wf := w.cur
 	w.cur = nil
-	if err := wf.f.Truncate(start); err != nil {
+	terr := wf.f.Truncate(start)
+	// The complete records before start are other exchanges' and stay:
+	// they must be durable, or their writers told (fileFailed).
+	if err := wf.f.Sync(); err != nil {
+		err = fmt.Errorf("storage: sync WARC file %s: %w", wf.openPath, err)
 		wf.f.Close()
-		w.log.Error("WARC file left incomplete", "file", wf.openPath, "err", err)
-		return errors.Join(cause, fmt.Errorf("storage: truncate %s: %w", wf.openPath, err))
+		w.fileFailed(wf, err)
+		w.unreported = append(w.unreported, err)
+		return errors.Join(cause, err)
 	}
-	wf.f.Sync() // the complete records before start stay: make them durable (best effort)
 	wf.f.Close()
+	if terr != nil {
+		w.log.Error("WARC file left incomplete", "file", wf.openPath, "err", terr)
+		return errors.Join(cause, fmt.Errorf("storage: truncate %s: %w", wf.openPath, terr))
+	}
 	if err := os.Rename(wf.openPath, filepath.Join(w.dir, wf.name)); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -393,31 +416,90 @@ func (w *Writer) abandon(start int64, cause error) error {
 }
 
 // Sync fsyncs the current file (fsync(2)): every record written so far is
-// then on stable storage (closed files were fsynced when closed). It returns
-// nil when no file is open or after Close, and the error naming the file.
+// then on stable storage (closed files were fsynced when closed). It
+// returns the error naming the file, joined with the failures of files
+// closed since the previous Sync (rotation, a write error, Close) that no
+// Sync returned yet; nil when there are none. A failed flush or fsync ends
+// the current file (see Writer). Records written during a failed fsync may
+// be lost too: a caller waiting for its records takes a GroupSync mark
+// before writing them, or asks SyncErr about their file.
 func (w *Writer) Sync() error {
 	w.mu.Lock()
-	if w.closed || w.cur == nil {
-		w.mu.Unlock()
-		return nil
-	}
+	pending := w.takeUnreported()
 	wf := w.cur
-	if err := wf.bw.Flush(); err != nil {
+	if w.closed || wf == nil {
 		w.mu.Unlock()
-		return fmt.Errorf("storage: flush WARC file %s: %w", wf.openPath, err)
+		return pending
+	}
+	if err := wf.bw.Flush(); err != nil {
+		err = fmt.Errorf("storage: flush WARC file %s: %w", wf.openPath, err)
+		w.endFailed(wf, err)
+		w.mu.Unlock()
+		return errors.Join(pending, err)
 	}
 	w.mu.Unlock()
 	// The fsync runs outside the lock, so WriteExchange goes on meanwhile.
-	if err := wf.f.Sync(); err != nil {
-		w.mu.Lock()
-		rotated := w.cur != wf
-		w.mu.Unlock()
-		if rotated {
-			return nil // closed meanwhile: closeFile fsynced it (or reported why not)
-		}
-		return fmt.Errorf("storage: sync WARC file %s: %w", wf.openPath, err)
+	err := wf.f.Sync()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err == nil:
+	case errors.Is(err, os.ErrClosed) && w.cur != wf:
+		// Closed meanwhile (rotation, a write error, Close), after an
+		// fsync of its own; a failure of it is in unreported.
+		err = nil
+	default:
+		// Even when a rotation closed the file meanwhile and its fsync
+		// succeeded: fsync reports a write-back error once.
+		err = fmt.Errorf("storage: sync WARC file %s: %w", wf.openPath, err)
+		w.endFailed(wf, err)
 	}
-	return nil
+	return errors.Join(pending, err, w.takeUnreported())
+}
+
+// SyncErr returns why the records of WARC file name (a ResponseInfo.File
+// of this Writer) may not be on stable storage: the failed flush or fsync
+// of that file, at Sync, at rotation, after a write error or at Close; nil
+// when none failed. A caller that waited for a successful Sync after
+// writing its records asks it too: the file may have been rotated away,
+// and its failure returned to another caller, before that Sync ran.
+func (w *Writer) SyncErr(name string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed[name]
+}
+
+// endFailed ends file wf after its flush or fsync failed with err: it is
+// marked failed and, if still current, closed keeping OpenSuffix, so the
+// next write opens a new file. w.mu must be held.
+func (w *Writer) endFailed(wf *warcFile, err error) {
+	w.fileFailed(wf, err)
+	if w.cur == wf {
+		w.cur = nil
+		wf.f.Close()
+	}
+}
+
+// fileFailed records that wf's records may be lost (err) and logs it; the
+// first failure of a file counts. w.mu must be held.
+func (w *Writer) fileFailed(wf *warcFile, err error) {
+	if _, ok := w.failed[wf.name]; ok {
+		return
+	}
+	if w.failed == nil {
+		w.failed = make(map[string]error)
+	}
+	w.failed[wf.name] = err
+	w.log.Error("WARC file fsync failed: its records may be lost and their items are not finished; the file is closed and keeps its .open suffix, the next records go to a new file",
+		"file", wf.openPath, "error", err)
+}
+
+// takeUnreported returns the failures of closed files no Sync returned yet,
+// joined, and forgets them. w.mu must be held.
+func (w *Writer) takeUnreported() error {
+	err := errors.Join(w.unreported...)
+	w.unreported = nil
+	return err
 }
 
 // Close flushes and closes the current file, renaming it to drop

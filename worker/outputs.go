@@ -69,7 +69,7 @@ func openDiskStore(opts Options, log *slog.Logger) (*diskStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: WARC writer in %s: %w", opts.OutDir, err)
 	}
-	clog, err := storage.OpenCrawlLog(filepath.Join(opts.OutDir, "crawl.log"))
+	clog, err := storage.OpenCrawlLog(filepath.Join(opts.OutDir, "crawl.log"), log)
 	if err != nil {
 		warc.Close()
 		return nil, fmt.Errorf("worker: crawl log in %s: %w", opts.OutDir, err)
@@ -83,12 +83,25 @@ func (d *diskStore) WriteExchange(ex storage.Exchange) (storage.ResponseInfo, er
 }
 
 // Record writes the crawl-log line e and waits for the next group fsync of
-// the crawl log and the WARC file.
+// the crawl log and the WARC file. It fails when that round fails, when a
+// round failed after the line was written (the mark is taken before), and
+// when an fsync of the WARC file holding the item's records (e.WARCFile,
+// written before the line) failed at any time, also if that file was
+// rotated away and its failure reported to another item: after a failed
+// fsync the page cache cannot be trusted, so every item the failed fsync
+// covered is released for another try, none completed.
 func (d *diskStore) Record(ctx context.Context, e storage.LogEntry) error {
+	mark := d.syncer.Mark()
 	if err := d.clog.Write(e); err != nil {
 		return err
 	}
-	return d.syncer.Sync(ctx)
+	if err := d.syncer.Sync(ctx, mark); err != nil {
+		return err
+	}
+	if e.WARCFile != "" {
+		return d.warc.SyncErr(e.WARCFile)
+	}
+	return nil
 }
 
 // Files returns how many WARC files were written.

@@ -44,7 +44,9 @@ type pageFetcher interface {
 // Record appends the crawl-log line e and returns once that line and every
 // exchange written before it are on stable storage (fsynced together): only
 // then may the item be finished, so a crash loses neither. An error means
-// they may not be (a failed write or fsync, or ctx's end while waiting).
+// they may not be (a failed write, a failed fsync that may have covered
+// them whichever item it was reported to first, or ctx's end while
+// waiting).
 //
 // Both must be safe for concurrent use. diskStore implements it: WARC files
 // and crawl.log in Options.OutDir.

@@ -102,7 +102,7 @@ func parseCrawlFlags(args []string, env func(string) (string, bool), stderr io.W
 	var opts worker.Options
 	fs.StringVar(&opts.Servers, "zk", "127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port...][/chroot]")
 	fs.StringVar(&opts.Crawl, "crawl", "", "crawl name (required), as given to seeder")
-	fs.StringVar(&opts.OutDir, "out", "", "output directory for WARC files and crawl.log (required; one per worker is simplest)")
+	fs.StringVar(&opts.OutDir, "out", "", "output directory for WARC files and crawl.log (required; one per worker: a second worker on it stops at start)")
 	fs.StringVar(&opts.ID, "id", "", "worker id shown in status and logs (default <hostname>-<pid>)")
 	fs.DurationVar(&opts.SessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout: how long a dead worker's claims outlive it")
 	fs.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "exit 0 once the queue is empty and no claim is held anywhere (batch crawls)")
