@@ -4,14 +4,18 @@
 // LoadKnown).
 //
 // It is hand-written because the libraries at hand do not fit the bound: a
-// Go map costs about 40 bytes per uint64 key, and probabilistic filters
+// Go map costs 30 to 40 bytes per uint64 key, and probabilistic filters
 // (Bloom, cuckoo) answer "seen" for keys never added, which would drop new
 // URLs. The structure is a small log-structured merge tree (O'Neil et al.,
 // "The Log-Structured Merge-Tree", 1996, with leveled compaction as in
-// LevelDB): immutable sorted runs searched in place by binary search.
+// LevelDB): immutable sorted runs searched in place, through a small
+// bucket index and a binary search.
 package seenset
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 const (
 	// tailKeys bounds the sorted tail that takes single Adds (4 KiB).
@@ -28,14 +32,15 @@ const (
 // 0, and a level over its bound is merged into the next (leveled LSM
 // compaction); a run is never changed once built.
 //
-// Bounds for n keys: heap 8n bytes for the keys, 0.25 to 0.5 bytes per key
-// of run index (see run), about 4 KiB of tail and 48 bytes per level (at
-// most 7 levels below 10^8 keys): under 8.6 bytes per key once n > 10,000.
-// A merge into the largest level holds the old and the new run until it
-// ends, up to 17 bytes per key for that moment. Contains reads, per level,
-// one index entry and a binary search of one bucket (8 to 16 keys when the
-// keys are spread uniformly, as fingerprints are; the whole level at worst),
-// and a binary search of the tail: at 10^8 keys at most 8 such lookups.
+// Bounds for n keys: heap 8n bytes for the keys, 0.125 to 0.25 bytes per
+// key of run index (see run), about 4 KiB of tail and 64 bytes per level
+// (at most 6 levels up to 1.3*10^8 keys): under 8.7 bytes per key once
+// n > 10,000 (8.2 to 8.3 measured). A merge into the largest level holds the
+// old and the new run until it ends, up to 17 bytes per key for that
+// moment. Contains reads, per level, one index entry and a binary search of
+// one bucket (16 to 32 keys when the keys are spread uniformly, as
+// fingerprints are; the whole level at worst), and a binary search of the
+// tail: at 10^8 keys at most 7 such lookups.
 // Add costs one Contains, an insertion into the tail (at most 4 KiB moved)
 // and, amortised, about fanout/2 copies of the key per level it sinks
 // through.
@@ -49,17 +54,17 @@ type Set struct {
 	n      int
 }
 
-// bucketKeys is the mean number of keys per bucket of a run's index wanted
-// (between 8 and 16 for uniformly spread keys, one or two cache lines).
+// bucketKeys is the fewest keys per bucket of a run's index on average
+// (16 to 32 for uniformly spread keys: two to four cache lines).
 const bucketKeys = 16
 
 // run is a sorted array of distinct keys, never changed once built, with
 // an index that cuts the span of its keys into equal ranges of
 // 2^shift keys (buckets): keys[idx[b]:idx[b+1]] are those of bucket b, so a
-// lookup of a uniformly spread key (a fingerprint) reads idx and one or two
+// lookup of a uniformly spread key (a fingerprint) reads idx and a few
 // cache lines of keys instead of the log2(len) lines of a binary search.
-// The index has len/16 to len/8 entries of 4 bytes (0.25 to 0.5 bytes per
-// key); runs under 64 keys, or over 2^32-1, have none (binary search).
+// The index has len/32 to len/16 entries of 4 bytes (0.125 to 0.25 bytes
+// per key); runs under 64 keys, or over 2^32-1, have none (binary search).
 type run struct {
 	keys  []uint64
 	idx   []uint32
@@ -71,7 +76,7 @@ type run struct {
 func newRun(keys []uint64) run {
 	r := run{keys: keys}
 	m := len(keys)
-	if m < 4*bucketKeys || m > 1<<32-1 {
+	if m < 4*bucketKeys || uint64(m) > math.MaxUint32 {
 		return r
 	}
 	r.lo = keys[0]
