@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkcrawl/zkcrawl/internal/seenset"
 )
 
 // Sizes of the compact store.
@@ -206,8 +208,9 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 // of its live batches and the keys of its seen chunks) and the records of
 // the posts waiting in its inbox, read without a session and without
 // ownership. A seeder uses it to report duplicates before posting; the
-// owner's drain stays the authority.
-func (b *Backlog) Keys(ctx context.Context, g int) (map[uint64]struct{}, error) {
+// owner's drain stays the authority. The set takes about 8 bytes per key
+// (seenset.Set).
+func (b *Backlog) Keys(ctx context.Context, g int) (*seenset.Set, error) {
 	if err := b.checkGroup("Backlog.Keys", g); err != nil {
 		return nil, err
 	}
@@ -222,7 +225,7 @@ func (b *Backlog) Keys(ctx context.Context, g int) (map[uint64]struct{}, error) 
 	}
 	for _, p := range posts {
 		for _, r := range p.Records {
-			st.seen[b.key(r)] = struct{}{}
+			st.seen.Add(b.key(r))
 		}
 	}
 	return st.seen, nil

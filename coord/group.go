@@ -7,16 +7,20 @@ import (
 	"math/rand/v2"
 	"path"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkcrawl/zkcrawl/internal/seenset"
 )
 
 // Group is the owner's handle on one shard group's compact frontier store
 // (docs/design.md, "Frontier layout 2"), bound to a Session like etcd's
 // concurrency recipes: it holds the group's cursor as last written, the
-// records of its live batches and its seen-set in memory, and writes every
-// change as one fenced multi (Apply). A Group is used by one goroutine.
+// records of its live batches and its seen-set (seenset.Set, about 8 bytes
+// per key) in memory, and writes every change as one fenced multi (Apply).
+// A Group is used by one goroutine.
 type Group struct {
 	b       *Backlog
 	sess    *Session
@@ -36,7 +40,7 @@ type groupState struct {
 	batches   map[uint64][][]byte // live batch -> records
 	rawSize   map[uint64]int      // live batch -> raw record bytes
 	lastChunk []uint64            // keys of the newest seen chunk, sorted
-	seen      map[uint64]struct{}
+	seen      *seenset.Set        // keys of the seen chunks and live batches, ~8 B each
 }
 
 // Ref names one record of a live batch.
@@ -129,10 +133,17 @@ func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
 		return nil, fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
 	}
 	st := &groupState{cur: cur, version: stat.Version, batches: map[uint64][][]byte{},
-		rawSize: map[uint64]int{}, seen: map[uint64]struct{}{}}
+		rawSize: map[uint64]int{}}
 	batchRecs := make([][][]byte, len(cur.batches))
-	chunkKeys := make([][]uint64, len(cur.chunks))
-	n := len(cur.batches)
+	n, total := len(cur.batches), 0
+	for _, c := range cur.chunks {
+		total += min(max(c.count, 0), chunkKeys) // a hint: a chunk's decoded keys count
+	}
+	for _, bt := range cur.batches {
+		total += bt.count
+	}
+	var mu sync.Mutex // seen: every chunk's keys in one array, no chunk kept but the last
+	seen := make([]uint64, 0, total)
 	err = parallel(ctx, n+len(cur.chunks), 32, func(ctx context.Context, i int) error {
 		p := ""
 		if i < n {
@@ -150,7 +161,14 @@ func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
 				err = fmt.Errorf("%w: %s holds %d records, the cursor says %d", errBadEncoding, p, len(batchRecs[i]), cur.batches[i].count)
 			}
 		} else {
-			chunkKeys[i-n], err = decodeKeys(d)
+			var keys []uint64
+			keys, err = decodeKeys(d)
+			mu.Lock()
+			seen = append(seen, keys...)
+			if i == n+len(cur.chunks)-1 {
+				st.lastChunk = keys
+			}
+			mu.Unlock()
 		}
 		return err
 	})
@@ -161,28 +179,20 @@ func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
 		st.batches[bt.seq] = batchRecs[i]
 		for _, r := range batchRecs[i] {
 			st.rawSize[bt.seq] += len(r)
-			st.seen[b.key(r)] = struct{}{}
+			seen = append(seen, b.key(r))
 		}
 	}
-	for i, keys := range chunkKeys {
-		for _, k := range keys {
-			st.seen[k] = struct{}{}
-		}
-		if i == len(chunkKeys)-1 {
-			st.lastChunk = keys
-		}
-	}
+	st.seen = seenset.New(seen)
 	return st, nil
 }
 
 // Seen reports whether key is in the group's seen-set.
 func (gr *Group) Seen(key uint64) bool {
-	_, ok := gr.st.seen[key]
-	return ok
+	return gr.st.seen.Contains(key)
 }
 
 // SeenCount returns the size of the group's seen-set.
-func (gr *Group) SeenCount() int { return len(gr.st.seen) }
+func (gr *Group) SeenCount() int { return gr.st.seen.Len() }
 
 // Pending calls fn for every record not yet moved to the ready window, in
 // arrival order (oldest batch first).
@@ -547,7 +557,7 @@ func (gr *Group) commit(p *stepPlan, resp []zk.MultiResponse) StepResult {
 		st.rawSize[seq] += p.newSize[seq]
 	}
 	for _, r := range p.step.Accept {
-		st.seen[gr.b.key(r)] = struct{}{}
+		st.seen.Add(gr.b.key(r))
 	}
 	for _, seq := range p.retired {
 		delete(st.batches, seq)

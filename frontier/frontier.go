@@ -10,6 +10,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/internal/seenset"
 )
 
 // DefaultSeenCacheSize is the number of fingerprints a Frontier remembers
@@ -33,7 +34,7 @@ type Frontier struct {
 	b      *coord.Backlog
 	layout Layout
 	seen   *lru.Cache[uint64, struct{}]
-	known  map[uint64]struct{} // loaded by LoadKnown; read-only after
+	known  *seenset.Set // loaded by LoadKnown (~8 B a key); read-only after
 
 	local LocalOwner // set by SetLocalOwner; nil: every record is posted
 
@@ -87,8 +88,7 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, er
 	var recs [][]byte
 	for _, it := range items {
 		key := Fingerprint(it.URL)
-		_, isKnown := f.known[key]
-		if isKnown || f.seen.Contains(key) || inCall[key] {
+		if f.known.Contains(key) || f.seen.Contains(key) || inCall[key] {
 			res.Duplicates++
 			continue
 		}
@@ -241,20 +241,20 @@ func (f *Frontier) flushLoop() {
 // Backlog.Keys) so that Enqueue counts URLs the crawl already holds as
 // duplicates instead of posting them: for a seeder, whose report should say
 // what was new. Call it before the first Enqueue. It returns how many keys
-// it loaded. Errors: ZooKeeper errors after retries.
+// it loaded. The groups are read one at a time and merged into one
+// seenset.Set, so the keys take about 8 bytes each (16 during the largest
+// merge) plus one group's load. Errors: ZooKeeper errors after retries.
 func (f *Frontier) LoadKnown(ctx context.Context) (int, error) {
-	known := map[uint64]struct{}{}
+	known := seenset.New(nil)
 	for g := 0; g < f.layout.Groups(); g++ {
 		keys, err := f.b.Keys(ctx, g)
 		if err != nil {
 			return 0, fmt.Errorf("frontier: read the seen-set of group %d: %w", g, err)
 		}
-		for k := range keys {
-			known[k] = struct{}{}
-		}
+		known.Merge(keys)
 	}
 	f.known = known
-	return len(known), nil
+	return known.Len(), nil
 }
 
 // Pending counts what a crawl still has to do.

@@ -16,7 +16,8 @@ package main
 // (c) A big frontier: --big-hosts x --big-paths URLs enqueued in-process
 // with frontier.Enqueue (the seeder's path, 20,000 URLs a call, 3 calls at
 // a time) into one standalone ZooKeeper with -Xmx1g, for at most
-// --big-time; then data size, JVM RSS, snapshot size and restart time.
+// --big-time; then data size, JVM RSS, snapshot size and restart time, and
+// the heap per seen key of a seeder's LoadKnown and of one group's set.
 
 import (
 	"bufio"
@@ -24,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -188,6 +190,11 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	}
 	b.log.Info("part 3c: seeded", "urls", res.URLs, "s", round(res.SeedS, 1), "per_s", round(res.SeedPerS, 0),
 		"data_mb", round(float64(res.After.DataBytes)/(1<<20), 1), "rss_mb", res.After.RSSKB/1024)
+	if err := seenHeap(ctx, front, res); err != nil {
+		return nil, fmt.Errorf("seen-set heap: %w", err)
+	}
+	b.log.Info("part 3c: seen-set heap", "known_keys", res.KnownKeys, "known_b_per_key", round(res.KnownBPerKey, 2),
+		"load_known_s", round(res.KnownS, 1), "group_keys", res.GroupKeys, "group_b_per_key", round(res.GroupBPerKey, 2))
 
 	// Restart: ZooKeeper reads the latest snapshot and the transaction log
 	// after it, and writes a fresh snapshot before it serves.
@@ -209,6 +216,44 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	res.LoadAfter = loadavg()
 	b.log.Info("part 3c done", "restart_s", round(res.RestartS, 2), "snapshot_mb", round(res.LargestSnapshotMB, 1))
 	return res, nil
+}
+
+// seenHeap measures the live heap per key of the big frontier's seen keys
+// where they are held: a seeder's LoadKnown of every group (a second
+// Frontier on the same root), and group 0's seen-set as Backlog.Keys and
+// an owner's Group hold it (the same seenset.Set). Each is the live heap
+// with the set less the live heap once it is dropped, read with
+// runtime.ReadMemStats after two GCs (the second empties sync.Pools).
+func seenHeap(ctx context.Context, front *frontier.Frontier, res *report.Big) error {
+	heapAfterGC := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	seeder := frontier.New(front.Queue(), frontier.DefaultLayout, 0)
+	t0 := time.Now()
+	n, err := seeder.LoadKnown(ctx)
+	if err != nil {
+		return err
+	}
+	res.KnownS, res.KnownKeys = time.Since(t0).Seconds(), n
+	with := heapAfterGC()
+	runtime.KeepAlive(seeder)
+	seeder = nil
+	res.KnownBPerKey = float64(with-heapAfterGC()) / float64(max(n, 1))
+	set, err := front.Backlog().Keys(ctx, 0)
+	if err != nil {
+		return err
+	}
+	res.GroupKeys = set.Len()
+	with = heapAfterGC()
+	runtime.KeepAlive(set)
+	set = nil
+	res.GroupBPerKey = float64(with-heapAfterGC()) / float64(max(res.GroupKeys, 1))
+	runtime.KeepAlive(front)
+	return nil
 }
 
 // seedBig enqueues res.Target URLs http://hNNNNNN.example/p/N, host by

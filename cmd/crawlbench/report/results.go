@@ -215,6 +215,11 @@ type Big struct {
 	LoadBefore          string
 	LoadAfter           string
 	StoppedByTimeLimitS bool
+	// Seen keys in memory: a seeder's LoadKnown of every group (keys, s)
+	// and group 0's seen-set, live heap bytes per key after GC.
+	KnownKeys, GroupKeys       int
+	KnownS                     float64
+	KnownBPerKey, GroupBPerKey float64
 }
 
 // Trap is part 4: crawler traps, one run per flavour.

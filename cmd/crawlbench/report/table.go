@@ -300,6 +300,11 @@ func (t *table) big(g *Big) {
 	t.row("3c", "ZooKeeper data (mntr) / JVM RSS, MB", mb(g.After.DataBytes)+" / "+kbMB(g.After.RSSKB), "", "")
 	t.row("3c", "largest snapshot, MB", f1(g.LargestSnapshotMB), "", "")
 	t.row("3c", "restart with this data, s", f2(g.RestartS), "≤ 10", met(g.RestartS <= 10))
+	if g.KnownKeys > 0 {
+		t.row("3c", "seen keys in RAM, heap B/key after GC: a seeder's LoadKnown of every group / one group's seen-set (an owner's)",
+			fmt.Sprintf("%s (%s keys, %s s) / %s (%s keys)", f2(g.KnownBPerKey), f0(float64(g.KnownKeys)), f1(g.KnownS), f2(g.GroupBPerKey), f0(float64(g.GroupKeys))),
+			"≤ 10", met(g.KnownBPerKey <= 10 && g.GroupBPerKey <= 10))
+	}
 }
 
 // trap writes part 4: one row per trap flavour.
