@@ -1,10 +1,12 @@
 package main
 
 import (
+	"log/slog"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
@@ -54,23 +56,20 @@ func TestMergeAddsBucketsAndRejectsOtherBounds(t *testing.T) {
 	}
 }
 
-func TestExactQuantileNearestRank(t *testing.T) {
-	var d []time.Duration
+func TestSpreadNearestRank(t *testing.T) {
+	d := map[int]time.Duration{}
 	for i := 1; i <= 100; i++ {
-		d = append(d, time.Duration(i)*time.Millisecond)
+		d[i] = time.Duration(i) * time.Millisecond
 	}
-	if got := exactQuantile(d, 0.5); got != 50*time.Millisecond {
-		t.Errorf("p50 = %v", got)
+	if n, lo, mid, hi := spread(d); n != 100 || lo != 0.001 || mid != 0.05 || hi != 0.1 {
+		t.Errorf("spread = %d, %v, %v, %v; want 100, 0.001, 0.05, 0.1", n, lo, mid, hi)
 	}
-	if got := exactQuantile(d, 0.99); got != 99*time.Millisecond {
-		t.Errorf("p99 = %v", got)
-	}
-	if got := exactQuantile(nil, 0.5); got != 0 {
-		t.Errorf("empty p50 = %v", got)
+	if n, _, mid, _ := spread(map[int]time.Duration{}); n != 0 || mid != 0 {
+		t.Errorf("empty spread = %d, median %v", n, mid)
 	}
 }
 
-func TestCheckTruthCountsMissingDuplicateExtraAndWrongStatus(t *testing.T) {
+func TestJudgeSynthCountsMissingDuplicateExtraAndWrongStatus(t *testing.T) {
 	truth := map[string]testenv.WebExpect{
 		"http://a/1": {Status: 200},
 		"http://a/2": {Status: 200},
@@ -79,13 +78,19 @@ func TestCheckTruthCountsMissingDuplicateExtraAndWrongStatus(t *testing.T) {
 	}
 	t0 := time.Now()
 	lines := []storage.LogEntry{ // in time order, as testenv.ReadCrawlLogs returns them
-		{URL: "http://a/1", Status: 200, TS: t0},
-		{URL: "http://a/3", Status: 200, TS: t0},
-		{URL: "http://a/x", Status: 200, TS: t0},
-		{URL: "http://a/1", Status: 200, TS: t0.Add(time.Second)},
+		{URL: "http://a/1", Status: 200, TS: t0, Worker: "w1"},
+		{URL: "http://a/3", Status: 200, TS: t0, Worker: "w1"},
+		{URL: "http://a/x", Status: 200, TS: t0, Worker: "w2"},
+		{URL: "http://a/1", Status: 200, TS: t0.Add(time.Second), Worker: "w2"},
 	}
-	c := checkTruth(lines, truth)
-	if c.urls != 3 || c.missing != 1 || c.dups != 1 || c.extra != 1 || c.wrong != 1 {
-		t.Errorf("checkTruth = %+v", c)
+	b := &bench{log: slog.New(slog.DiscardHandler)}
+	f := &fleet{workers: []*workerProc{{id: "w1"}, {id: "w2"}}}
+	run := report.SynthRun{WallS: 2}
+	b.judgeSynth(&run, f, lines, truth)
+	if run.URLs != 3 || run.Missing != 1 || run.Dups != 1 || run.Extra != 1 || run.WrongStatus != 1 {
+		t.Errorf("judgeSynth: urls %d, missing %d, dups %d, extra %d, wrong %d; want 3, 1, 1, 1, 1", run.URLs, run.Missing, run.Dups, run.Extra, run.WrongStatus)
+	}
+	if run.Pages != 4 || run.PagesPerS != 2 || len(run.PagesPerWorker) != 2 || run.PagesPerWorker[0] != 2 {
+		t.Errorf("judgeSynth: pages %d, pages/s %v, per worker %v", run.Pages, run.PagesPerS, run.PagesPerWorker)
 	}
 }

@@ -1,10 +1,12 @@
 package main
 
-// Prometheus scraping: the workers' /metrics in the text exposition format,
-// parsed with the Prometheus library's parser; histograms of several workers
-// merged bucket by bucket and quantiles interpolated inside a bucket the way
-// PromQL's histogram_quantile does; and what the benchmark reads of a
-// fleet: its metrics summed over the workers, CPU time and peak memory.
+// What the benchmark reads of a fleet's workers: their /metrics in the
+// Prometheus text format (parsed with the Prometheus library's parser),
+// summed over the workers, and their CPU time and peak memory from /proc.
+// Histograms of several workers are merged bucket by bucket and quantiles
+// interpolated inside a bucket as PromQL's histogram_quantile does
+// (hand-written: the function lives in the Prometheus server, not in a
+// client library).
 
 import (
 	"context"
@@ -47,15 +49,13 @@ func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, erro
 // hist is a cumulative histogram: Bounds[i] is the upper bound of bucket i
 // (the last is +Inf) and Counts[i] the observations <= Bounds[i].
 type hist struct {
-	Bounds []float64
-	Counts []float64
-	Sum    float64
-	Count  float64
+	Bounds, Counts []float64
+	Sum, Count     float64
 }
 
-// histOf returns the histogram of family name whose label label=value
-// (label "": the family's unlabelled histogram), or an empty hist when it
-// is absent (a worker that never claimed).
+// histOf returns the histogram of family name whose label has value
+// (label "": the family's unlabelled histogram); empty when absent (a
+// worker that never claimed).
 func histOf(fams map[string]*dto.MetricFamily, name, label, value string) hist {
 	var h hist
 	for _, m := range fams[name].GetMetric() {
@@ -74,23 +74,19 @@ func histOf(fams map[string]*dto.MetricFamily, name, label, value string) hist {
 	return h
 }
 
-// merge adds o into h bucket by bucket; both must have the same bounds
+// merge returns h plus o bucket by bucket; both must have the same bounds
 // (the workers run the same binary), or one must be empty.
 func (h hist) merge(o hist) (hist, error) {
-	if len(o.Bounds) == 0 {
+	switch {
+	case len(o.Bounds) == 0:
 		return h, nil
-	}
-	if len(h.Bounds) == 0 {
-		return hist{Bounds: append([]float64(nil), o.Bounds...), Counts: append([]float64(nil), o.Counts...), Sum: o.Sum, Count: o.Count}, nil
-	}
-	if len(h.Bounds) != len(o.Bounds) {
-		return h, fmt.Errorf("merge histograms: %d buckets vs %d", len(h.Bounds), len(o.Bounds))
+	case len(h.Bounds) == 0:
+		return hist{Bounds: slices.Clone(o.Bounds), Counts: slices.Clone(o.Counts), Sum: o.Sum, Count: o.Count}, nil
+	case !slices.Equal(h.Bounds, o.Bounds):
+		return h, fmt.Errorf("merge histograms: bounds %v vs %v", h.Bounds, o.Bounds)
 	}
 	out := hist{Bounds: h.Bounds, Counts: make([]float64, len(h.Counts)), Sum: h.Sum + o.Sum, Count: h.Count + o.Count}
-	for i := range h.Bounds {
-		if h.Bounds[i] != o.Bounds[i] {
-			return h, fmt.Errorf("merge histograms: bucket %d bound %g vs %g", i, h.Bounds[i], o.Bounds[i])
-		}
+	for i := range h.Counts {
 		out.Counts[i] = h.Counts[i] + o.Counts[i]
 	}
 	return out, nil
@@ -106,10 +102,7 @@ func (h hist) quantile(q float64) float64 {
 		return math.NaN()
 	}
 	rank := q * h.Count
-	i := sort.Search(len(h.Counts), func(i int) bool { return h.Counts[i] >= rank })
-	if i >= len(h.Bounds) {
-		i = len(h.Bounds) - 1
-	}
+	i := min(sort.Search(len(h.Counts), func(i int) bool { return h.Counts[i] >= rank }), len(h.Bounds)-1)
 	if math.IsInf(h.Bounds[i], 1) {
 		if i == 0 {
 			return math.NaN()
@@ -120,47 +113,15 @@ func (h hist) quantile(q float64) float64 {
 	if i > 0 {
 		lower, below = h.Bounds[i-1], h.Counts[i-1]
 	}
-	inBucket := h.Counts[i] - below
-	if inBucket <= 0 {
+	if h.Counts[i] <= below {
 		return h.Bounds[i]
 	}
-	return lower + (h.Bounds[i]-lower)*(rank-below)/inBucket
+	return lower + (h.Bounds[i]-lower)*(rank-below)/(h.Counts[i]-below)
 }
 
-// mean returns Sum/Count, NaN when empty.
-func (h hist) mean() float64 {
-	if h.Count == 0 {
-		return math.NaN()
-	}
-	return h.Sum / h.Count
-}
-
-// exactQuantile returns the q-quantile of sorted durations by the nearest
-// rank method; 0 when empty.
-func exactQuantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	i = max(0, min(i, len(sorted)-1))
-	return sorted[i]
-}
-
-// addCounts adds b's counts into a (allocating a when nil) and returns it.
-func addCounts(a, b map[string]float64) map[string]float64 {
-	if a == nil {
-		a = map[string]float64{}
-	}
-	for k, v := range b {
-		a[k] += v
-	}
-	return a
-}
-
-// labelCounts sums family name by the value of label: a counter's value,
-// a histogram's observation count.
-func labelCounts(fams map[string]*dto.MetricFamily, name, label string) map[string]float64 {
-	out := map[string]float64{}
+// labelCounts adds family name into out by the value of label: a
+// counter's value, a histogram's observation count.
+func labelCounts(out map[string]float64, fams map[string]*dto.MetricFamily, name, label string) {
 	for _, m := range fams[name].GetMetric() {
 		for _, lp := range m.GetLabel() {
 			switch {
@@ -172,15 +133,6 @@ func labelCounts(fams map[string]*dto.MetricFamily, name, label string) map[stri
 			}
 		}
 	}
-	return out
-}
-
-// finite returns v, or 0 for NaN and ±Inf (which JSON cannot hold).
-func finite(v float64) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0
-	}
-	return v
 }
 
 // workerMetrics is what a fleet's workers report, summed over them.
@@ -188,49 +140,44 @@ type workerMetrics struct {
 	claim, complete, post hist               // zkcrawl_zk_op_duration_seconds of queue_claim, queue_complete, backlog_post
 	fsync                 hist               // zkcrawl_output_fsync_duration_seconds: group fsync rounds
 	ops, opErrors         map[string]float64 // requests and queue steps by op; of which failed
-	dropped               map[string]float64 // zkcrawl_links_dropped_total by reason
-	linksQueued, linksDup float64
-	cpuS                  float64   // worker CPU seconds, summed
-	peakRSSMB             []float64 // per worker, VmHWM
+	dropped, links        map[string]float64 // zkcrawl_links_dropped_total by reason, zkcrawl_links_total by result
+	cpuS                  float64            // worker CPU seconds, summed
+	peakRSSMB             []float64          // per worker, VmHWM
 }
 
 // metrics scrapes every worker's /metrics and reads its CPU time and peak
 // RSS from /proc. Errors: a scrape, a /proc read, or histograms of
 // different buckets.
 func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
-	var m workerMetrics
+	m := workerMetrics{ops: map[string]float64{}, opErrors: map[string]float64{}, dropped: map[string]float64{}, links: map[string]float64{}}
 	const opHist = "zkcrawl_zk_op_duration_seconds"
 	for _, w := range f.workers {
-		fams, err := scrape(ctx, w.Metrics)
+		fams, err := scrape(ctx, w.metrics)
 		if err != nil {
 			return m, err
 		}
 		for _, x := range []struct {
-			h  *hist
-			op string
-		}{{&m.claim, "queue_claim"}, {&m.complete, "queue_complete"}, {&m.post, "backlog_post"}} {
-			if *x.h, err = x.h.merge(histOf(fams, opHist, "op", x.op)); err != nil {
+			h                  *hist
+			name, label, value string
+		}{{&m.claim, opHist, "op", "queue_claim"}, {&m.complete, opHist, "op", "queue_complete"}, {&m.post, opHist, "op", "backlog_post"},
+			{&m.fsync, "zkcrawl_output_fsync_duration_seconds", "", ""}} {
+			if *x.h, err = x.h.merge(histOf(fams, x.name, x.label, x.value)); err != nil {
 				return m, err
 			}
 		}
-		if m.fsync, err = m.fsync.merge(histOf(fams, "zkcrawl_output_fsync_duration_seconds", "", "")); err != nil {
-			return m, err
-		}
-		m.ops = addCounts(m.ops, labelCounts(fams, opHist, "op"))
-		m.opErrors = addCounts(m.opErrors, labelCounts(fams, "zkcrawl_zk_op_errors_total", "op"))
-		m.dropped = addCounts(m.dropped, labelCounts(fams, "zkcrawl_links_dropped_total", "reason"))
-		links := labelCounts(fams, "zkcrawl_links_total", "result")
-		m.linksQueued += links["queued"]
-		m.linksDup += links["duplicate"]
+		labelCounts(m.ops, fams, opHist, "op")
+		labelCounts(m.opErrors, fams, "zkcrawl_zk_op_errors_total", "op")
+		labelCounts(m.dropped, fams, "zkcrawl_links_dropped_total", "reason")
+		labelCounts(m.links, fams, "zkcrawl_links_total", "result")
 		cpu, err := w.CPUTime()
 		if err != nil {
 			return m, err
 		}
-		m.cpuS += cpu.Seconds()
 		peak, err := w.RSSPeakKB()
 		if err != nil {
 			return m, err
 		}
+		m.cpuS += cpu.Seconds()
 		m.peakRSSMB = append(m.peakRSSMB, float64(peak)/1024)
 	}
 	return m, nil
@@ -238,4 +185,9 @@ func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 
 // ms converts seconds to milliseconds; 0 for NaN (a histogram without
 // observations has no quantile), since JSON has no NaN.
-func ms(s float64) float64 { return finite(s * 1000) }
+func ms(s float64) float64 {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return 0
+	}
+	return s * 1000
+}
