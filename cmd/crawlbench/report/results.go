@@ -87,13 +87,12 @@ type SynthRun struct {
 	WrongStatus int     // URLs whose last status differs from the truth
 	WallS       float64 // first worker start to the last crawl log line (the crawl then found done)
 	PagesPerS   float64
-	// CPU seconds over the run: the workers (sum), the ZooKeeper JVM, and
-	// the driver (which serves the synthetic web and polls).
-	WorkerCPUS, ZKCPUS, DriverCPUS float64
-	WorkerCPUMsPerPage             float64
-	ZKCPUMsPerPage                 float64
-	ZKWrites                       int64 // zxid delta over the run
-	ZKWritesPerPage                float64
+	// CPU seconds over the run: the workers (sum) and the ZooKeeper JVM.
+	WorkerCPUS, ZKCPUS float64
+	WorkerCPUMsPerPage float64
+	ZKCPUMsPerPage     float64
+	ZKWrites           int64 // zxid delta over the run
+	ZKWritesPerPage    float64
 	// Group commit, from the workers' metrics: fenced steps (claims,
 	// completions, group steps, posts) and the ZooKeeper multis that
 	// carried them: the ratio of the two counters.
@@ -102,7 +101,6 @@ type SynthRun struct {
 	// Group fsync of crawl.log and the WARC file before completions (the
 	// workers' zkcrawl_output_fsync_duration_seconds): rounds and seconds.
 	FsyncRounds, FsyncS      float64
-	Claims                   float64 // queue_claim observations, all workers
 	ClaimP50Ms, ClaimP99Ms   float64
 	ClaimMeanMs              float64
 	CompleteP50Ms, PostP50Ms float64
@@ -113,15 +111,10 @@ type SynthRun struct {
 	PeakRSSMB                []float64          // per worker, VmHWM
 	PagesPerWorker           []int
 	LoadBefore, LoadAfter    string
-	FirstWorkerReadyS        float64 // until every worker served metrics
-	DetectS                  float64 // the last crawl log write to done confirmed
-	LongestGapS              float64 // longest pause between two crawl log lines
-	IdleGapsS                float64 // summed pauses over 250 ms: nothing fetched at all
 	// What the finished crawl left in ZooKeeper (part 3b), once its
 	// batches retired: mntr data size and znode count delta from before
 	// seeding to after the workers stopped, the seen chunks' data and keys.
-	Retired                     bool // every batch retired within the wait
-	RetireWaitS                 float64
+	Retired                     bool // every batch retired within the wait (15 s)
 	DataDelta, ZnodeDelta       int64
 	SeenKeys, SeenChunks        int
 	SeenChunkBytes              int64
@@ -140,38 +133,35 @@ type Real struct {
 
 // RealRun is one wget-vs-zkcrawl pair of part 2.
 type RealRun struct {
-	LatencyMS      float64 // added to every response by the proxy (0: none)
-	Round          int     // 1.. of the loopback pair (--real-repeat); 0 with added latency
-	ForceSync      bool    // of the ZooKeeper zkcrawl ran on
-	WgetWARCMB     float64 // wget's WARC file
-	WgetPages      int     // .html files in wget's mirror
-	WgetS          float64 // wget -r wall time
-	WgetExitStatus int
-	ZKPages        int     // URLs logged with status 200
-	ZKLines        int     // crawl log lines
-	ZKS            float64 // seeder start to the last crawl log line (then found done)
-	ZKCrawlS       float64 // first worker start to the last crawl log line
-	SeedS          float64 // the seeder run (crawl creation + 1 seed)
-	DetectS        float64 // last crawl log line to done confirmed
-	LongestGapS    float64 // longest pause between two crawl log lines
-	IdleGapsS      float64 // summed pauses over 250 ms: nothing fetched at all
-	Ratio          float64 // ZKS / WgetS
-	CrawlRatio     float64 // ZKCrawlS / WgetS
-	Missing, Dups  int     // of wget's pages
-	Extra          int     // status-200 URLs wget did not fetch
-	PagesByWorker  map[string]int
-	ClaimP50Ms     float64
-	ClaimP99Ms     float64
-	ZKOps          map[string]float64 // requests and queue steps by op, all workers
-	ZKOpErrors     map[string]float64 // of which returned an error (NodeExists of a duplicate included)
-	ZKWrites       int64              // zxid delta, seeding included
-	WritesPerLine  float64            // ZKWrites / ZKLines
-	FsyncRounds    float64            // group fsync rounds of crawl.log and WARC, all workers
-	FsyncS         float64            // their fsync time, seconds
-	WorkerCPUS     float64
-	ZKCPUS         float64
-	LoadBefore     string
-	LoadAfter      string
+	LatencyMS     float64 // added to every response by the proxy (0: none)
+	Round         int     // 1.. of the loopback pair (--real-repeat); 0 with added latency
+	ForceSync     bool    // of the ZooKeeper zkcrawl ran on
+	WgetWARCMB    float64 // wget's WARC file
+	WgetPages     int     // .html files in wget's mirror
+	WgetS         float64 // wget -r wall time
+	ZKPages       int     // URLs logged with status 200
+	ZKLines       int     // crawl log lines
+	ZKS           float64 // seeder start to the last crawl log line (then found done)
+	ZKCrawlS      float64 // first worker start to the last crawl log line
+	SeedS         float64 // the seeder run (crawl creation + 1 seed)
+	LongestGapS   float64 // longest pause between two crawl log lines
+	IdleGapsS     float64 // summed pauses over 250 ms: nothing fetched at all
+	Ratio         float64 // ZKS / WgetS
+	CrawlRatio    float64 // ZKCrawlS / WgetS
+	Missing, Dups int     // of wget's pages
+	Extra         int     // status-200 URLs wget did not fetch
+	ClaimP50Ms    float64
+	ClaimP99Ms    float64
+	ZKOps         map[string]float64 // requests and queue steps by op, all workers
+	ZKOpErrors    map[string]float64 // of which returned an error (NodeExists of a duplicate included)
+	ZKWrites      int64              // zxid delta, seeding included
+	WritesPerLine float64            // ZKWrites / ZKLines
+	FsyncRounds   float64            // group fsync rounds of crawl.log and WARC, all workers
+	FsyncS        float64            // their fsync time, seconds
+	WorkerCPUS    float64
+	ZKCPUS        float64
+	LoadBefore    string
+	LoadAfter     string
 }
 
 // Queued is part 3a: URLs queued through bin/seeder, before and after a
@@ -203,7 +193,7 @@ type Big struct {
 	TimeLimitS          float64
 	SeedS, SeedPerS     float64
 	Heap                string
-	Base, After         ZKFootprint
+	After               ZKFootprint
 	JVMPeakMB           float64
 	Snapshots           int
 	LargestSnapshotMB   float64
@@ -211,7 +201,6 @@ type Big struct {
 	RestartS            float64 // stop (SIGTERM) to serving again with the data
 	RestartSnapshotMB   float64 // the snapshot written at restart
 	AfterRestartRSSMB   float64
-	DataPerURL          float64
 	LoadBefore          string
 	LoadAfter           string
 	StoppedByTimeLimitS bool
@@ -229,11 +218,9 @@ type Trap struct {
 type TrapRun struct {
 	Flavour      string
 	Config       map[string]any
-	Base         ZKFootprint
-	End          ZKFootprint // at TimeS (or at the abort), worker still running
-	GrowthMB     float64     // End - Base, data
-	PeakGrowthMB float64     // largest growth seen (1 s polls)
-	LastTenSMB   float64     // growth over the last 10 s of the run: still growing?
+	GrowthMB     float64 // End - Base, data
+	PeakGrowthMB float64 // largest growth seen (1 s polls)
+	LastTenSMB   float64 // growth over the last 10 s of the run: still growing?
 	ZnodeGrowth  int64
 	Aborted      bool // stopped early: growth passed AbortMB
 	RanS         float64
@@ -289,14 +276,11 @@ type Takeover struct {
 	Unresolved           int            // still unclaimed at the deadline
 	MinS, MedianS, MaxS  float64
 	ByOtherClaim, ByGone int
-	// Shards: the killed worker's shards that held its claims; a shard is
-	// taken over when another worker holds a claim in it (or it is empty).
-	Shards, ShardsTakenOver int
+	Shards               int // the killed worker's shards that held its claims
 	// Hosts: the hosts of the killed worker's claimed items; a host is
 	// taken over when another worker holds a claim on one of its items.
-	VictimHosts, HostsTakenOver        int
-	HostMinS, HostMedianS, HostMaxS    float64
-	ShardMinS, ShardMedianS, ShardMaxS float64
+	VictimHosts, HostsTakenOver     int
+	HostMinS, HostMedianS, HostMaxS float64
 	// Diagnostics at the kill: the most claims one host had (the worker's
 	// accept filter holds per_host_max_in_flight + 1 per host until their
 	// fetches end, those being completed come on top), and how

@@ -55,25 +55,21 @@ func (r *Results) Table() string {
 	return t.String()
 }
 
-// joinRuns formats one figure of the part 1 runs of one forceSync
-// setting, "a / b / c" by worker count.
-func joinRuns(runs []SynthRun, fsync bool, f func(r SynthRun) string) string {
-	var parts []string
+// bothRuns formats one figure of the part 1 runs: "a / b / c" by worker
+// count, forceSync=yes then (forceSync=no: ...).
+func bothRuns(runs []SynthRun, f func(r SynthRun) string) string {
+	var yes, no []string
 	for _, r := range runs {
-		if r.ForceSync == fsync {
-			parts = append(parts, f(r))
+		if r.ForceSync {
+			yes = append(yes, f(r))
+		} else {
+			no = append(no, f(r))
 		}
 	}
-	return strings.Join(parts, " / ")
+	return bothSyncs(strings.Join(yes, " / "), strings.Join(no, " / "))
 }
 
-// bothRuns formats one figure of the part 1 runs, forceSync=yes then
-// (forceSync=no ...).
-func bothRuns(runs []SynthRun, f func(r SynthRun) string) string {
-	return bothSyncs(joinRuns(runs, true, f), joinRuns(runs, false, f))
-}
-
-// bothSyncs formats a figure as "yes-figure (no: no-figure)".
+// bothSyncs formats a figure as "yes-figure (forceSync=no: no-figure)".
 func bothSyncs(yes, no string) string {
 	if no == "" {
 		return yes
@@ -81,45 +77,43 @@ func bothSyncs(yes, no string) string {
 	return yes + " (forceSync=no: " + no + ")"
 }
 
-// pagesPerS3 returns the pages/s of the 3-worker run of a forceSync
-// setting, 0 when there is none.
-func pagesPerS3(runs []SynthRun, fsync bool) float64 {
-	var v float64
-	for _, x := range runs {
-		if x.ForceSync == fsync && x.Workers == 3 {
-			v = x.PagesPerS
-		}
+// ofSync returns the first run of a forceSync setting with workers (0:
+// any), or nil.
+func ofSync(runs []SynthRun, fsync bool, workers int) *SynthRun {
+	i := slices.IndexFunc(runs, func(x SynthRun) bool { return x.ForceSync == fsync && (workers == 0 || x.Workers == workers) })
+	if i < 0 {
+		return nil
 	}
-	return v
-}
-
-// baselineRun returns the baseline run of a forceSync setting, or nil.
-func baselineRun(runs []SynthRun, fsync bool) *SynthRun {
-	for i := range runs {
-		if runs[i].ForceSync == fsync {
-			return &runs[i]
-		}
-	}
-	return nil
+	return &runs[i]
 }
 
 // synthSpeed writes part 1's worker counts and pages/s, judged against
 // the baseline build run in the same rounds (--baseline-bin); without one
 // the pages/s are shown but not judged.
 func (t *table) synthSpeed(s *Synth) {
-	t.row(fmt.Sprintf("1 synthetic web (%d hosts × %d pages, scope %s)", s.Hosts, s.PagesPerHost, s.Scope), "workers",
-		joinRuns(s.Runs, true, func(x SynthRun) string { return fmt.Sprint(x.Workers) }), "", "")
+	var counts []string
+	for _, x := range s.Runs {
+		if x.ForceSync {
+			counts = append(counts, fmt.Sprint(x.Workers))
+		}
+	}
+	t.row(fmt.Sprintf("1 synthetic web (%d hosts × %d pages, scope %s)", s.Hosts, s.PagesPerHost, s.Scope), "workers", strings.Join(counts, " / "), "", "")
 	pages := bothRuns(s.Runs, func(x SynthRun) string { return f0(x.PagesPerS) })
-	base := baselineRun(s.Baseline, true)
+	base := ofSync(s.Baseline, true, 0)
 	if base == nil {
 		t.row("1", "pages/s", pages, "3 workers no slower than the baseline build in the same run (forceSync=yes)",
 			"not judged (no --baseline-bin)")
 		return
 	}
-	t.row("1", "pages/s", pages,
-		fmt.Sprintf("3 workers no slower than %s in the same run (forceSync=yes)", s.BaselineName), met(pagesPerS3(s.Runs, true) >= base.PagesPerS))
+	var own3 float64
+	for _, x := range s.Runs { // the last 3-worker run of forceSync=yes
+		if x.ForceSync && x.Workers == 3 {
+			own3 = x.PagesPerS
+		}
+	}
+	t.row("1", "pages/s", pages, fmt.Sprintf("3 workers no slower than %s in the same run (forceSync=yes)", s.BaselineName), met(own3 >= base.PagesPerS))
 	no, wno := "", ""
-	if x := baselineRun(s.Baseline, false); x != nil {
+	if x := ofSync(s.Baseline, false, 0); x != nil {
 		no, wno = f0(x.PagesPerS), f2(x.ZKWritesPerPage)
 	}
 	t.row("1", fmt.Sprintf("%s build, 3 workers, same rounds: pages/s", s.BaselineName), bothSyncs(f0(base.PagesPerS), no), "", "")
@@ -134,7 +128,9 @@ func (t *table) synthCost(s *Synth) {
 	worst, peak := 0.0, 0.0
 	for _, x := range s.Runs {
 		worst = math.Max(worst, x.ZKWritesPerPage)
-		peak = math.Max(peak, maxOf(x.PeakRSSMB))
+		for _, v := range x.PeakRSSMB {
+			peak = math.Max(peak, v)
+		}
 	}
 	t.row("1", "ZooKeeper writes per page (zxid delta / pages)", bothRuns(s.Runs, func(x SynthRun) string { return f2(x.ZKWritesPerPage) }), "≤ 1.0", met(worst <= 1.0))
 	t.row("1", "group commit: fenced steps per ZooKeeper multi (worker metrics)", bothRuns(s.Runs, func(x SynthRun) string { return f2(x.StepsPerMulti) }), "", "")
@@ -179,8 +175,7 @@ func realRuns(runs []RealRun, latency, fsync bool) []*RealRun {
 	return of
 }
 
-// loopback returns part 2's loopback runs of one forceSync setting, in
-// round order.
+// loopback returns part 2's loopback runs of one forceSync setting.
 func loopback(runs []RealRun, fsync bool) []*RealRun { return realRuns(runs, false, fsync) }
 
 // realPick returns the run of median ratio of runs (the lower middle of
@@ -192,20 +187,6 @@ func realPick(runs []*RealRun) *RealRun {
 	of := slices.Clone(runs)
 	slices.SortStableFunc(of, func(a, b *RealRun) int { return cmp.Compare(a.Ratio, b.Ratio) })
 	return of[(len(of)-1)/2]
-}
-
-// sameRuns joins the runs' outcomes with " / ", or gives "N runs: x" when
-// all are x.
-func sameRuns(outcomes []string) string {
-	for _, o := range outcomes {
-		if o != outcomes[0] {
-			return strings.Join(outcomes, " / ")
-		}
-	}
-	if len(outcomes) < 2 {
-		return strings.Join(outcomes, "")
-	}
-	return fmt.Sprintf("%d runs: %s", len(outcomes), outcomes[0])
 }
 
 // realRounds counts the loopback rounds of part 2.
@@ -224,18 +205,13 @@ func realRatios(runs []RealRun, fsync bool) string {
 	return " (" + strings.Join(r, ", ") + ")"
 }
 
-// realFig formats a figure of run, "" when run is nil.
-func realFig(run *RealRun, f func(*RealRun) string) string {
-	if run == nil {
-		return ""
-	}
-	return f(run)
-}
-
 // realBoth formats one figure of part 2's forceSync=yes run and, when
 // there is one, its forceSync=no run: "yes-figure (forceSync=no: ...)".
 func realBoth(yes, no *RealRun, f func(*RealRun) string) string {
-	return bothSyncs(f(yes), realFig(no, f))
+	if no == nil {
+		return f(yes)
+	}
+	return bothSyncs(f(yes), f(no))
 }
 
 // real writes part 2: wget against zkcrawl on loopback, then with added
@@ -244,7 +220,7 @@ func (t *table) real(rr *Real) {
 	if yes, no := realPick(loopback(rr.Runs, true)), realPick(loopback(rr.Runs, false)); yes != nil {
 		p := fmt.Sprintf("2 PostgreSQL 15 manual via nginx, 3 workers (per_host_max_in_flight %d)", rr.MaxInFlight)
 		t.row(p, "loopback: wall time wget -r --warc-file / zkcrawl (seed to last page), s",
-			bothSyncs(f2(yes.WgetS)+" / "+f2(yes.ZKS), realFig(no, func(x *RealRun) string { return f2(x.ZKS) })), "", "")
+			f2(yes.WgetS)+" / "+realBoth(yes, no, func(x *RealRun) string { return f2(x.ZKS) }), "", "")
 		t.row("2", fmt.Sprintf("loopback: ratio zkcrawl / wget, median of %d round(s) (every round)", realRounds(rr.Runs)),
 			realBoth(yes, no, func(x *RealRun) string { return f2(x.Ratio) + realRatios(rr.Runs, x.ForceSync) }),
 			"≤ 1.0, same run", met(yes.Ratio <= 1))
@@ -252,13 +228,18 @@ func (t *table) real(rr *Real) {
 			realBoth(yes, no, func(x *RealRun) string { return f2(x.WritesPerLine) }), "≤ 1.25", met(yes.WritesPerLine <= 1.25))
 		t.row("2", "group fsync of crawl.log + WARC before completing: pages per fsync round · fsync ms per page",
 			realBoth(yes, no, func(x *RealRun) string { return fsyncCell(float64(x.ZKLines), x.FsyncRounds, x.FsyncS) }), "", "")
-		all := true
+		all, same := true, true
 		var res []string
 		for _, x := range rr.Runs {
 			all = all && x.Missing == 0 && x.Dups == 0
 			res = append(res, fmt.Sprintf("%s of %s (+%d not in wget's mirror); %d, %d", f0(float64(x.ZKPages-x.Extra)), f0(float64(x.WgetPages)), x.Extra, x.Missing, x.Dups))
+			same = same && res[len(res)-1] == res[0]
 		}
-		t.row("2", "pages zkcrawl of wget; missing, duplicate (every run)", sameRuns(res), "each page once", met(all))
+		outcome := strings.Join(res, " / ")
+		if same && len(res) > 1 {
+			outcome = fmt.Sprintf("%d runs: %s", len(res), res[0])
+		}
+		t.row("2", "pages zkcrawl of wget; missing, duplicate (every run)", outcome, "each page once", met(all))
 	}
 	if lat := realPick(realRuns(rr.Runs, true, true)); lat != nil {
 		t.row("2", fmt.Sprintf("+%s ms per response: wget / zkcrawl, s (ratio)", f0(lat.LatencyMS)), fmt.Sprintf("%s / %s (%s)", f2(lat.WgetS), f2(lat.ZKS), f2(lat.Ratio)), "", "")
