@@ -323,7 +323,7 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 	run.Ratio, run.CrawlRatio = run.ZKS/run.WgetS, run.ZKCrawlS/run.WgetS
 	run.ZKOps, run.ZKOpErrors, run.WorkerCPUS = r.m.ops, r.m.opErrors, r.m.cpuS
 	run.FsyncRounds, run.FsyncS = r.m.fsync.Count, r.m.fsync.Sum
-	run.ClaimP50Ms, run.ClaimP99Ms = ms(r.m.claim.quantile(0.5)), ms(r.m.claim.quantile(0.99))
+	run.ClaimP50Ms, run.ClaimP99Ms = ms(r.m.claim.Quantile(0.5)), ms(r.m.claim.Quantile(0.99))
 	run.ZKWrites, run.ZKCPUS, run.LoadAfter = r.zkWrites, r.zkCPUS, r.loadAfter
 	lines, err := f.stopAndRead()
 	if err != nil {

@@ -214,11 +214,11 @@ func recordSynthMetrics(run *report.SynthRun, m workerMetrics) {
 	run.LinksQueued, run.LinksDup = m.links["queued"], m.links["duplicate"]
 	run.WorkerCPUS, run.PeakRSSMB = m.cpuS, m.peakRSSMB
 	run.FsyncRounds, run.FsyncS = m.fsync.Count, m.fsync.Sum
-	run.ClaimP50Ms, run.ClaimP99Ms = ms(m.claim.quantile(0.5)), ms(m.claim.quantile(0.99))
+	run.ClaimP50Ms, run.ClaimP99Ms = ms(m.claim.Quantile(0.5)), ms(m.claim.Quantile(0.99))
 	if m.claim.Count > 0 {
 		run.ClaimMeanMs = m.claim.Sum / m.claim.Count * 1000
 	}
-	run.CompleteP50Ms, run.PostP50Ms = ms(m.complete.quantile(0.5)), ms(m.post.quantile(0.5))
+	run.CompleteP50Ms, run.PostP50Ms = ms(m.complete.Quantile(0.5)), ms(m.post.Quantile(0.5))
 	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
 		run.FencedSteps += run.ZKOps[op]
 	}
