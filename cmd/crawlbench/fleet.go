@@ -7,15 +7,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/storage"
@@ -23,95 +18,27 @@ import (
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
-// seed writes seeds into dir/seeds.txt and runs bin/seeder (seedFile).
-func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seeds []string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	seedPath := filepath.Join(dir, "seeds.txt")
-	if err := os.WriteFile(seedPath, []byte(strings.Join(seeds, "\n")+"\n"), 0o644); err != nil {
-		return err
-	}
-	_, err := b.seedFile(ctx, zkAddr, crawl, dir, cfg, seedPath, time.Minute)
-	return err
-}
-
-// seedFile writes cfg as dir/config.json and runs bin/seeder --config
-// --seeds seedPath to create the crawl (default layout) and enqueue the
-// seeds, bounded by timeout; it returns the seeder's output. Errors: the
-// seeder's exit status and output.
-func (b *bench) seedFile(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seedPath string, timeout time.Duration) (string, error) {
-	cfgPath := filepath.Join(dir, "config.json")
-	data, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
-		return "", err
-	}
+// seed runs bin/seeder (testenv.RunSeeder) to create crawl with cfg over
+// the defaults and enqueue seeds (nil: dir/seeds.txt is written), bounded
+// by timeout, and returns its output.
+func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seeds []string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, b.bin("seeder"), "--zk", zkAddr, "--crawl", crawl,
-		"--config", cfgPath, "--seeds", seedPath, "--log-level", "warn").CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("seeder --crawl %s: %w\n%s", crawl, err, out)
-	}
-	return string(out), nil
+	return testenv.RunSeeder(ctx, b.bin("seeder"), zkAddr, crawl, dir, cfg, seeds)
 }
-
-// workerProc is one running bin/crawler.
-type workerProc struct {
-	id, dir, logFile string // --id, --out, its log
-	metrics          string // http://127.0.0.1:PORT/metrics
-	*testenv.Proc
-}
-
-// crawlLog is the path of the worker's crawl log.
-func (w *workerProc) crawlLog() string { return filepath.Join(w.dir, "crawl.log") }
-
-var metricsURL = regexp.MustCompile(`msg="serving metrics" url=(\S+)`)
 
 // fleet is the bin/crawler workers w1..wN of one crawl, each with its
 // output in dir/<id> and its log in dir/<id>.log.
 type fleet struct {
 	dir     string
-	workers []*workerProc
+	workers []*testenv.Crawler
 }
 
-// startFleet starts n workers of crawl on zkAddr, with metrics on a free
-// loopback port and extra flags, and waits (up to 15 s) until each has
-// logged its metrics URL. On error the workers already started are killed.
+// startFleet starts n workers of crawl on zkAddr with the extra flags
+// (testenv.StartCrawlers: metrics on a free loopback port).
 func (b *bench) startFleet(ctx context.Context, zkAddr, crawl, dir string, n int, extra ...string) (*fleet, error) {
-	f := &fleet{dir: dir}
-	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("w%d", i)
-		w := &workerProc{id: id, dir: filepath.Join(dir, id), logFile: filepath.Join(dir, id+".log")}
-		args := append([]string{"--zk", zkAddr, "--crawl", crawl, "--out", w.dir, "--id", id,
-			"--metrics-addr", "127.0.0.1:0", "--stop-timeout", "5s"}, extra...)
-		p, err := testenv.StartProcess(ctx, testenv.ProcConfig{Path: b.bin("crawler"), Args: args, LogFile: w.logFile, Logger: b.log})
-		if err != nil {
-			f.kill()
-			return nil, err
-		}
-		w.Proc = p
-		f.workers = append(f.workers, w)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for _, w := range f.workers {
-		for w.metrics == "" {
-			if m := metricsURL.FindStringSubmatch(testenv.TailFile(w.logFile, 200)); m != nil {
-				w.metrics = m[1]
-				break
-			}
-			err := ctx.Err()
-			if w.Exited() || time.Now().After(deadline) {
-				err = fmt.Errorf("worker %s logged no metrics URL within 15s:\n%s", w.id, w.LogTail(20))
-			}
-			if err != nil {
-				f.kill()
-				return nil, err
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	return f, nil
+	ws, err := testenv.StartCrawlers(ctx, b.bin("crawler"), zkAddr, crawl, dir, n, b.log, extra...)
+	return &fleet{dir: dir, workers: ws}, err
 }
 
 // kill sends SIGKILL to every worker (a crash; used on the way out).
@@ -141,7 +68,7 @@ func (f *fleet) stopAndRead() ([]storage.LogEntry, error) {
 func (f *fleet) logSizes() (sizes []int64, total int64, last time.Time) {
 	for _, w := range f.workers {
 		var n int64
-		if st, err := os.Stat(w.crawlLog()); err == nil {
+		if st, err := os.Stat(w.CrawlLog()); err == nil {
 			n = st.Size()
 			if st.ModTime().After(last) {
 				last = st.ModTime()
@@ -173,7 +100,7 @@ func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool,
 		if time.Now().After(deadline) {
 			return fmt.Errorf("crawl not done after %v", timeout)
 		}
-		if !slices.ContainsFunc(f.workers, func(w *workerProc) bool { return !w.Exited() }) {
+		if !slices.ContainsFunc(f.workers, func(w *testenv.Crawler) bool { return !w.Exited() }) {
 			return errors.New("every worker exited before the crawl was done:\n" + f.workers[0].LogTail(20))
 		}
 		sizes, total, _ := f.logSizes()

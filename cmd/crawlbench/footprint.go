@@ -58,7 +58,7 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	defer zk.close()
 	res.Base, res.LoadBefore = base, loadavg()
 	t0 := time.Now()
-	out, err := b.seedFile(ctx, zk.srv.Addr(), "queued", dir, map[string]any{"paused": true}, seedPath, 10*time.Minute)
+	out, err := b.seed(ctx, zk.srv.Addr(), "queued", dir, map[string]any{"paused": true}, nil, 10*time.Minute)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func TestJudgeSynthCountsMissingDuplicateExtraAndWrongStatus(t *testing.T) {
 		{URL: "http://a/1", Status: 200, TS: t0.Add(time.Second), Worker: "w2"},
 	}
 	b := &bench{log: slog.New(slog.DiscardHandler)}
-	f := &fleet{workers: []*workerProc{{id: "w1"}, {id: "w2"}}}
+	f := &fleet{workers: []*testenv.Crawler{{ID: "w1"}, {ID: "w2"}}}
 	run := report.SynthRun{WallS: 2}
 	b.judgeSynth(&run, f, lines, truth)
 	if run.URLs != 3 || run.Missing != 1 || run.Dups != 1 || run.Extra != 1 || run.WrongStatus != 1 {

@@ -28,7 +28,7 @@ func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 	m := workerMetrics{ops: map[string]float64{}, opErrors: map[string]float64{}, dropped: map[string]float64{}, links: map[string]float64{}}
 	const opHist = "zkcrawl_zk_op_duration_seconds"
 	for _, w := range f.workers {
-		fams, err := testenv.ScrapeMetrics(ctx, w.metrics)
+		fams, err := testenv.ScrapeMetrics(ctx, w.Metrics)
 		if err != nil {
 			return m, err
 		}

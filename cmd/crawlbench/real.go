@@ -21,9 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
-	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -65,11 +62,10 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 	if _, err := os.Stat(filepath.Join(pgDocs, "index.html")); err != nil {
 		return nil, fmt.Errorf("%s/index.html is missing: install Debian's postgresql-doc-15 (scripts/bench.sh does)", pgDocs)
 	}
-	nginx, err := exec.LookPath("nginx")
+	out, err := exec.CommandContext(ctx, "nginx", "-v").CombinedOutput()
 	if err != nil {
-		nginx = "/usr/sbin/nginx"
+		out, err = exec.CommandContext(ctx, "/usr/sbin/nginx", "-v").CombinedOutput()
 	}
-	out, err := exec.CommandContext(ctx, nginx, "-v").CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("nginx -v: %w (install nginx; scripts/bench.sh does)", err)
 	}
@@ -83,11 +79,12 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 		return nil, err
 	}
 	_ = os.RemoveAll(dir)
-	origin, stop, err := b.startNginx(ctx, nginx, filepath.Join(dir, "nginx"))
+	nginx, err := testenv.StartNginx(ctx, testenv.NginxConfig{Root: pgDocs, Dir: filepath.Join(dir, "nginx"), Workers: realNginxWorkers, Logger: b.quiet})
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer nginx.Close()
+	origin := nginx.URL
 	for round := 1; round <= max(b.opts.realRepeat, 1); round++ {
 		sub := "loopback"
 		if round > 1 {
@@ -102,7 +99,7 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 			return res, err
 		}
 	}
-	proxy, stopProxy, err := startDelayProxy(origin, realLatency)
+	proxy, stopProxy, err := testenv.DelayProxy(origin, realLatency)
 	if err != nil {
 		return res, err
 	}
@@ -110,100 +107,6 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 	runs, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), "pgdocs-latency", realLatency, []bool{true})
 	res.Runs = append(res.Runs, runs...)
 	return res, err
-}
-
-// startNginx serves pgDocs on a free loopback port with its config, pid
-// file and logs in dir, and returns its base URL and a stop function.
-func (b *bench) startNginx(ctx context.Context, nginx, dir string) (string, func(), error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, err
-	}
-	// nginx's workers may run as another user: they need to reach dir.
-	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
-		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o005 != 0o005 {
-			_ = os.Chmod(d, st.Mode().Perm()|0o055)
-		}
-	}
-	ports, err := testenv.FreePorts(1)
-	if err != nil {
-		return "", nil, err
-	}
-	temps := ""
-	for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
-		temps += fmt.Sprintf("    %s_temp_path %s/%s;\n", t, dir, t)
-	}
-	conf := fmt.Sprintf(`# nginx for crawlbench part 2: foreground, everything under %[2]s.
-daemon off;
-worker_processes %[1]d;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log warn;
-events { worker_connections 1024; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log off;
-%[5]s    sendfile on;
-    keepalive_requests 100000;
-    server {
-        listen 127.0.0.1:%[3]d;
-        server_name localhost;
-        root %[4]s;
-    }
-}
-`, realNginxWorkers, dir, ports[0], pgDocs, temps)
-	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
-		return "", nil, err
-	}
-	np, err := testenv.StartProcess(ctx, testenv.ProcConfig{Path: nginx,
-		Args:    []string{"-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", filepath.Join(dir, "nginx.conf")},
-		LogFile: filepath.Join(dir, "nginx.out"), Logger: b.quiet})
-	if err != nil {
-		return "", nil, err
-	}
-	origin := fmt.Sprintf("http://127.0.0.1:%d/", ports[0])
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"index.html", nil)
-		if err != nil {
-			return "", nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return origin, func() { np.Stop(10 * time.Second) }, nil
-			}
-			err = fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			np.Stop(10 * time.Second)
-			return "", nil, fmt.Errorf("nginx: %sindex.html did not answer 200 within 20s: %w\n%s", origin, err, testenv.TailFile(filepath.Join(dir, "error.log"), 10))
-		}
-	}
-}
-
-// startDelayProxy serves a reverse proxy to origin on a free loopback port
-// that holds every response back for d, and returns its base URL and a
-// stop function.
-func startDelayProxy(origin string, d time.Duration) (string, func(), error) {
-	target, err := url.Parse(origin)
-	if err != nil {
-		return "", nil, err
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-time.After(d):
-			rp.ServeHTTP(w, r)
-		case <-r.Context().Done():
-		}
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String() + "/", func() { _ = srv.Close() }, nil
 }
 
 // realPair mirrors base with wget, then crawls it with zkcrawl once on
@@ -298,7 +201,7 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 		return err
 	}
 	t0 := time.Now()
-	if err := b.seed(ctx, zk.srv.Addr(), crawl, dir, realConfig, []string{base + "index.html"}); err != nil {
+	if _, err := b.seed(ctx, zk.srv.Addr(), crawl, dir, realConfig, []string{base + "index.html"}, time.Minute); err != nil {
 		return err
 	}
 	t1 := time.Now()

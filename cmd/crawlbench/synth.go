@@ -137,7 +137,7 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 	if err != nil {
 		return run, err
 	}
-	if err := b.seed(ctx, zk.srv.Addr(), run.Crawl, dir, synthConfig, web.Seeds()); err != nil {
+	if _, err := b.seed(ctx, zk.srv.Addr(), run.Crawl, dir, synthConfig, web.Seeds(), time.Minute); err != nil {
 		return run, err
 	}
 	root := crawlRoot(run.Crawl)
@@ -260,7 +260,7 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 		per[l.Worker]++
 	}
 	for _, w := range f.workers {
-		run.PagesPerWorker = append(run.PagesPerWorker, per[w.id])
+		run.PagesPerWorker = append(run.PagesPerWorker, per[w.ID])
 	}
 	if p := float64(run.Pages); p > 0 {
 		run.PagesPerS = p / run.WallS

@@ -58,7 +58,7 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 		"scope":                  "any",
 	}
 	dir := filepath.Join(b.opts.outDir, "takeover")
-	if err := b.seed(ctx, bz.srv.Addr(), crawl, dir, cfg, web.Seeds()); err != nil {
+	if _, err := b.seed(ctx, bz.srv.Addr(), crawl, dir, cfg, web.Seeds(), time.Minute); err != nil {
 		return nil, err
 	}
 	q, err := coord.OpenQueue(ctx, bz.client, crawlRoot(crawl))
@@ -121,11 +121,11 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 	}
 	victim := f.workers[0]
 	for _, w := range f.workers {
-		if res.ClaimsBefore[w.id] > res.ClaimsBefore[victim.id] {
+		if res.ClaimsBefore[w.ID] > res.ClaimsBefore[victim.ID] {
 			victim = w
 		}
 	}
-	res.Victim = victim.id
+	res.Victim = victim.ID
 	if res.ClaimsBefore[res.Victim] == 0 {
 		return fmt.Errorf("no worker holds a claim 5 s into the crawl (claims: %v)", res.ClaimsBefore)
 	}

@@ -81,7 +81,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		return run, err
 	}
 	crawl := "trap-" + string(flavour)
-	if err := b.seed(ctx, zk.srv.Addr(), crawl, dir, run.Config, []string{"http://" + trapHost + "/"}); err != nil {
+	if _, err := b.seed(ctx, zk.srv.Addr(), crawl, dir, run.Config, []string{"http://" + trapHost + "/"}, time.Minute); err != nil {
 		return run, err
 	}
 	f, err := b.startFleet(ctx, zk.srv.Addr(), crawl, dir, 1)
@@ -106,7 +106,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 			run.TrapPages++
 		}
 	}
-	if data, err := os.ReadFile(f.workers[0].logFile); err == nil {
+	if data, err := os.ReadFile(f.workers[0].LogFile); err == nil {
 		for l := range strings.Lines(string(data)) {
 			switch {
 			case strings.Contains(l, "shard group manager failed"):
@@ -130,7 +130,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 // keeping the peak growth over base, and stops early past trapAbortMB;
 // then it reads the footprint at the end. Errors: the worker exited, ctx
 // ended, or a reading failed.
-func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, base report.ZKFootprint, w *workerProc, run *report.TrapRun) error {
+func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, base report.ZKFootprint, w *testenv.Crawler, run *report.TrapRun) error {
 	t0 := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
