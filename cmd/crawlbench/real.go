@@ -18,10 +18,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,51 +141,11 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, latency t
 	return runs, nil
 }
 
-// runWget mirrors base from index.html with wget -r -np -nv --warc-file
-// into dir (one request at a time on one keep-alive connection, every
-// response also written to dir/wget.warc.gz) and returns its figures and
-// the URLs of the .html pages it fetched, their path segments escaped as
-// URLs. Errors: wget failed to run (an HTTP error of some URL is its exit
-// status 8, not an error: robots.txt is a 404), or wrote no WARC file.
+// runWget mirrors base with wget (testenv.WgetMirror) into dir and
+// returns its figures and the URLs of the pages it fetched.
 func runWget(ctx context.Context, base, dir string) (report.RealRun, map[string]bool, error) {
-	var w report.RealRun
-	mirror := filepath.Join(dir, "wget")
-	if err := os.MkdirAll(mirror, 0o755); err != nil {
-		return w, nil, err
-	}
-	cmd := exec.CommandContext(ctx, "wget", "-r", "-np", "-nv", "--warc-file="+mirror, "-o", filepath.Join(dir, "wget.log"), base+"index.html")
-	cmd.Dir = mirror
-	t0 := time.Now()
-	err := cmd.Run()
-	w.WgetS = time.Since(t0).Seconds()
-	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
-		return w, nil, fmt.Errorf("wget: %w", err)
-	}
-	st, err := os.Stat(mirror + ".warc.gz")
-	if err != nil {
-		return w, nil, fmt.Errorf("wget --warc-file wrote no %s.warc.gz (a wget built without WARC support?): %w", mirror, err)
-	}
-	w.WgetWARCMB = float64(st.Size()) / (1 << 20)
-	u, _ := url.Parse(base)
-	hostDir := filepath.Join(mirror, u.Host)
-	want := map[string]bool{}
-	err = filepath.WalkDir(hostDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") {
-			return err
-		}
-		rel, _ := filepath.Rel(hostDir, p)
-		segs := strings.Split(filepath.ToSlash(rel), "/")
-		for i, s := range segs {
-			segs[i] = url.PathEscape(s)
-		}
-		want[base+strings.Join(segs, "/")] = true
-		return nil
-	})
-	w.WgetPages = len(want)
-	if err != nil {
-		return w, nil, fmt.Errorf("wget mirror %s: %w", hostDir, err)
-	}
-	return w, want, nil
+	m, err := testenv.WgetMirror(ctx, base+"index.html", dir)
+	return report.RealRun{WgetS: m.Elapsed.Seconds(), WgetWARCMB: float64(m.WARCBytes) / (1 << 20), WgetPages: len(m.Pages)}, m.Pages, err
 }
 
 // realCrawl seeds base's index.html and crawls it with 3 workers on zk
