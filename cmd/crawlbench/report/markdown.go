@@ -76,11 +76,7 @@ func (r *Results) Markdown(table string) string {
 			return strings.Join(out, ", ")
 		},
 	}
-	var b strings.Builder
-	if err := template.Must(template.New("BENCHMARKS.md").Funcs(funcs).Parse(markdownText)).Execute(&b, r); err != nil {
-		fmt.Fprintf(&b, "\n\n**The report could not be rendered:** %v\n", err)
-	}
-	return b.String()
+	return render("BENCHMARKS.md", markdownText, funcs, r)
 }
 
 // synthMark marks a part 1 run in its table: " ✓" when the summary table
