@@ -36,20 +36,13 @@ const zkHeap = "1g"
 // deployed) and the heap.
 var zkJavaOpts = []string{"-Xms256m", "-Xmx" + zkHeap, "-XX:TieredStopAtLevel=4"}
 
-// syncName is how logs and errors name a forceSync setting.
+// syncName is how logs and errors name a forceSync setting, syncTag how
+// crawl, directory and file names do.
 func syncName(forceSync bool) string {
-	if forceSync {
-		return "forceSync=yes"
-	}
-	return "forceSync=no"
+	return map[bool]string{true: "forceSync=yes", false: "forceSync=no"}[forceSync]
 }
-
-// syncTag is how crawl, directory and file names tag a forceSync setting.
 func syncTag(forceSync bool) string {
-	if forceSync {
-		return "fsync"
-	}
-	return "nosync"
+	return map[bool]string{true: "fsync", false: "nosync"}[forceSync]
 }
 
 // startZK starts a standalone server in dir under --out (its data

@@ -61,20 +61,8 @@ func (r *Results) Markdown(table string) string {
 			return strings.Join(out, ", ")
 		},
 		"medianRound": func(runs []RealRun) *RealRun { return realPick(loopback(runs, true)) },
-		"configLine": func(cfg map[string]any) string {
-			var out []string
-			for _, k := range slices.Sorted(maps.Keys(cfg)) {
-				out = append(out, fmt.Sprintf("%s %v", k, cfg[k]))
-			}
-			return strings.Join(out, ", ")
-		},
-		"claimsLine": func(claims map[string]int) string {
-			var out []string
-			for _, k := range slices.Sorted(maps.Keys(claims)) {
-				out = append(out, fmt.Sprintf("%s %d", k, claims[k]))
-			}
-			return strings.Join(out, ", ")
-		},
+		"configLine":  pairs[any],
+		"claimsLine":  pairs[int],
 	}
 	return render("BENCHMARKS.md", markdownText, funcs, r)
 }
@@ -105,4 +93,13 @@ func float(v any) float64 {
 		return x
 	}
 	panic(fmt.Sprintf("report: %T is not a number", v))
+}
+
+// pairs formats m as "k v, k v", keys sorted.
+func pairs[V any](m map[string]V) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, fmt.Sprintf("%s %v", k, m[k]))
+	}
+	return strings.Join(out, ", ")
 }
