@@ -23,7 +23,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,6 +35,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
@@ -252,30 +253,18 @@ func (b *bench) runParts(ctx context.Context) *report.Results {
 	return rep
 }
 
-// machineInfo reads /proc/meminfo, /proc/cpuinfo, the kernel release and
-// `java -version`, and the load average now; a figure it cannot read stays
-// empty.
+// machineInfo reads the memory, the CPU model and the load average from
+// /proc (the Prometheus procfs library), the kernel release and
+// `java -version`; a figure it cannot read stays empty.
 func machineInfo() report.Machine {
 	m := report.Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), LoadStart: loadavg()}
-	for _, file := range []string{"/proc/meminfo", "/proc/cpuinfo"} {
-		f, err := os.Open(file)
-		if err != nil {
-			continue
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if mi, err := fs.Meminfo(); err == nil && mi.MemTotal != nil {
+			m.MemoryGiB = float64(*mi.MemTotal) / (1 << 20)
 		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			k, v, _ := strings.Cut(sc.Text(), ":")
-			switch k, v = strings.TrimSpace(k), strings.TrimSpace(v); {
-			case k == "MemTotal":
-				var kb float64
-				if _, err := fmt.Sscanf(v, "%f kB", &kb); err == nil {
-					m.MemoryGiB = kb / (1 << 20)
-				}
-			case k == "model name" && m.CPUModel == "":
-				m.CPUModel = v
-			}
+		if cpus, err := fs.CPUInfo(); err == nil && len(cpus) > 0 {
+			m.CPUModel = cpus[0].ModelName
 		}
-		f.Close()
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
@@ -286,12 +275,13 @@ func machineInfo() report.Machine {
 	return m
 }
 
-// loadavg returns the 1, 5 and 15 minute load averages of /proc/loadavg,
-// "?" when it cannot be read.
+// loadavg returns the 1, 5 and 15 minute load averages, "?" when
+// /proc/loadavg cannot be read.
 func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if l, err := fs.LoadAvg(); err == nil {
+			return fmt.Sprintf("%.2f %.2f %.2f", l.Load1, l.Load5, l.Load15)
+		}
 	}
 	return "?"
 }

@@ -34,22 +34,8 @@ func (r *Results) Markdown(table string) string {
 		"perPage": func(s any, pages int) float64 { return float(s) * 1000 / float64(pages) },
 		"join":    strings.Join, "joinFloats": joinFloats, "yesNo": yesNo, "signed": signed, "mb": mb, "kbMB": kbMB,
 		"orNone": orNone, "opsLine": opsLine, "dropLine": dropLine, "realRounds": realRounds,
-		"lastLine": func(s string) string { return lastLine(s) },
-		"elapsed":  func(r *Results) time.Duration { return r.Finished.Sub(r.Started).Round(time.Second) },
-		"runTime": func(r *Results) string {
-			if r.Started.IsZero() || r.Finished.Before(r.Started) {
-				return ""
-			}
-			return fmt.Sprintf(" (this report's run: %s on %d CPUs, builds not counted)", r.Finished.Sub(r.Started).Round(time.Second), r.Machine.CPUs)
-		},
-		"partTime": func(r *Results, name string) string {
-			for _, p := range r.PartS {
-				if p.Part == name {
-					return fmt.Sprintf(" (%s s of this report's run)", f0(p.S))
-				}
-			}
-			return ""
-		},
+		"lastLine":    func(s string) string { return lastLine(s) },
+		"elapsed":     func(r *Results) time.Duration { return r.Finished.Sub(r.Started).Round(time.Second) },
 		"rounds":      func(s *Synth) int { return max(len(s.Attempts)/max(len(s.Runs), 1), 1) },
 		"allAttempts": func(s *Synth) []SynthRun { return append(slices.Clone(s.Attempts), s.BaselineAttempts...) },
 		"mark":        synthMark,
