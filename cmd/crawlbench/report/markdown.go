@@ -20,37 +20,37 @@ var markdownText string
 
 // Markdown renders BENCHMARKS.md around table (the output of Table).
 func (r *Results) Markdown(table string) string {
-	funcs := template.FuncMap{
-		"table":   func() string { return table },
-		"f0":      func(v any) string { return num(float(v), 0) },
-		"f1":      func(v any) string { return num(float(v), 1) },
-		"f2":      func(v any) string { return num(float(v), 2) },
-		"add":     func(a, b float64) float64 { return a + b },
-		"mul":     func(a, b int) int { return a * b },
-		"div":     func(a, b int) int { return a / max(b, 1) },
-		"ratio":   func(a, b any) float64 { return float(a) / float(b) },
-		"pct":     func(v float64) float64 { return v * 100 },
-		"ticks":   func(tickMS int64, n float64) float64 { return n * float64(tickMS) / 1000 },
-		"perPage": func(s any, pages int) float64 { return float(s) * 1000 / float64(pages) },
-		"join":    strings.Join, "joinFloats": joinFloats, "yesNo": yesNo, "signed": signed, "mb": mb, "kbMB": kbMB,
-		"orNone": orNone, "opsLine": opsLine, "dropLine": dropLine, "realRounds": realRounds,
-		"lastLine":    func(s string) string { return lastLine(s) },
-		"elapsed":     func(r *Results) time.Duration { return r.Finished.Sub(r.Started).Round(time.Second) },
-		"rounds":      func(s *Synth) int { return max(len(s.Attempts)/max(len(s.Runs), 1), 1) },
-		"allAttempts": func(s *Synth) []SynthRun { return append(slices.Clone(s.Attempts), s.BaselineAttempts...) },
-		"mark":        synthMark,
-		"joinInts": func(v []int) string {
-			var out []string
-			for _, x := range v {
-				out = append(out, f0(float64(x)))
-			}
-			return strings.Join(out, ", ")
-		},
-		"medianRound": func(runs []RealRun) *RealRun { return realPick(loopback(runs, true)) },
-		"configLine":  pairs[any],
-		"claimsLine":  pairs[int],
-	}
-	return render("BENCHMARKS.md", markdownText, funcs, r)
+	return render("BENCHMARKS.md", markdownText, r, template.FuncMap{"table": func() string { return table }})
+}
+
+// markdownFuncs are the functions benchmarks.md.tmpl calls beside those
+// of the table.
+var markdownFuncs = template.FuncMap{
+	"mul":         func(a, b int) int { return a * b },
+	"div":         func(a, b int) int { return a / max(b, 1) },
+	"ratio":       func(a, b any) float64 { return float(a) / float(b) },
+	"pct":         func(v float64) float64 { return v * 100 },
+	"ticks":       func(tickMS int64, n float64) float64 { return n * float64(tickMS) / 1000 },
+	"perPage":     func(s any, pages int) float64 { return float(s) * 1000 / float64(pages) },
+	"join":        strings.Join,
+	"joinFloats":  joinFloats,
+	"yesNo":       yesNo,
+	"orNone":      orNone,
+	"opsLine":     opsLine,
+	"lastLine":    lastLine,
+	"elapsed":     func(r *Results) time.Duration { return r.Finished.Sub(r.Started).Round(time.Second) },
+	"rounds":      func(s *Synth) int { return max(len(s.Attempts)/max(len(s.Runs), 1), 1) },
+	"allAttempts": func(s *Synth) []SynthRun { return append(slices.Clone(s.Attempts), s.BaselineAttempts...) },
+	"mark":        synthMark,
+	"joinInts": func(v []int) string {
+		var out []string
+		for _, x := range v {
+			out = append(out, f0(float64(x)))
+		}
+		return strings.Join(out, ", ")
+	},
+	"configLine": pairs[any],
+	"claimsLine": pairs[int],
 }
 
 // synthMark marks a part 1 run in its table: " ✓" when the summary table

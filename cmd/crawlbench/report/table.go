@@ -147,19 +147,17 @@ var tableFuncs = template.FuncMap{
 }
 
 // Table renders the results table in GitHub markdown (table.md.tmpl).
-func (r *Results) Table() string {
-	return render("table", tableText, tableFuncs, r)
-}
+func (r *Results) Table() string { return render("table", tableText, r, nil) }
 
-// render executes the template text with funcs and the formatting
-// functions of format.go; an error (a bug of the template) is written into
-// the output, where the report's reader sees it.
-func render(name, text string, funcs template.FuncMap, data any) string {
+// render executes the template text with the functions of both templates
+// and extra; an error (a bug of the template) is written into the output,
+// where the report's reader sees it.
+func render(name, text string, data any, extra template.FuncMap) string {
 	t := template.New(name).Funcs(template.FuncMap{
 		"f0": func(v any) string { return num(float(v), 0) },
 		"f1": func(v any) string { return num(float(v), 1) },
 		"f2": func(v any) string { return num(float(v), 2) },
-	}).Funcs(funcs)
+	}).Funcs(tableFuncs).Funcs(markdownFuncs).Funcs(extra)
 	var b strings.Builder
 	if err := template.Must(t.Parse(text)).Execute(&b, data); err != nil {
 		fmt.Fprintf(&b, "\n\n**The report could not be rendered:** %v\n", err)
