@@ -48,7 +48,6 @@ func (b *bench) runCeiling(ctx context.Context, synth *report.Synth) (*report.Ce
 		}
 		run.LoadAfter = loadavg()
 		res.Runs = append(res.Runs, run)
-		b.log.Info("part 5 done", "fsync", fsync, "tx_per_s", round(run.TxPerS, 0), "implied_pages_per_s", round(run.ImpliedPagesS, 0))
 	}
 	return res, nil
 }

@@ -77,8 +77,6 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	res.PostedZnodesPerURL = float64(res.Posted.Znodes-res.Base.Znodes) / n
 	res.DrainedDataPerURL = float64(res.Drained.DataBytes-res.Base.DataBytes) / n
 	res.DrainedZnodesPerURL = float64(res.Drained.Znodes-res.Base.Znodes) / n
-	b.log.Info("part 3a done", "urls_per_s", round(res.SeedPerS, 0), "posted_b_per_url", round(res.PostedDataPerURL, 1),
-		"drained_b_per_url", round(res.DrainedDataPerURL, 1), "pending", res.Pending)
 	return res, nil
 }
 
@@ -196,7 +194,6 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 		res.AfterRestartRSSMB = float64(p.RSSKB) / 1024
 	}
 	res.LoadAfter = loadavg()
-	b.log.Info("part 3c done", "urls", res.URLs, "per_s", round(res.SeedPerS, 0), "restart_s", round(res.RestartS, 2))
 	return res, nil
 }
 

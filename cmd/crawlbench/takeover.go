@@ -76,8 +76,6 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	if err := b.killAndWatch(ctx, bz, q, crawlRoot(crawl), f, res); err != nil {
 		return nil, err
 	}
-	b.log.Info("part 6 done", "hosts", res.VictimHosts, "hosts_taken_over", res.HostsTakenOver, "host_max_s", round(res.HostMaxS, 2),
-		"items", res.Items, "unresolved", res.Unresolved, "expired_s", round(res.ExpiredS, 2))
 	return res, nil
 }
 

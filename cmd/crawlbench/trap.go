@@ -121,8 +121,6 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		}
 	}
 	run.LoadAfter = loadavg()
-	b.log.Info("part 4 flavour done", "flavour", flavour, "growth_mb", round(run.GrowthMB, 1), "peak_mb", round(run.PeakGrowthMB, 1),
-		"pages", run.Pages, "dropped", run.Dropped, "pending", run.Pending)
 	return run, nil
 }
 
