@@ -204,6 +204,47 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 	return out, nil
 }
 
+// SeenBytes returns the data bytes of group g's seen chunks: the sum of the
+// DataLength of every R/backlog/<g>/s-N znode its cursor lists, what the
+// group's seen-set costs ZooKeeper beyond each znode's path and fixed
+// overhead. Read without a session and without ownership: one read of the
+// cursor, then one stat per chunk (a chunk gone meanwhile counts 0), so its
+// cost grows with the chunks, for benchmarks and tools, not the crawl's
+// hot path. Errors: g out of range (ErrInvalidArgument); ZooKeeper errors
+// after retries; a cursor that does not decode.
+func (b *Backlog) SeenBytes(ctx context.Context, g int) (int64, error) {
+	if err := b.checkGroup("Backlog.SeenBytes", g); err != nil {
+		return 0, err
+	}
+	data, _, err := b.q.c.readData(ctx, b.cursorPath(g))
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("coord: Backlog.SeenBytes %s group %s: %w", b.q.name, GroupName(g), err)
+	}
+	cur, err := decodeCursor(data)
+	if err != nil {
+		return 0, fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
+	}
+	var total int64
+	for _, c := range cur.chunks {
+		var st *zk.Stat
+		err := b.q.c.retry(ctx, func(ctx context.Context) error {
+			var err error
+			_, st, err = b.q.c.exists(ctx, b.chunkPath(g, c.seq))
+			return err
+		})
+		if err != nil {
+			return 0, fmt.Errorf("coord: Backlog.SeenBytes %s group %s: %w", b.q.name, GroupName(g), err)
+		}
+		if st != nil {
+			total += int64(st.DataLength)
+		}
+	}
+	return total, nil
+}
+
 // Keys returns every key group g holds so far: its seen-set (the records
 // of its live batches and the keys of its seen chunks) and the records of
 // the posts waiting in its inbox, read without a session and without

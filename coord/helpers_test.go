@@ -5,11 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,56 +17,17 @@ import (
 // testSessionTimeout is the session timeout of every test client.
 const testSessionTimeout = 1500 * time.Millisecond
 
-// shared is the one standalone ZooKeeper most tests use (each under its own
-// root), started on first use: starting a JVM per test would dominate the
-// package's run time on a 2-core machine.
-var shared struct {
-	once sync.Once
-	srv  *testenv.ZKServer
-	err  error
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared.srv != nil {
-		_ = shared.srv.Close()
-	}
-	os.Exit(code)
-}
-
-// zkAddr returns the shared server's address, starting it if needed.
-func zkAddr(t testing.TB) string {
-	t.Helper()
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.srv, shared.err = testenv.StartZooKeeper(ctx, testenv.ZKConfig{})
-	})
-	if shared.err != nil {
-		t.Fatalf("start shared zookeeper: %v", shared.err)
-	}
-	return shared.srv.Addr()
-}
-
-// testLogger logs to stderr when COORD_TEST_LOG is set ("debug" for
-// everything), and nowhere otherwise.
-func testLogger() *slog.Logger {
-	switch os.Getenv("COORD_TEST_LOG") {
-	case "":
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
-	case "debug":
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	default:
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-}
+// zkAddr returns the shared server's address (testenv.SharedZooKeeper).
+func zkAddr(t testing.TB) string { return testenv.SharedZooKeeper(t).Addr() }
 
 // connect opens a client with the test session timeout, closed at cleanup.
 func connect(t testing.TB, servers string, opts ...coord.Option) *coord.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts = append([]coord.Option{coord.WithSessionTimeout(testSessionTimeout), coord.WithLogger(testLogger())}, opts...)
+	opts = append([]coord.Option{coord.WithSessionTimeout(testSessionTimeout), coord.WithLogger(testenv.Logger())}, opts...)
 	c, err := coord.Connect(ctx, servers, opts...)
 	if err != nil {
 		t.Fatalf("connect %s: %v", servers, err)

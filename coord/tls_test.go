@@ -102,7 +102,7 @@ func TestWithTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := coord.Connect(ctx, addr, tlsOpt, coord.WithLogger(testLogger()))
+	c, err := coord.Connect(ctx, addr, tlsOpt, coord.WithLogger(testenv.Logger()))
 	if err != nil {
 		t.Fatalf("TLS connect: %v", err)
 	}
@@ -118,7 +118,7 @@ func TestWithTLS(t *testing.T) {
 	}
 	short, cancel2 := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel2()
-	if c, err := coord.Connect(short, addr, wrong, coord.WithLogger(testLogger())); err == nil {
+	if c, err := coord.Connect(short, addr, wrong, coord.WithLogger(testenv.Logger())); err == nil {
 		c.Close()
 		t.Error("connected with a CA that did not sign the server's certificate")
 	}

@@ -3,9 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
+	"github.com/zkcrawl/zkcrawl/testenv/crawltest"
 )
 
 // crawlEnv is a crawl under test: a real ZooKeeper, a crawl created and
@@ -32,12 +31,8 @@ type crawlEnv struct {
 	zkOpts []coord.Option // extra Connect options of the crawl's clients and workers
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("ZKCRAWL_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+// testLogger is testenv.Logger (ZKCRAWL_TEST_LOG).
+func testLogger(testing.TB) *slog.Logger { return testenv.Logger() }
 
 // newCrawl creates crawl name on zkAddr with cfg, the shard layout and the
 // seeds.
@@ -50,36 +45,12 @@ func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, layout front
 // zkOpts (e.g. coord.WithAuth).
 func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout frontier.Layout, seeds []string, zkOpts []coord.Option) *crawlEnv {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	root, err := Root(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := coord.Connect(ctx, zkAddr, append([]coord.Option{coord.WithSessionTimeout(2 * time.Second), coord.WithLogger(testLogger(t))}, zkOpts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	front, _, err := frontier.Create(ctx, client, root, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, front := crawltest.Seed(t, zkAddr, root, cfg, layout, seeds, zkOpts...)
 	q := front.Queue()
-	if _, err := coord.Config(client, root).Write(ctx, cfg.Encode(), -1); err != nil {
-		t.Fatal(err)
-	}
-	var items []frontier.Item
-	for _, s := range seeds {
-		u, err := frontier.Normalize(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, frontier.Item{URL: u})
-	}
-	if _, err := front.Enqueue(ctx, items); err != nil {
-		t.Fatal(err)
-	}
 	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, front: front, out: t.TempDir(), zkOpts: zkOpts}
 }
 

@@ -1,21 +1,18 @@
 package main
 
-// The processes a benchmark runs: bin/seeder to create and seed a crawl,
-// and a fleet of bin/crawler workers with their Prometheus endpoint on a
-// free loopback port; watching their crawl logs until the crawl is done,
-// and reading the logs afterwards.
+// The processes a part runs: bin/seeder to create and seed a crawl, and a
+// fleet of bin/crawler workers (testenv.RunSeeder, testenv.StartCrawlers);
+// watching their crawl logs until the crawl is done; what the workers
+// report on /metrics (testenv.ScrapeMetrics), summed over them, and their
+// CPU time and peak memory from /proc; the crawl logs afterwards.
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/storage"
@@ -23,108 +20,27 @@ import (
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
-// seed writes cfg as the crawl's config file and seeds into a seeds file in
-// dir, then runs bin/seeder to create the crawl (default layout) and
-// enqueue the seeds. Errors: the seeder's exit status and output.
-func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seeds []string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	seedPath := filepath.Join(dir, "seeds.txt")
-	if err := os.WriteFile(seedPath, []byte(strings.Join(seeds, "\n")+"\n"), 0o644); err != nil {
-		return err
-	}
-	_, err := b.runSeeder(ctx, zkAddr, crawl, dir, cfg, seedPath, time.Minute)
-	return err
-}
-
-// runSeeder writes cfg as dir/config.json and runs bin/seeder --config
-// with --seeds seedPath, bounded by timeout; it returns the seeder's
-// output. Errors: the seeder's exit status and output.
-func (b *bench) runSeeder(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seedPath string, timeout time.Duration) (string, error) {
-	cfgPath := filepath.Join(dir, "config.json")
-	data, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
-		return "", err
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+// seed runs bin/seeder (testenv.RunSeeder) to create crawl with cfg over
+// the defaults and enqueue seeds (nil: dir/seeds.txt is written), bounded
+// by timeout, and returns its output.
+func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seeds []string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, b.bin("seeder"), "--zk", zkAddr, "--crawl", crawl,
-		"--config", cfgPath, "--seeds", seedPath, "--log-level", "warn")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("seeder --crawl %s: %w\n%s", crawl, err, out)
-	}
-	b.log.Debug("seeded", "crawl", crawl, "output", strings.TrimSpace(string(out)))
-	return string(out), nil
-}
-
-// workerProc is one running bin/crawler.
-type workerProc struct {
-	ID      string
-	Dir     string // --out
-	LogFile string
-	Metrics string // http://127.0.0.1:PORT/metrics
-	*testenv.Proc
-}
-
-// CrawlLog is the path of the worker's crawl log.
-func (w *workerProc) CrawlLog() string { return filepath.Join(w.Dir, "crawl.log") }
-
-var metricsURL = regexp.MustCompile(`msg="serving metrics" url=(\S+)`)
-
-// awaitMetrics waits (up to 15 s) until the worker logged its metrics URL.
-func (w *workerProc) awaitMetrics(ctx context.Context) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := metricsURL.FindStringSubmatch(testenv.TailFile(w.LogFile, 200)); m != nil {
-			w.Metrics = m[1]
-			return nil
-		}
-		if w.Exited() {
-			return fmt.Errorf("worker %s exited before serving metrics:\n%s", w.ID, w.LogTail(20))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("worker %s logged no metrics URL within 15s:\n%s", w.ID, w.LogTail(20))
+	return testenv.RunSeeder(ctx, b.bin("seeder"), zkAddr, crawl, dir, cfg, seeds)
 }
 
 // fleet is the bin/crawler workers w1..wN of one crawl, each with its
 // output in dir/<id> and its log in dir/<id>.log.
 type fleet struct {
 	dir     string
-	workers []*workerProc
+	workers []*testenv.Crawler
 }
 
-// startFleet starts n workers of crawl on zkAddr, with metrics on a free
-// loopback port and extra flags, and waits until each serves its metrics.
-// On error the workers already started are killed.
+// startFleet starts n workers of crawl on zkAddr with the extra flags
+// (testenv.StartCrawlers: metrics on a free loopback port).
 func (b *bench) startFleet(ctx context.Context, zkAddr, crawl, dir string, n int, extra ...string) (*fleet, error) {
-	f := &fleet{dir: dir}
-	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("w%d", i)
-		w := &workerProc{ID: id, Dir: filepath.Join(dir, id), LogFile: filepath.Join(dir, id+".log")}
-		args := append([]string{"--zk", zkAddr, "--crawl", crawl, "--out", w.Dir, "--id", id,
-			"--metrics-addr", "127.0.0.1:0", "--stop-timeout", "5s"}, extra...)
-		p, err := testenv.StartProcess(ctx, testenv.ProcConfig{Path: b.bin("crawler"), Args: args, LogFile: w.LogFile, Logger: b.log})
-		if err != nil {
-			f.kill()
-			return nil, err
-		}
-		w.Proc = p
-		f.workers = append(f.workers, w)
-	}
-	for _, w := range f.workers {
-		if err := w.awaitMetrics(ctx); err != nil {
-			f.kill()
-			return nil, err
-		}
-	}
-	return f, nil
+	ws, err := testenv.StartCrawlers(ctx, b.bin("crawler"), zkAddr, crawl, dir, n, b.log, extra...)
+	return &fleet{dir: dir, workers: ws}, err
 }
 
 // kill sends SIGKILL to every worker (a crash; used on the way out).
@@ -142,105 +58,83 @@ func (f *fleet) stop() {
 	}
 }
 
-// stopAndRead stops the workers and reads their crawl logs
-// (testenv.ReadCrawlLogs), in time order.
+// stopAndRead stops the workers and reads their crawl logs in time order.
 func (f *fleet) stopAndRead() ([]storage.LogEntry, error) {
 	f.stop()
 	return testenv.ReadCrawlLogs(f.dir)
 }
 
-// waitDone returns the moment the crawl was first seen done: empty
-// reports nothing left (frontier.Pending: nothing ready, claimed, in the
-// backlog or in an inbox), confirmed by a second reading 50 ms later with
-// no crawl log growing in between. It reads every shard's and group's
-// counts, so it is only asked once the crawl logs have stopped growing for
-// 100 ms. Errors: every worker exited, ctx ended, or timeout.
-func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool, error), timeout time.Duration) (time.Time, error) {
+// logSizes returns the size of each worker's crawl log (0 while missing),
+// their sum, and the latest modification time: when the last page was
+// logged (its item completed one ZooKeeper round trip later).
+func (f *fleet) logSizes() (sizes []int64, total int64, last time.Time) {
+	for _, w := range f.workers {
+		var n int64
+		if st, err := os.Stat(w.CrawlLog()); err == nil {
+			n = st.Size()
+			if st.ModTime().After(last) {
+				last = st.ModTime()
+			}
+		}
+		sizes = append(sizes, n)
+		total += n
+	}
+	return sizes, total, last
+}
+
+// waitDone polls every 50 ms and returns once empty reports nothing left
+// (frontier.Pending: nothing ready, claimed, in a backlog or in an inbox)
+// twice in a row with no crawl log growing in between; empty is asked only
+// once the logs have stopped growing for 100 ms, as it reads every shard's
+// and group's counts. Errors: every worker exited, ctx ended, or timeout.
+func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool, error), timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var last []int64
-	stable := 0
-	var firstZero time.Time
+	stable, seenEmpty := 0, false
 	for {
 		select {
 		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
+			return ctx.Err()
 		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("crawl not done after %v", timeout)
+			return fmt.Errorf("crawl not done after %v", timeout)
 		}
-		if !slices.ContainsFunc(f.workers, func(w *workerProc) bool { return !w.Exited() }) {
-			return time.Time{}, errors.New("every worker exited before the crawl was done:\n" + f.workers[0].LogTail(20))
+		if !slices.ContainsFunc(f.workers, func(w *testenv.Crawler) bool { return !w.Exited() }) {
+			return errors.New("every worker exited before the crawl was done:\n" + f.workers[0].LogTail(20))
 		}
-		sizes, total := f.logSizes()
+		sizes, total, _ := f.logSizes()
 		if slices.Equal(sizes, last) && total > 0 {
 			stable++
 		} else {
-			stable, firstZero = 0, time.Time{}
+			stable, seenEmpty = 0, false
 		}
 		last = sizes
 		if stable < 2 {
 			continue
 		}
-		now := time.Now()
 		done, err := empty(ctx)
 		if err != nil {
-			return time.Time{}, err
+			return err
 		}
-		if !done {
-			firstZero = time.Time{}
-			continue
+		if done && seenEmpty {
+			return nil
 		}
-		if firstZero.IsZero() {
-			firstZero = now
-			continue
-		}
-		return firstZero, nil
+		seenEmpty = done
 	}
-}
-
-// logSizes returns the size of each worker's crawl log (0 while missing)
-// and their sum.
-func (f *fleet) logSizes() (sizes []int64, total int64) {
-	for _, w := range f.workers {
-		var n int64
-		if st, err := os.Stat(w.CrawlLog()); err == nil {
-			n = st.Size()
-		}
-		sizes = append(sizes, n)
-		total += n
-	}
-	return sizes, total
-}
-
-// lastWrite returns the latest modification time of the workers' crawl
-// logs: when the last page was logged. Its item was completed one
-// ZooKeeper round trip later.
-func (f *fleet) lastWrite() time.Time {
-	var t time.Time
-	for _, w := range f.workers {
-		if st, err := os.Stat(w.CrawlLog()); err == nil && st.ModTime().After(t) {
-			t = st.ModTime()
-		}
-	}
-	return t
 }
 
 // crawlReading is what runCrawl reads of one crawl while its workers
 // still run.
 type crawlReading struct {
-	ready  time.Duration // fleet start to every worker serving metrics
-	wall   time.Duration // fleet start to the last crawl log write
-	detect time.Duration // that write to done confirmed
-	end    time.Time     // the last crawl log write
-	m      workerMetrics
-	// ZooKeeper's write transactions and CPU since the caller's mark, and
-	// this driver's CPU (it serves the synthetic web and polls).
-	zkWrites           int64
-	zkCPUS, driverCPUS float64
-	loadAfter          string
+	wall      time.Duration // fleet start to the last crawl log write
+	end       time.Time     // the last crawl log write
+	m         workerMetrics
+	zkWrites  int64   // ZooKeeper write transactions since the caller's mark
+	zkCPUS    float64 // and its JVM's CPU seconds
+	loadAfter string
 }
 
 // runCrawl starts n workers of the seeded crawl on zk, waits (up to
@@ -249,17 +143,15 @@ type crawlReading struct {
 func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n int, mark zkMark,
 	pending func(context.Context) (bool, error), timeout time.Duration) (*fleet, crawlReading, error) {
 	var r crawlReading
-	self0 := selfCPU()
 	t0 := time.Now()
 	f, err := b.startFleet(ctx, zk.srv.Addr(), crawl, dir, n)
 	if err != nil {
 		return nil, r, err
 	}
-	r.ready = time.Since(t0)
-	done, err := f.waitDone(ctx, pending, timeout)
+	err = f.waitDone(ctx, pending, timeout)
 	if err == nil {
-		r.end = f.lastWrite()
-		r.wall, r.detect = r.end.Sub(t0), time.Since(done)
+		_, _, r.end = f.logSizes()
+		r.wall = r.end.Sub(t0)
 		r.m, err = f.metrics(ctx)
 	}
 	if err == nil {
@@ -269,24 +161,8 @@ func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n 
 		f.kill()
 		return nil, r, err
 	}
-	r.driverCPUS = (selfCPU() - self0).Seconds()
 	r.loadAfter = loadavg()
 	return f, r, nil
-}
-
-// gaps returns the longest pause between consecutive crawl log lines (in
-// time order, as testenv.ReadCrawlLogs returns them) and the summed length
-// of the pauses longer than minGap: time in which the crawl fetched
-// nothing at all.
-func gaps(lines []storage.LogEntry, minGap time.Duration) (longest, total time.Duration) {
-	for i := 1; i < len(lines); i++ {
-		d := lines[i].TS.Sub(lines[i-1].TS)
-		longest = max(longest, d)
-		if d > minGap {
-			total += d
-		}
-	}
-	return longest, total
 }
 
 // crawlRoot is the znode root of crawl name (worker.Root); the driver's
@@ -297,4 +173,61 @@ func crawlRoot(name string) string {
 		panic(err)
 	}
 	return root
+}
+
+// workerMetrics is what a fleet's workers report, summed over them.
+type workerMetrics struct {
+	claim, complete, post testenv.Histogram  // zkcrawl_zk_op_duration_seconds of queue_claim, queue_complete, backlog_post
+	fsync                 testenv.Histogram  // zkcrawl_output_fsync_duration_seconds: group fsync rounds
+	ops, opErrors         map[string]float64 // requests and queue steps by op; of which failed
+	dropped, links        map[string]float64 // zkcrawl_links_dropped_total by reason, zkcrawl_links_total by result
+	cpuS                  float64            // worker CPU seconds, summed
+	peakRSSMB             []float64          // per worker, VmHWM
+}
+
+// metrics scrapes every worker's /metrics and reads its CPU time and peak
+// RSS from /proc. Errors: a scrape, a /proc read, or histograms of
+// different buckets.
+func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
+	m := workerMetrics{ops: map[string]float64{}, opErrors: map[string]float64{}, dropped: map[string]float64{}, links: map[string]float64{}}
+	const opHist = "zkcrawl_zk_op_duration_seconds"
+	for _, w := range f.workers {
+		fams, err := testenv.ScrapeMetrics(ctx, w.Metrics)
+		if err != nil {
+			return m, err
+		}
+		for _, x := range []struct {
+			h                  *testenv.Histogram
+			name, label, value string
+		}{{&m.claim, opHist, "op", "queue_claim"}, {&m.complete, opHist, "op", "queue_complete"}, {&m.post, opHist, "op", "backlog_post"},
+			{&m.fsync, "zkcrawl_output_fsync_duration_seconds", "", ""}} {
+			if *x.h, err = x.h.Merge(fams.Histogram(x.name, x.label, x.value)); err != nil {
+				return m, err
+			}
+		}
+		fams.Counts(m.ops, opHist, "op")
+		fams.Counts(m.opErrors, "zkcrawl_zk_op_errors_total", "op")
+		fams.Counts(m.dropped, "zkcrawl_links_dropped_total", "reason")
+		fams.Counts(m.links, "zkcrawl_links_total", "result")
+		cpu, err := w.CPUTime()
+		if err != nil {
+			return m, err
+		}
+		peak, err := w.RSSPeakKB()
+		if err != nil {
+			return m, err
+		}
+		m.cpuS += cpu.Seconds()
+		m.peakRSSMB = append(m.peakRSSMB, float64(peak)/1024)
+	}
+	return m, nil
+}
+
+// ms converts seconds to milliseconds; 0 for NaN (a histogram without
+// observations has no quantile), since JSON has no NaN.
+func ms(s float64) float64 {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return 0
+	}
+	return s * 1000
 }

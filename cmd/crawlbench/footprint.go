@@ -2,22 +2,21 @@ package main
 
 // Part 3: the frontier's footprint in ZooKeeper.
 //
-// (a) Queued URLs: --queued-hosts x --queued-paths URLs
-// (http://hNNNN.example/p/N, nothing is fetched) given to the real
-// bin/seeder --seeds on a fresh ZooKeeper (forceSync=yes): the seeding
-// rate, then ZooKeeper's data and znodes per URL right after seeding (the
-// URLs wait as inbox posts) and after one worker, with config paused=true,
-// has drained the inboxes into backlog batches and filled every host's
-// ready window (a paused worker claims nothing but its groups still move).
+// (a) Queued URLs: queuedHosts x queuedPaths URLs (http://hNNNNN.example/p/N,
+// nothing is fetched) given to the real bin/seeder --seeds on a fresh
+// ZooKeeper: the seeding rate, then ZooKeeper's data and znodes per URL
+// right after seeding (the URLs wait as inbox posts) and after one worker,
+// with config paused=true, has drained the inboxes into backlog batches
+// and filled every host's ready window (a paused worker claims nothing but
+// its groups still move).
 //
-// (b) Fetched URLs: measured in part 1 (synth.go), on the crawl's own
-// seen chunks once its batches retired.
+// (b) Fetched URLs: measured in part 1 (synth.go).
 //
-// (c) A big frontier: --big-hosts x --big-paths URLs enqueued in-process
-// with frontier.Enqueue (the seeder's path, 20,000 URLs a call, 3 calls at
-// a time) into one standalone ZooKeeper with -Xmx1g, for at most
-// --big-time; then data size, JVM RSS, snapshot size and restart time, and
-// the heap per seen key of a seeder's LoadKnown and of one group's set.
+// (c) A big frontier: bigHosts x bigPaths URLs enqueued in-process with
+// frontier.Enqueue (the seeder's path, 20,000 URLs a call, 3 calls at a
+// time) into one ZooKeeper with -Xmx1g, for at most --big-time; then data
+// size, JVM RSS, snapshot size and restart time, and the heap per seen
+// key of a seeder's LoadKnown and of one group's seen-set.
 
 import (
 	"bufio"
@@ -38,20 +37,20 @@ import (
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
-// runQueued runs part 3a: bin/seeder queues the URLs on a fresh
-// ZooKeeper, then a paused worker drains them into backlogs and ready
-// windows; ZooKeeper's footprint is read before, between and after.
+// The sizes of parts 3a and 3c.
+const (
+	queuedHosts, queuedPaths = 3000, 100
+	bigHosts, bigPaths       = 100000, 100
+)
+
+// runQueued runs part 3a.
 func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
-	o := b.opts
 	// The crawl runs the default config but for paused: the workers' window.
-	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: worker.ReadyWindow(config.Default())}
+	res := &report.Queued{Hosts: queuedHosts, URLs: queuedHosts * queuedPaths, Window: worker.ReadyWindow(config.Default())}
 	b.log.Info("part 3a: queued URLs via bin/seeder", "urls", res.URLs, "hosts", res.Hosts)
-	dir := filepath.Join(o.outDir, "queued")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
+	dir := filepath.Join(b.opts.outDir, "queued")
 	seedPath := filepath.Join(dir, "seeds.txt")
-	if err := writeSeeds(seedPath, o.queuedHosts, o.queuedPaths); err != nil {
+	if err := writeSeeds(seedPath, queuedHosts, queuedPaths); err != nil {
 		return nil, err
 	}
 	zk, base, err := b.startOwnZK(ctx, "queued/zk")
@@ -60,10 +59,8 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	}
 	defer zk.close()
 	res.Base, res.LoadBefore = base, loadavg()
-	// Default config but paused: the worker started below claims nothing.
-	crawl := "queued"
 	t0 := time.Now()
-	out, err := b.runSeeder(ctx, zk.srv.Addr(), crawl, dir, map[string]any{"paused": true}, seedPath, 10*time.Minute)
+	out, err := b.seed(ctx, zk.srv.Addr(), "queued", dir, map[string]any{"paused": true}, nil, 10*time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -73,9 +70,7 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	if res.Posted, err = zk.footprint(ctx); err != nil {
 		return nil, err
 	}
-	b.log.Info("part 3a: seeded", "s", round(res.SeederS, 2), "urls_per_s", round(res.SeedPerS, 0),
-		"data_per_url", round(float64(res.Posted.DataBytes-res.Base.DataBytes)/float64(res.URLs), 1), "seeder", res.SeederOutput)
-	if err := b.drain(ctx, zk, crawl, dir, res); err != nil {
+	if err := b.drain(ctx, zk, "queued", dir, res); err != nil {
 		return nil, err
 	}
 	res.LoadAfter = loadavg()
@@ -84,15 +79,13 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	res.PostedZnodesPerURL = float64(res.Posted.Znodes-res.Base.Znodes) / n
 	res.DrainedDataPerURL = float64(res.Drained.DataBytes-res.Base.DataBytes) / n
 	res.DrainedZnodesPerURL = float64(res.Drained.Znodes-res.Base.Znodes) / n
-	b.log.Info("part 3a done", "drain_s", round(res.DrainS, 1), "pending", res.Pending,
-		"posted_b_per_url", round(res.PostedDataPerURL, 1), "drained_b_per_url", round(res.DrainedDataPerURL, 1),
-		"drained_znodes_per_url", round(res.DrainedZnodesPerURL, 3))
 	return res, nil
 }
 
 // drain starts one worker on the paused crawl and waits (up to 5 minutes)
-// until it has moved every inbox post into the backlogs and filled every
-// host's ready window, then stops it and reads the footprint again.
+// until frontier.Pending shows every inbox post moved into the backlogs
+// and every host's ready window filled, then stops it and reads the
+// footprint again.
 func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *report.Queued) error {
 	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
 	if err != nil {
@@ -105,19 +98,15 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 	}
 	defer f.kill()
 	want := res.Hosts * res.Window
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		p, err := front.Pending(ctx)
-		if err != nil {
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		if res.Pending, err = front.Pending(ctx); err != nil {
 			return err
 		}
-		res.Pending = p
-		if p.Posts == 0 && p.Ready >= want {
-			res.DrainedOK = true
+		if res.DrainedOK = res.Pending.Posts == 0 && res.Pending.Ready >= want; res.DrainedOK {
 			break
 		}
 		if time.Now().After(deadline) || f.workers[0].Exited() {
-			b.log.Warn("part 3a: the paused worker did not drain every post and fill every ready window", "pending", p, "want_ready", want)
+			b.log.Warn("part 3a: the paused worker did not drain every post and fill every ready window", "pending", res.Pending, "want_ready", want)
 			break
 		}
 		select {
@@ -134,6 +123,9 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 
 // writeSeeds writes hosts x paths URLs, host by host, one per line.
 func writeSeeds(p string, hosts, paths int) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
 	f, err := os.Create(p)
 	if err != nil {
 		return err
@@ -152,17 +144,18 @@ func writeSeeds(p string, hosts, paths int) error {
 }
 
 // runBig runs part 3c: a big frontier enqueued in-process into one
-// ZooKeeper, its footprint and files, then a restart with that data.
+// ZooKeeper, its footprint and files, then a restart with that data
+// (ZooKeeper reads the latest snapshot and the transaction log after it,
+// and writes a fresh snapshot before it serves).
 func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
-	o := b.opts
-	res := &report.Big{Target: o.bigHosts * o.bigPaths, Hosts: o.bigHosts, Paths: o.bigPaths, TimeLimitS: o.bigTime.Seconds(), Heap: zkHeap}
-	b.log.Info("part 3c: big frontier", "urls", res.Target, "time_limit", o.bigTime, "zk_heap", res.Heap)
-	zk, base, err := b.startOwnZK(ctx, "big/zk")
+	res := &report.Big{Target: bigHosts * bigPaths, Hosts: bigHosts, Paths: bigPaths, TimeLimitS: b.opts.bigTime.Seconds(), Heap: zkHeap}
+	b.log.Info("part 3c: big frontier", "urls", res.Target, "time_limit", b.opts.bigTime)
+	zk, _, err := b.startOwnZK(ctx, "big/zk")
 	if err != nil {
 		return nil, err
 	}
 	defer zk.close()
-	res.Base, res.LoadBefore = base, loadavg()
+	res.LoadBefore = loadavg()
 	front, _, err := frontier.Create(ctx, zk.client, crawlRoot("big"), frontier.DefaultLayout)
 	if err != nil {
 		return nil, err
@@ -176,36 +169,28 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	if p, err := zk.jvm(); err == nil {
 		res.JVMPeakMB = float64(p.PeakKB) / 1024
 	}
-	if res.URLs > 0 {
-		res.DataPerURL = float64(res.After.DataBytes-res.Base.DataBytes) / float64(res.URLs)
+	dataDir := filepath.Join(zk.srv.Dir(), "data", "version-2")
+	snaps := map[string]bool{}
+	for name, size := range dataFiles(dataDir) {
+		switch {
+		case strings.HasPrefix(name, "snapshot."):
+			snaps[name] = true
+			res.Snapshots++
+			res.LargestSnapshotMB = max(res.LargestSnapshotMB, float64(size)/(1<<20))
+		case strings.HasPrefix(name, "log."):
+			res.TxnLogMB += float64(size) / (1 << 20)
+		}
 	}
-	dataDir := filepath.Join(zk.srv.Dir(), "data")
-	snaps, logs := dataFiles(dataDir)
-	res.Snapshots = len(snaps)
-	for _, s := range snaps {
-		res.LargestSnapshotMB = max(res.LargestSnapshotMB, float64(s)/(1<<20))
-	}
-	for _, l := range logs {
-		res.TxnLogMB += float64(l) / (1 << 20)
-	}
-	b.log.Info("part 3c: seeded", "urls", res.URLs, "s", round(res.SeedS, 1), "per_s", round(res.SeedPerS, 0),
-		"data_mb", round(float64(res.After.DataBytes)/(1<<20), 1), "rss_mb", res.After.RSSKB/1024)
 	if err := seenHeap(ctx, front, res); err != nil {
 		return nil, fmt.Errorf("seen-set heap: %w", err)
 	}
-	b.log.Info("part 3c: seen-set heap", "known_keys", res.KnownKeys, "known_b_per_key", round(res.KnownBPerKey, 2),
-		"load_known_s", round(res.KnownS, 1), "group_keys", res.GroupKeys, "group_b_per_key", round(res.GroupBPerKey, 2))
-
-	// Restart: ZooKeeper reads the latest snapshot and the transaction log
-	// after it, and writes a fresh snapshot before it serves.
 	t1 := time.Now()
 	if err := zk.srv.Restart(ctx); err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
 	res.RestartS = time.Since(t1).Seconds()
-	after, _ := dataFiles(dataDir)
-	for name, size := range after {
-		if _, old := snaps[name]; !old {
+	for name, size := range dataFiles(dataDir) {
+		if strings.HasPrefix(name, "snapshot.") && !snaps[name] {
 			res.RestartSnapshotMB = max(res.RestartSnapshotMB, float64(size)/(1<<20))
 		}
 	}
@@ -214,7 +199,6 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 		res.AfterRestartRSSMB = float64(p.RSSKB) / 1024
 	}
 	res.LoadAfter = loadavg()
-	b.log.Info("part 3c done", "restart_s", round(res.RestartS, 2), "snapshot_mb", round(res.LargestSnapshotMB, 1))
 	return res, nil
 }
 
@@ -259,29 +243,13 @@ func seenHeap(ctx context.Context, front *frontier.Frontier, res *report.Big) er
 // seedBig enqueues res.Target URLs http://hNNNNNN.example/p/N, host by
 // host, with frontier.Enqueue from 3 goroutines, 20,000 URLs a call, until
 // all are in or --big-time has passed; it fills in the count, the time and
-// the rate, logging progress every 15 s. Errors: an enqueue failed or
-// posted fewer URLs than given.
+// the rate. Errors: an enqueue failed or posted fewer URLs than given.
 func (b *bench) seedBig(ctx context.Context, front *frontier.Frontier, res *report.Big) error {
 	const batch, callers = 20000, 3
 	var next, done atomic.Int64
 	var stop atomic.Bool
 	t0 := time.Now()
-	limit := time.AfterFunc(b.opts.bigTime, func() { stop.Store(true) })
-	defer limit.Stop()
-	progress := time.NewTicker(15 * time.Second)
-	defer progress.Stop()
-	quit := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-quit:
-				return
-			case <-progress.C:
-				n := done.Load()
-				b.log.Info("part 3c: seeding", "enqueued", n, "per_s", round(float64(n)/time.Since(t0).Seconds(), 0))
-			}
-		}
-	}()
+	defer time.AfterFunc(b.opts.bigTime, func() { stop.Store(true) }).Stop()
 	g, gctx := errgroup.WithContext(ctx)
 	for range callers {
 		g.Go(func() error {
@@ -302,13 +270,14 @@ func (b *bench) seedBig(ctx context.Context, front *frontier.Frontier, res *repo
 				if err != nil {
 					return err
 				}
-				done.Add(int64(len(items)))
+				if n := done.Add(int64(len(items))); n%1_000_000 == 0 {
+					b.log.Info("part 3c: seeding", "enqueued", n)
+				}
 			}
 			return nil
 		})
 	}
 	err := g.Wait()
-	close(quit)
 	res.SeedS = time.Since(t0).Seconds()
 	res.StoppedByTimeLimitS = stop.Load()
 	res.URLs = int(done.Load())
@@ -316,23 +285,15 @@ func (b *bench) seedBig(ctx context.Context, front *frontier.Frontier, res *repo
 	return err
 }
 
-// dataFiles returns the snapshot files (their sizes by name) and the sizes
-// of the transaction logs in a ZooKeeper data dir (dataDir/version-2/
-// snapshot.* and log.*).
-func dataFiles(dataDir string) (snaps map[string]int64, logs []int64) {
-	snaps = map[string]int64{}
-	entries, _ := os.ReadDir(filepath.Join(dataDir, "version-2"))
+// dataFiles returns the sizes of the files in dir by name (a ZooKeeper
+// data dir's version-2: snapshot.* and log.*); none when unreadable.
+func dataFiles(dir string) map[string]int64 {
+	sizes := map[string]int64{}
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(e.Name(), "snapshot."):
-			snaps[e.Name()] = info.Size()
-		case strings.HasPrefix(e.Name(), "log."):
-			logs = append(logs, info.Size())
+		if info, err := e.Info(); err == nil {
+			sizes[e.Name()] = info.Size()
 		}
 	}
-	return snaps, logs
+	return sizes
 }

@@ -1,20 +1,19 @@
 package main
 
 // The benchmark's ZooKeeper servers: testenv.StartZooKeeper with the full
-// JIT, a heap of the part's choosing and forceSync as asked (yes is
-// ZooKeeper's production default; every write figure is also taken with
-// no). Parts 1, 2 and 5 share one warm server per forceSync setting. And
-// the readings taken of them: the zxid from the `srvr` four letter word
-// (each write transaction, a multi counting once, increments it), `mntr`
-// figures, and the JVM's CPU time and memory (testenv.ReadProcUsage).
+// JIT, a 1 GiB heap and forceSync as asked (yes is ZooKeeper's production
+// default; every write figure is also taken with no). Parts 1, 2 and 5
+// share one warm server per forceSync setting. Readings of a server are its
+// four letter words (testenv.ReadZKStats: the zxid, mntr's data size and
+// znode count) and its JVM's CPU time and memory (testenv.ReadProcUsage).
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
@@ -32,33 +31,23 @@ type benchZK struct {
 // zkHeap is the -Xmx of every server the benchmark starts.
 const zkHeap = "1g"
 
-// syncName is how logs and errors name a forceSync setting.
-func syncName(forceSync bool) string {
-	if forceSync {
-		return "forceSync=yes"
-	}
-	return "forceSync=no"
-}
-
-// syncTag is how crawl, directory and file names tag a forceSync setting.
-func syncTag(forceSync bool) string {
-	if forceSync {
-		return "fsync"
-	}
-	return "nosync"
-}
-
 // zkJavaOpts are the JVM flags added to testenv's: the full JIT (testenv
 // stops at C1 to start test JVMs fast; a benchmark wants a server as
 // deployed) and the heap.
-func zkJavaOpts() []string {
-	return []string{"-Xms256m", "-Xmx" + zkHeap, "-XX:TieredStopAtLevel=4"}
+var zkJavaOpts = []string{"-Xms256m", "-Xmx" + zkHeap, "-XX:TieredStopAtLevel=4"}
+
+// syncName is how logs and errors name a forceSync setting, syncTag how
+// crawl, directory and file names do.
+func syncName(forceSync bool) string {
+	return map[bool]string{true: "forceSync=yes", false: "forceSync=no"}[forceSync]
+}
+func syncTag(forceSync bool) string {
+	return map[bool]string{true: "fsync", false: "nosync"}[forceSync]
 }
 
-// startZK starts a standalone server (testenv.StartZooKeeper) in dir under
-// the output directory, with the benchmark's JVM flags, forceSync as asked
-// and tickTime tick (0: 2 s), and connects a client. The data directory is
-// emptied first: old snapshots would confuse the sizes.
+// startZK starts a standalone server in dir under --out (its data
+// directory emptied first: old snapshots would confuse the sizes) with
+// forceSync as asked and tickTime tick (0: 2 s), and connects a client.
 func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick time.Duration) (*benchZK, error) {
 	dir, err := filepath.Abs(filepath.Join(b.opts.outDir, dir))
 	if err != nil {
@@ -70,13 +59,14 @@ func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick ti
 	}
 	srv, err := testenv.StartZooKeeper(ctx, testenv.ZKConfig{
 		TickTime: tick, Dir: dir, Logger: b.quiet, ForceSync: forceSync, StartTimeout: 3 * time.Minute,
-		JavaOpts: append(zkJavaOpts(), "-Xlog:gc:file="+filepath.Join(dir, "gc.log")),
+		JavaOpts: append(slices.Clone(zkJavaOpts), "-Xlog:gc:file="+filepath.Join(dir, "gc.log")),
 	})
 	if err != nil {
 		return nil, err
 	}
 	if b.zkVer == "" {
-		_, b.zkVer, _ = readZxid(ctx, srv.Addr())
+		st, _ := testenv.ReadZKStats(ctx, srv.Addr())
+		b.zkVer = st.Version
 	}
 	client, err := coord.Connect(ctx, srv.Addr(), coord.WithLogger(b.quiet), coord.WithSessionTimeout(20*time.Second))
 	if err != nil {
@@ -108,20 +98,15 @@ func (z *benchZK) close() {
 	_ = os.RemoveAll(filepath.Join(z.srv.Dir(), "data"))
 }
 
-// sharedServer starts (once per forceSync setting) the warm ZooKeeper of
-// parts 1, 2 and 5: tickTime 2 s, a 1 GiB heap. A fresh JVM spends seconds
-// of CPU in its JIT compilers, which a server running for months does not,
-// so each is first warmed up by warm (part 1: one unrecorded 3-worker crawl
-// of the synthetic web; part 2, when part 1 did not run: realWarmups crawls
-// of the manual; nil: none), its time recorded in b.warmS.
+// sharedServer starts (once per forceSync setting) the warm server of
+// parts 1, 2 and 5. A fresh JVM spends seconds of CPU in its JIT compilers,
+// which a server running for months does not, so each is first warmed up
+// by warm (nil: none), its time recorded in b.warmS.
 func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *benchZK) error) (*benchZK, error) {
 	if z := b.shared[forceSync]; z != nil {
 		return z, nil
 	}
-	name := "zk-fsync-no"
-	if forceSync {
-		name = "zk-fsync-yes"
-	}
+	name := map[bool]string{true: "zk-fsync-yes", false: "zk-fsync-no"}[forceSync]
 	z, err := b.startZK(ctx, name, forceSync, 0)
 	if err != nil {
 		return nil, err
@@ -150,21 +135,12 @@ func (b *bench) closeShared() {
 // footprint reads mntr's data size and znode count, and the JVM's
 // resident memory (0 when /proc cannot be read).
 func (z *benchZK) footprint(ctx context.Context) (report.ZKFootprint, error) {
-	m, err := fourLetterFields(ctx, z.srv.Addr(), "mntr", "\t")
-	if err != nil {
-		return report.ZKFootprint{}, err
-	}
-	var f report.ZKFootprint
-	if f.DataBytes, err = strconv.ParseInt(m["zk_approximate_data_size"], 10, 64); err != nil {
-		return f, fmt.Errorf("mntr zk_approximate_data_size %q: %w", m["zk_approximate_data_size"], err)
-	}
-	if f.Znodes, err = strconv.ParseInt(m["zk_znode_count"], 10, 64); err != nil {
-		return f, fmt.Errorf("mntr zk_znode_count %q: %w", m["zk_znode_count"], err)
-	}
-	if p, err := z.jvm(); err == nil {
+	st, err := testenv.ReadZKStats(ctx, z.srv.Addr())
+	f := report.ZKFootprint{DataBytes: st.DataBytes, Znodes: st.Znodes}
+	if p, perr := z.jvm(); perr == nil {
 		f.RSSKB = p.RSSKB
 	}
-	return f, nil
+	return f, err
 }
 
 // jvm reads the CPU time and memory of the server's JVM from /proc.
@@ -177,14 +153,14 @@ type zkMark struct {
 	cpu  time.Duration
 }
 
-// mark reads the zxid (`srvr`) and the JVM's CPU time.
+// mark reads the zxid and the JVM's CPU time.
 func (z *benchZK) mark(ctx context.Context) (zkMark, error) {
-	zxid, _, err := readZxid(ctx, z.srv.Addr())
+	st, err := testenv.ReadZKStats(ctx, z.srv.Addr())
 	if err != nil {
 		return zkMark{}, err
 	}
 	p, err := z.jvm()
-	return zkMark{zxid: zxid, cpu: p.CPU}, err
+	return zkMark{zxid: st.Zxid, cpu: p.CPU}, err
 }
 
 // since returns the write transactions (zxid delta) and the JVM's CPU
@@ -197,46 +173,8 @@ func (z *benchZK) since(ctx context.Context, m zkMark) (writes int64, cpuS float
 	return now.zxid - m.zxid, (now.cpu - m.cpu).Seconds(), nil
 }
 
-// fourLetterFields sends a four letter word to addr and returns its
-// answer's "key<sep>value" lines by key (ZooKeeper Administrator's Guide,
-// "The Four Letter Words": `srvr` separates with ":", `mntr` with a tab).
-// Errors: the exchange failed, or the answer has no such line.
-func fourLetterFields(ctx context.Context, addr, word, sep string) (map[string]string, error) {
-	out, err := testenv.FourLetterWord(ctx, addr, word)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]string{}
-	for line := range strings.Lines(out) {
-		if k, v, ok := strings.Cut(line, sep); ok {
-			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	if len(m) == 0 {
-		return nil, fmt.Errorf("%s from %s: no key/value lines in %q", word, addr, strings.TrimSpace(out))
-	}
-	return m, nil
-}
-
-// readZxid returns the last zxid `srvr` reports (each write transaction,
-// a multi counting once, increments it) and the server's version.
-// Errors: the exchange failed, or Zxid is missing or malformed.
-func readZxid(ctx context.Context, addr string) (zxid int64, version string, err error) {
-	m, err := fourLetterFields(ctx, addr, "srvr", ":")
-	if err != nil {
-		return 0, "", err
-	}
-	if zxid, err = strconv.ParseInt(strings.TrimPrefix(m["Zxid"], "0x"), 16, 64); err != nil {
-		return 0, "", fmt.Errorf("srvr from %s: Zxid %q: %w", addr, m["Zxid"], err)
-	}
-	return zxid, m["Zookeeper version"], nil
-}
-
-// selfCPU returns this process's CPU time so far (user plus system).
-func selfCPU() time.Duration {
-	u, err := testenv.ReadProcUsage(os.Getpid())
-	if err != nil {
-		return 0
-	}
-	return u.CPU
+// round rounds v to d decimals (for logs).
+func round(v float64, d int) float64 {
+	p := math.Pow(10, float64(d))
+	return math.Round(v*p) / p
 }

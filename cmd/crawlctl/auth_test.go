@@ -10,6 +10,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
+	"github.com/zkcrawl/zkcrawl/testenv"
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
@@ -24,7 +25,7 @@ func TestCtlZKAuth(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client, err := coord.Connect(ctx, servers, auth, coord.WithLogger(testLogger()))
+	client, err := coord.Connect(ctx, servers, auth, coord.WithLogger(testenv.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}

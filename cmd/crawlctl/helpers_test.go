@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,49 +17,15 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
+	"github.com/zkcrawl/zkcrawl/testenv/crawltest"
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
-// shared is the one standalone ZooKeeper the package's tests use, each
-// under its own crawl name: a JVM per test would dominate the run time on a
-// 2-core machine.
-var shared struct {
-	once sync.Once
-	srv  *testenv.ZKServer
-	err  error
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared.srv != nil {
-		_ = shared.srv.Close()
-	}
-	os.Exit(code)
-}
-
-func zkAddr(t *testing.T) string {
-	t.Helper()
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		shared.srv, shared.err = testenv.StartZooKeeper(ctx, testenv.ZKConfig{Logger: testLogger()})
-	})
-	if shared.err != nil {
-		t.Fatalf("start zookeeper: %v", shared.err)
-	}
-	return shared.srv.Addr()
-}
-
-// testLogger logs to stderr when ZKCRAWL_TEST_LOG is set, else nowhere.
-func testLogger() *slog.Logger {
-	if os.Getenv("ZKCRAWL_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	if os.Getenv("ZKCRAWL_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+// zkAddr returns the shared server's address (testenv.SharedZooKeeper);
+// each test works under its own crawl name.
+func zkAddr(t *testing.T) string { return testenv.SharedZooKeeper(t).Addr() }
 
 // testConfig is a fast config that may crawl loopback servers.
 func testConfig() config.Config {
@@ -90,36 +54,12 @@ func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []
 	t.Helper()
 	zk := zkAddr(t)
 	name = fmt.Sprintf("%s-%d", name, crawlSeq.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	root, err := worker.Root(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := coord.Connect(ctx, zk, coord.WithSessionTimeout(2*time.Second), coord.WithLogger(testLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	front, _, err := frontier.Create(ctx, client, root, frontier.Layout{Shards: shards, Spread: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, front := crawltest.Seed(t, zk, root, cfg, frontier.Layout{Shards: shards, Spread: 1}, seeds)
 	q := front.Queue()
-	if _, err := coord.Config(client, root).Write(ctx, cfg.Encode(), -1); err != nil {
-		t.Fatal(err)
-	}
-	var items []frontier.Item
-	for _, s := range seeds {
-		u, err := frontier.Normalize(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, frontier.Item{URL: u})
-	}
-	if _, err := front.Enqueue(ctx, items); err != nil {
-		t.Fatal(err)
-	}
 	return &crawl{t: t, zk: zk, name: name, root: root, client: client, queue: q}
 }
 
@@ -130,7 +70,7 @@ func (c *crawl) startWorker(ctx context.Context, id string, exitWhenDone bool) <
 	w, err := worker.New(ctx, worker.Options{
 		Servers: c.zk, Crawl: c.name, OutDir: filepath.Join(c.t.TempDir(), id), ID: id,
 		SessionTimeout: 2 * time.Second, ExitWhenDone: exitWhenDone, QuietPeriod: time.Second,
-		HeartbeatInterval: 250 * time.Millisecond, StopTimeout: 5 * time.Second, Logger: testLogger().With("w", id),
+		HeartbeatInterval: 250 * time.Millisecond, StopTimeout: 5 * time.Second, Logger: testenv.Logger().With("w", id),
 	})
 	if err != nil {
 		c.t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // live, an invalid config rejected and shown, pause and resume, status
 // --watch, and finally drain.
 func TestLiveCrawl(t *testing.T) {
-	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 5, Hosts: 6, PagesPerHost: 100000, LinksPerPage: 3, Logger: testLogger()})
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 5, Hosts: 6, PagesPerHost: 100000, LinksPerPage: 3, Logger: testenv.Logger()})
 	cfg := testConfig()
 	cfg.MaxDepth = -1
 	c := newCrawl(t, "live", cfg, 16, web.Seeds())

@@ -26,7 +26,7 @@ type dashboardEnv struct {
 
 func newDashboardEnv(t *testing.T, name string) *dashboardEnv {
 	t.Helper()
-	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 2, Hosts: 4, PagesPerHost: 100000, LinksPerPage: 3, Logger: testLogger()})
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 2, Hosts: 4, PagesPerHost: 100000, LinksPerPage: 3, Logger: testenv.Logger()})
 	cfg := testConfig()
 	cfg.MaxDepth = -1
 	cfg.PerHostRatePerS = 20
@@ -40,7 +40,7 @@ func newDashboardEnv(t *testing.T, name string) *dashboardEnv {
 		t.Fatal(err)
 	}
 	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, env: func(string) (string, bool) { return "", false }}
-	cl := &ctl{app: a, g: g, root: c.root, log: testLogger()}
+	cl := &ctl{app: a, g: g, root: c.root, log: testenv.Logger()}
 	t.Cleanup(cl.close)
 	d, err := newDashboard(ctx, cl, 500*time.Millisecond)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // TestDoneCrawlShowsTotals: once a crawl is DONE and its workers have
 // exited, status shows the crawl-wide totals the workers left in R/totals.
 func TestDoneCrawlShowsTotals(t *testing.T) {
-	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 9, Hosts: 2, PagesPerHost: 20, LinksPerPage: 3, Logger: testLogger()})
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 9, Hosts: 2, PagesPerHost: 20, LinksPerPage: 3, Logger: testenv.Logger()})
 	cfg := testConfig()
 	cfg.MaxDepth = -1
 	c := newCrawl(t, "totals", cfg, 4, web.Seeds())

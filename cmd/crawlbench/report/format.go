@@ -3,42 +3,31 @@ package report
 // Number and list formatting shared by the table and BENCHMARKS.md.
 
 import (
-	"fmt"
+	"cmp"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
-// Formatting helpers: "—" for a missing figure.
-func f0(v float64) string { return num(v, 0) }
-func f1(v float64) string { return num(v, 1) }
-func f2(v float64) string { return num(v, 2) }
+// english groups thousands with commas (CLDR's English number format).
+var english = message.NewPrinter(language.English)
 
 // num formats v with d decimals and thousands separators; "—" for NaN and
-// ±Inf.
+// ±Inf (a figure not taken).
 func num(v float64, d int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "—"
 	}
-	s := fmt.Sprintf("%.*f", d, v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	intPart, frac, _ := strings.Cut(s, ".")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if frac != "" {
-		b.WriteString("." + frac)
-	}
-	return b.String()
+	return english.Sprintf("%.*f", d, v)
 }
+
+func f0(v float64) string { return num(v, 0) }
+func f1(v float64) string { return num(v, 1) }
+func f2(v float64) string { return num(v, 2) }
 
 // met renders a target's verdict.
 func met(ok bool) string {
@@ -49,38 +38,31 @@ func met(ok bool) string {
 }
 
 // yesNo renders a forceSync setting in a table cell.
-func yesNo(v bool) string {
-	if v {
-		return "yes"
-	}
-	return "no"
-}
+func yesNo(v bool) string { return map[bool]string{true: "yes", false: "no"}[v] }
 
-// signed formats a change in MB with its sign.
+// signed formats a change in MB with its sign; "±0.0" within 0.05.
 func signed(v float64) string {
-	if v < 0.05 && v > -0.05 {
+	switch {
+	case math.Abs(v) < 0.05:
 		return "±0.0"
-	}
-	if v > 0 {
+	case v > 0:
 		return "+" + f1(v)
 	}
 	return f1(v)
 }
 
-// mb formats bytes as MB with one decimal.
+// mb formats bytes as MB with one decimal; kbMB KiB as MB without.
 func mb(bytes int64) string { return f1(float64(bytes) / (1 << 20)) }
-
-// kbMB formats KiB as MB without decimals.
-func kbMB(kb int64) string { return f0(float64(kb) / 1024) }
+func kbMB(kb int64) string  { return f0(float64(kb) / 1024) }
 
 // joinFloats formats values with d decimals, ", " between; "—" for none.
 func joinFloats(v []float64, d int) string {
-	var out []string
-	for _, x := range v {
-		out = append(out, num(x, d))
-	}
-	if len(out) == 0 {
+	if len(v) == 0 {
 		return "—"
+	}
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = num(x, d)
 	}
 	return strings.Join(out, ", ")
 }
@@ -89,16 +71,8 @@ func joinFloats(v []float64, d int) string {
 // reason), most frequent first, with errs[name] in parentheses when
 // positive.
 func opsLine(ops, errs map[string]float64) string {
-	names := make([]string, 0, len(ops))
-	for k := range ops {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		a, b := names[i], names[j]
-		return ops[a] > ops[b] || ops[a] == ops[b] && a < b
-	})
-	parts := make([]string, 0, len(names))
-	for _, k := range names {
+	var parts []string
+	for _, k := range slices.SortedFunc(maps.Keys(ops), func(a, b string) int { return cmp.Or(cmp.Compare(ops[b], ops[a]), cmp.Compare(a, b)) }) {
 		s := k + " " + f0(ops[k])
 		if errs[k] > 0 {
 			s += " (" + f0(errs[k]) + ")"
@@ -119,12 +93,7 @@ func dropLine(m map[string]int64) string {
 }
 
 // orNone is s, or "none" when s is empty.
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
+func orNone(s string) string { return cmp.Or(s, "none") }
 
 // lastLine returns the last non-empty line of s (a command's summary).
 func lastLine(s string) string {
@@ -132,36 +101,15 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// maxOf returns the largest of v, NaN for none.
-func maxOf(v []float64) float64 {
-	m := math.NaN()
-	for _, x := range v {
-		if math.IsNaN(m) || x > m {
-			m = x
-		}
-	}
-	return m
-}
-
-// perRound formats pages per fsync round ("-" when no round was recorded,
-// e.g. a results.json from before the fsync metric).
-func perRound(pages, rounds float64) string {
-	if rounds <= 0 {
-		return "-"
-	}
-	return f1(pages / rounds)
-}
-
 // fsyncCell formats the group fsync figures of a run: pages per fsync
-// round · fsync ms per page.
+// round · fsync ms per page ("-" for a figure not recorded).
 func fsyncCell(pages, rounds, s float64) string {
-	return perRound(pages, rounds) + " · " + msPer(s, pages)
-}
-
-// msPer formats seconds spent per page in milliseconds ("-" without pages).
-func msPer(s, pages float64) string {
-	if pages <= 0 || s <= 0 {
-		return "-"
+	perRound, msPer := "-", "-"
+	if rounds > 0 {
+		perRound = f1(pages / rounds)
 	}
-	return f2(s * 1000 / pages)
+	if pages > 0 && s > 0 {
+		msPer = f2(s * 1000 / pages)
+	}
+	return perRound + " · " + msPer
 }

@@ -1,7 +1,10 @@
 package report
 
 import (
+	"encoding/json"
+	"flag"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -85,5 +88,42 @@ func TestRealPickMedian(t *testing.T) {
 	}
 	if got := realRatios(runs, true); got != " (1.30, 0.90, 0.95)" {
 		t.Errorf("realRatios = %q", got)
+	}
+}
+
+// update rewrites the golden file: go test ./cmd/crawlbench/report -update
+var update = flag.Bool("update", false, "rewrite testdata/BENCHMARKS.golden.md")
+
+// TestMarkdownGolden renders testdata/results.json (every field filled,
+// arbitrary figures) and compares it with the report it gave before: a
+// change to the report's text or rows shows here, to be reviewed and
+// accepted with -update.
+func TestMarkdownGolden(t *testing.T) {
+	data, err := os.ReadFile("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Results
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Markdown(r.Table())
+	if *update {
+		if err := os.WriteFile("testdata/BENCHMARKS.golden.md", []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("testdata/BENCHMARKS.golden.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Fatalf("report differs from testdata/BENCHMARKS.golden.md at line %d:\ngot:  %s\nwant: %s", i+1, gl[i], wl[i])
+			}
+		}
+		t.Fatalf("report has %d lines, testdata/BENCHMARKS.golden.md %d", len(gl), len(wl))
 	}
 }
