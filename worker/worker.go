@@ -364,7 +364,7 @@ func (w *Worker) runSessions(claimCtx, workCtx context.Context, inflight *sync.W
 		w.runSession(claimCtx, workCtx, sess, inflight)
 		if claimCtx.Err() == nil && sess.Ctx().Err() == nil {
 			// Suspended by guardConnection: the session may still live.
-			if w.awaitSessionConfirmed(claimCtx, sess) {
+			if w.awaitSessionConfirmed(claimCtx, sess, time.Now()) {
 				continue
 			}
 		}
