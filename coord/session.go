@@ -43,8 +43,9 @@ func WithObserver(f func(op string, d time.Duration, err error)) Option {
 }
 
 // WithSessionTimeout sets the requested session timeout (default 10s). The
-// server negotiates it into [2*tickTime, 20*tickTime]; a session survives a
-// connection loss that lasts less than the timeout.
+// server clamps it to [minSessionTimeout, maxSessionTimeout], by default
+// [2*tickTime, 20*tickTime]; Client.SessionTimeout reports the granted one.
+// A session survives a connection loss shorter than the granted timeout.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = d }
 }
