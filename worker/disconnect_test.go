@@ -216,3 +216,97 @@ func TestAwaitSessionConfirmedLeavesNoSubscription(t *testing.T) {
 		t.Errorf("after 100 suspensions: %d state subscriptions, want %d", after, before)
 	}
 }
+
+// One-way partition: the worker's packets to ZooKeeper are dropped while
+// the server's still arrive, watch events included (here from 30 watches
+// on the worker's client, fired one after another by another client). The
+// server hears nothing and will expire the session 4 s after it last did;
+// the worker must cancel its 8 s fetch before that. Before, the events
+// counted as word from the server and kept the connection "Connected": the
+// fetch ran on past the session's expiry.
+func TestOneWayPartitionedWorkerStopsFetching(t *testing.T) {
+	t.Parallel()
+	zks := testenv.ZooKeeper(t)
+	site := newSlowSite(t, 8*time.Second)
+	cfg := testConfig()
+	cfg.PerHostRatePerS = 0
+	cfg.PerHostMaxInFlight = 1
+	cfg.FetchTimeoutMS = 20000
+	c := newCrawl(t, zks.Addr(), "oneway", cfg, frontier.Layout{Shards: 2, Spread: 1}, []string{site.srv.URL + "/a"})
+	proxy := testenv.ProxyFor(t, zks.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	w, err := New(ctx, Options{
+		Servers: proxy.Addr() + "," + proxy.Addr(), Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
+		SessionTimeout: 4 * time.Second, QuietPeriod: time.Second, HeartbeatInterval: 500 * time.Millisecond,
+		StopTimeout: time.Second, Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() {
+		proxy.Heal()
+		stop()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("worker did not stop")
+		}
+	}()
+	const watched = 30
+	roots := make([]string, watched)
+	for i := range roots {
+		roots[i] = fmt.Sprintf("/oneway-watch/r%d", i)
+		select { // the first list: the watch is armed
+		case <-coord.WatchMembers(ctx, w.client, roots[i]):
+		case <-ctx.Done():
+			t.Fatal("no member list")
+		}
+	}
+	for {
+		if a, _, _ := site.stats(); a > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no fetch started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sess, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := w.client.LastHeard()
+	proxy.HalfOpen()
+	partitioned := time.Now()
+	go func() { // a watch event every 150 ms for 4.5 s
+		for i, root := range roots {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			_, _ = coord.Join(ctx, sess, root, fmt.Sprintf("m%d", i), nil)
+		}
+	}()
+	expiry := heard.Add(4 * time.Second) // the earliest the server may expire the session
+	for {
+		if a, _, _ := site.stats(); a == 0 {
+			break
+		}
+		if time.Since(partitioned) > 10*time.Second {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopped := time.Now()
+	t.Logf("fetch ended %v after the partition began, %v after the last answered request was sent",
+		stopped.Sub(partitioned).Round(time.Millisecond), stopped.Sub(heard).Round(time.Millisecond))
+	if !stopped.Before(expiry) {
+		t.Errorf("the fetch ran until %v after the last answered request, past the session's earliest expiry (4 s)",
+			stopped.Sub(heard).Round(time.Millisecond))
+	}
+}
