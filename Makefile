@@ -50,7 +50,7 @@ vet: ## gofmt and go vet every package
 test: deps vet ## install what is needed, then run every test under the race detector
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
 
-chaos: deps ## the long fault tests: worker kills, session expiry, ensemble failover, quorum loss (about 10 minutes)
+chaos: deps ## the long fault tests: worker kills, session expiry, ensemble failover, quorum loss, one-way partition, process pause (about 11 minutes)
 	ZKCRAWL_CHAOS=long $(GO) test -count=1 -v -timeout 30m ./chaos/
 
 bench: deps build ## the benchmark (pages/s, ZooKeeper writes and bytes per URL, traps, write ceiling; about 10 minutes); writes BENCHMARKS.md

@@ -13,7 +13,13 @@
 //     timeout, restarting each;
 //   - a ZooKeeper outage longer than the client's retry budget, after which
 //     the sessions (and their claims) are still alive;
-//   - graceful stop: SIGTERM a crawler with items in flight.
+//   - graceful stop: SIGTERM a crawler with items in flight;
+//   - politeness across partitions (long only): a one-way partition
+//     (testenv.Proxy.HalfOpen: the crawler's packets dropped, the
+//     server's delivered) and a SIGSTOP/SIGCONT of the crawler holding a
+//     slow host, each for longer than the session timeout, measured at the
+//     site: no host ever serves more than per_host_max_in_flight requests
+//     at once (testenv.Web.MaxInFlight).
 //
 // Every test asserts the same end state: the union of all workers' crawl
 // logs holds every ground-truth page with its final status and nothing

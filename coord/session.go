@@ -43,8 +43,9 @@ func WithObserver(f func(op string, d time.Duration, err error)) Option {
 }
 
 // WithSessionTimeout sets the requested session timeout (default 10s). The
-// server negotiates it into [2*tickTime, 20*tickTime]; a session survives a
-// connection loss that lasts less than the timeout.
+// server clamps it to [minSessionTimeout, maxSessionTimeout], by default
+// [2*tickTime, 20*tickTime]; Client.SessionTimeout reports the granted one.
+// A session survives a connection loss shorter than the granted timeout.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = d }
 }
@@ -82,6 +83,7 @@ type Client struct {
 	mu            sync.Mutex
 	state         State
 	lastSessionID int64
+	granted       time.Duration // session timeout granted at the latest handshake, as last logged
 	cur           *Session      // live session, nil while none
 	sessWait      chan struct{} // closed (and replaced) when a new session becomes current
 	reconnectCh   chan struct{} // closed (and replaced) on each transition to Connected
@@ -286,6 +288,7 @@ func (c *Client) onEvent(ev zk.Event) {
 			c.sessWait = make(chan struct{})
 			c.log.Info("zookeeper session established", "session", c.cur.String())
 		}
+		c.noteGrantedLocked()
 		c.setStateLocked(StateConnected, id)
 	case zk.StateExpired:
 		if c.cur != nil {
@@ -295,6 +298,20 @@ func (c *Client) onEvent(ev zk.Event) {
 		if c.state == StateConnected {
 			c.setStateLocked(StateDisconnected, c.lastSessionID)
 		}
+	}
+}
+
+// noteGrantedLocked logs, once per change, a session timeout granted by the
+// server that differs from the one asked for. c.mu must be held.
+func (c *Client) noteGrantedLocked() {
+	granted := c.waitConn().SessionTimeout()
+	if granted == 0 || granted == c.granted {
+		return
+	}
+	c.granted = granted
+	if granted != c.timeout {
+		c.log.Warn("zookeeper granted another session timeout than asked; the server expires the session after the granted one",
+			"asked", c.timeout, "granted", granted, "session", sessionHex(c.waitConn().SessionID()))
 	}
 }
 

@@ -28,8 +28,10 @@ package coord
 //     isSocketError counts it as connection loss.
 //  8. Data race on Conn.lastZxid (samuel/go-zookeeper#260; fix in
 //     go-zookeeper/zk PR #35, unmerged): patched in third_party (atomic).
-//  9. No way to tell when the server was last heard from (no upstream
-//     issue): third_party adds Conn.LastRecv, exposed as LastHeard.
+//  9. No way to tell when the server last heard from the client, nor which
+//     session timeout it granted (no upstream issue): third_party adds
+//     Conn.LastAck (send time of the latest answered request) and
+//     Conn.SessionTimeout, exposed as LastHeard and SessionTimeout.
 
 import (
 	"context"
@@ -233,10 +235,27 @@ func isSocketError(err error) bool {
 	return errors.As(err, &opErr)
 }
 
-// LastHeard returns when a packet last arrived from a ZooKeeper server on
-// this client's connection (a reply, a ping reply or a watch event), the
-// zero time before the first (quirk 9). The server expires the session one
-// session timeout after it last heard from the client, which is about the
-// same moment, so the time since LastHeard tells how close an unreachable
-// client is to losing its session.
-func (c *Client) LastHeard() time.Time { return c.conn.LastRecv() }
+// LastHeard returns the latest moment at which a ZooKeeper server is known
+// to have heard this client: when the latest request that a server answered
+// was sent (a request's reply, a ping's reply (go-zookeeper pings every
+// third of the session timeout) or the session handshake; quirk 9). Watch
+// events do not count: under a one-way partition they keep arriving while
+// the server hears nothing. The server touched the session at or after
+// LastHeard, so it cannot expire it before LastHeard + SessionTimeout. The
+// time carries a monotonic clock reading, so time.Since(LastHeard()) is
+// immune to wall-clock steps. The zero time before the first session.
+func (c *Client) LastHeard() time.Time { return c.conn.LastAck() }
+
+// SessionTimeout returns the session timeout the server granted at the
+// latest handshake (ZooKeeper clamps the asked one, WithSessionTimeout, to
+// [minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime:
+// ZooKeeper Administrator's Guide), or the asked one before the first
+// session. It can change at each reconnect (another server may clamp
+// differently); the server expires the session this long after it last
+// heard from the client.
+func (c *Client) SessionTimeout() time.Duration {
+	if d := c.conn.SessionTimeout(); d > 0 {
+		return d
+	}
+	return c.timeout
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -34,6 +35,8 @@ type Proxy struct {
 	mu         sync.Mutex
 	open       chan struct{} // closed while traffic flows; replaced by Blackhole
 	blackholed bool
+	halfOpen   bool          // client->server bytes dropped (HalfOpen)
+	whole      chan struct{} // closed while client->server traffic flows; replaced by HalfOpen
 	conns      map[*proxyConn]struct{}
 	closed     bool
 }
@@ -42,6 +45,9 @@ type Proxy struct {
 type proxyConn struct {
 	client net.Conn
 	server net.Conn // nil until dialed; guarded by Proxy.mu
+	// gap is set once HalfOpen dropped some of the client's bytes; the
+	// stream to the server has a hole, so Heal cuts the connection.
+	gap atomic.Bool
 	// ctx is cancelled when the connection is closed (cut, ended, or
 	// proxy closed); it also cancels a dial in progress.
 	ctx    context.Context
@@ -66,13 +72,15 @@ func NewProxy(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: proxy for %q: listen: %w", target, err)
 	}
-	open := make(chan struct{})
+	open, whole := make(chan struct{}), make(chan struct{})
 	close(open)
+	close(whole)
 	p := &Proxy{
 		target: target,
 		ln:     ln,
 		log:    slog.Default().With("proxy", ln.Addr().String(), "target", target),
 		open:   open,
+		whole:  whole,
 		conns:  make(map[*proxyConn]struct{}),
 	}
 	p.wg.Go(p.acceptLoop)
@@ -113,15 +121,50 @@ func (p *Proxy) Blackhole() {
 	}
 }
 
-// Heal ends a Blackhole: held bytes and closes are delivered and traffic
-// flows again. Healing a flowing proxy is a no-op.
-func (p *Proxy) Heal() {
+// HalfOpen partitions one way: the bytes clients send are read and dropped
+// (lost, as by a one-way network partition or a firewall dropping one
+// direction), a close from a client is not passed on, while everything the
+// target sends, a close included, is still delivered. A ZooKeeper server
+// behind it hears nothing from its clients and expires their sessions,
+// while the clients keep receiving its watch events. New connections are
+// dialed as usual (the target sees a connection but no bytes). Healing cuts
+// every connection that lost bytes, since its stream to the target has a
+// hole. HalfOpen on a half-open proxy is a no-op; a Blackhole meanwhile
+// still stops both directions.
+func (p *Proxy) HalfOpen() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.halfOpen {
+		p.whole = make(chan struct{})
+		p.halfOpen = true
+		p.log.Debug("proxy half-open: client bytes dropped")
+	}
+}
+
+// Heal ends a Blackhole and a HalfOpen: held bytes and closes are
+// delivered and traffic flows again; connections that lost bytes while
+// half-open are cut. Healing a flowing proxy is a no-op.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
 	if p.blackholed {
 		close(p.open)
 		p.blackholed = false
 		p.log.Debug("proxy healed")
+	}
+	var holed []*proxyConn
+	if p.halfOpen {
+		close(p.whole)
+		p.halfOpen = false
+		for c := range p.conns {
+			if c.gap.Load() {
+				holed = append(holed, c)
+			}
+		}
+		p.log.Debug("proxy whole again", "cut", len(holed))
+	}
+	p.mu.Unlock()
+	for _, c := range holed {
+		p.closeConn(c)
 	}
 }
 
@@ -211,6 +254,14 @@ func (p *Proxy) gate() <-chan struct{} {
 	return p.open
 }
 
+// upstream returns whether client->server bytes are dropped now (HalfOpen)
+// and a channel closed when that ends.
+func (p *Proxy) upstream() (dropping bool, whole <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.halfOpen, p.whole
+}
+
 func (p *Proxy) acceptLoop() {
 	for {
 		c, err := p.ln.Accept()
@@ -283,15 +334,18 @@ func (p *Proxy) serve(c *proxyConn) {
 	p.mu.Unlock()
 
 	var wg sync.WaitGroup
-	wg.Go(func() { p.pump(c, server, c.client) })
-	wg.Go(func() { p.pump(c, c.client, server) })
+	wg.Go(func() { p.pump(c, server, c.client, true) })
+	wg.Go(func() { p.pump(c, c.client, server, false) })
 	wg.Wait()
 }
 
 // pump copies src to dst, waiting at the gate before delivering each chunk
 // and before delivering the end of the stream, so a blackholed connection
-// neither forwards bytes nor closes. When src ends, both sides are closed.
-func (p *Proxy) pump(c *proxyConn, dst, src net.Conn) {
+// neither forwards bytes nor closes. In the client->server direction (up)
+// of a half-open proxy, chunks are dropped and the end of the stream is
+// held until the proxy is whole again. When src ends, both sides are
+// closed.
+func (p *Proxy) pump(c *proxyConn, dst, src net.Conn, up bool) {
 	defer p.closeConn(c)
 	buf := make([]byte, 32<<10)
 	for {
@@ -299,6 +353,19 @@ func (p *Proxy) pump(c *proxyConn, dst, src net.Conn) {
 		select {
 		case <-p.gate():
 		case <-c.ctx.Done():
+			return
+		}
+		if dropping, whole := p.upstream(); up && dropping {
+			if n > 0 {
+				c.gap.Store(true)
+			}
+			if rerr == nil {
+				continue
+			}
+			select { // hold the client's close until Heal (which cuts c)
+			case <-whole:
+			case <-c.ctx.Done():
+			}
 			return
 		}
 		if n > 0 {

@@ -107,6 +107,81 @@ func TestProxyBlackholeHeal(t *testing.T) {
 	proxyExpectEcho(t, c2, "again")
 }
 
+// TestProxyHalfOpen: while half-open, what the client sends is dropped
+// (the target reads nothing) and what the target sends still arrives; Heal
+// cuts the connection that lost bytes, and new connections flow again.
+func TestProxyHalfOpen(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	got := make(chan string, 16) // what the target read
+	push := make(chan string)    // what the target sends on its newest connection
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				buf := make([]byte, 64)
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					got <- string(buf[:n])
+				}
+			}()
+			go func() {
+				for m := range push {
+					if _, err := c.Write([]byte(m)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	p := ProxyFor(t, ln.Addr().String())
+	c1 := proxyDial(t, p.Addr())
+	if _, err := c1.Write([]byte("up1")); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-got; m != "up1" {
+		t.Fatalf("target read %q, want up1", m)
+	}
+	p.HalfOpen()
+	if _, err := c1.Write([]byte("lost")); err != nil {
+		t.Fatalf("write while half-open: %v", err)
+	}
+	push <- "down"
+	proxyExpectRead(t, c1, "down")
+	select {
+	case m := <-got:
+		t.Fatalf("target read %q through a half-open proxy; want nothing", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+	p.Heal()
+	_ = c1.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := c1.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("read after Heal = %d bytes, nil; want the holed connection cut", n)
+	}
+	c2 := proxyDial(t, p.Addr())
+	if _, err := c2.Write([]byte("up2")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if m != "up2" {
+			t.Fatalf("target read %q after Heal, want up2", m)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("nothing arrived at the target after Heal")
+	}
+}
+
 func TestProxyCutAllAndClose(t *testing.T) {
 	t.Parallel()
 	p := ProxyFor(t, proxyEchoServer(t))

@@ -98,6 +98,11 @@ type WebConfig struct {
 	// (2xx, 4xx or 5xx). RFC 9309 section 2.3.1: 4xx means "unavailable"
 	// (crawl everything), 5xx means "unreachable" (crawl nothing).
 	RobotsStatus map[int]int
+	// HostDelay delays every answer of a host, by host index, robots.txt
+	// included: a slow host. The handler waits honouring the request's
+	// context (a client gone answers 503 at once, as WebPathSlow). Default
+	// none.
+	HostDelay map[int]time.Duration
 	// CrawlDelay, when > 0, is written as "Crawl-delay: <seconds>" into
 	// every robots.txt (a non-standard but common extension).
 	CrawlDelay time.Duration
@@ -161,6 +166,14 @@ func (cfg WebConfig) withDefaults() (WebConfig, error) {
 			return cfg, fmt.Errorf("%w: RobotsStatus[%d] = %d: want 2xx, 4xx or 5xx", ErrWebConfig, h, st)
 		}
 	}
+	for h, d := range cfg.HostDelay {
+		if h < 0 || h >= cfg.Hosts {
+			return cfg, fmt.Errorf("%w: HostDelay host index %d: want 0..%d", ErrWebConfig, h, cfg.Hosts-1)
+		}
+		if d < 0 {
+			return cfg, fmt.Errorf("%w: HostDelay[%d] = %v: must not be negative", ErrWebConfig, h, d)
+		}
+	}
 	return cfg, nil
 }
 
@@ -208,6 +221,9 @@ type Web struct {
 	robots    []*robotstxt.RobotsData
 	blobs     webBlobs
 	flakyHits []atomic.Int64 // requests to WebPathFlaky per host
+	// inFlight and maxInFlight count, per host, the requests being served
+	// now and the most ever served at once (MaxInFlight).
+	inFlight, maxInFlight []atomic.Int64
 
 	mu   sync.Mutex
 	reqs []WebRequest
@@ -231,11 +247,13 @@ func StartWeb(ctx context.Context, cfg WebConfig) (*Web, error) {
 	}
 	baseCtx, cancel := context.WithCancel(context.Background())
 	w := &Web{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		baseCtx:    baseCtx,
-		cancelBase: cancel,
-		flakyHits:  make([]atomic.Int64, cfg.Hosts),
+		cfg:         cfg,
+		log:         cfg.Logger,
+		baseCtx:     baseCtx,
+		cancelBase:  cancel,
+		flakyHits:   make([]atomic.Int64, cfg.Hosts),
+		inFlight:    make([]atomic.Int64, cfg.Hosts),
+		maxInFlight: make([]atomic.Int64, cfg.Hosts),
 	}
 	w.idle = sync.NewCond(&w.active)
 	var lc net.ListenConfig
@@ -376,6 +394,29 @@ func (w *Web) Requests() []WebRequest {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]WebRequest(nil), w.reqs...)
+}
+
+// MaxInFlight returns, by host index, the most requests the host has
+// served at once (robots.txt included; a request counts from the handler's
+// start to its end), the measure of per_host_max_in_flight at the site.
+func (w *Web) MaxInFlight() []int {
+	out := make([]int, len(w.maxInFlight))
+	for i := range w.maxInFlight {
+		out[i] = int(w.maxInFlight[i].Load())
+	}
+	return out
+}
+
+// enterHost counts a request of host h in flight and returns its undo.
+func (w *Web) enterHost(h int) (leave func()) {
+	n := w.inFlight[h].Add(1)
+	for {
+		m := w.maxInFlight[h].Load()
+		if n <= m || w.maxInFlight[h].CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return func() { w.inFlight[h].Add(-1) }
 }
 
 // ResetRequests empties the request log.

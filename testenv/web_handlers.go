@@ -50,9 +50,21 @@ func (w *Web) handler(h int) http.Handler {
 			return
 		}
 		defer w.leave()
+		defer w.enterHost(h)()
 		start := time.Now()
 		sw := &webStatusWriter{ResponseWriter: rw}
 		target := r.URL.RequestURI()
+		if d := w.cfg.HostDelay[h]; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				webWrite(sw, http.StatusServiceUnavailable, webHTMLType, webUnavailableBody)
+				w.record(WebRequest{Host: host, HostIndex: h, Path: target, Time: start, UserAgent: r.UserAgent(), Status: http.StatusServiceUnavailable})
+				return
+			}
+		}
 		w.serve(sw, r, h, target)
 		status := sw.status
 		if status == 0 {

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -640,6 +641,35 @@ func TestWebRedirectLoopAndSlow(t *testing.T) {
 	}
 }
 
+// HostDelay slows every answer of one host; MaxInFlight counts the most
+// requests each host served at once.
+func TestWebHostDelayAndMaxInFlight(t *testing.T) {
+	w := NewWeb(t, WebConfig{Hosts: 2, PagesPerHost: 5, HostDelay: map[int]time.Duration{0: time.Second}})
+	get := func(u string) {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() { get(fmt.Sprintf("%sp/%d", w.Seeds()[0], i)) })
+	}
+	wg.Wait()
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("slow host answered in %v, want at least 1s", took)
+	}
+	get(w.Seeds()[1] + "p/0")
+	get(w.Seeds()[1] + "p/1")
+	if got := w.MaxInFlight(); got[0] != 3 || got[1] != 1 {
+		t.Errorf("MaxInFlight() = %v, want [3 1]", got)
+	}
+}
+
 // portless replaces every host:port of w by its index, so two webs compare.
 func portless(w *Web, s string) string {
 	for i, h := range w.Hosts() {
@@ -752,6 +782,7 @@ func TestWebConfigErrors(t *testing.T) {
 		{Hosts: -1}, {PagesPerHost: -3}, {LinksPerPage: -1}, {CrossHostShare: 1.5},
 		{RobotsDisallow: []string{"private"}}, {RobotsStatus: map[int]int{0: 302}},
 		{Hosts: 2, RobotsStatus: map[int]int{5: 500}}, {LargeBytes: 10}, {SlowDelay: -time.Second},
+		{Hosts: 2, HostDelay: map[int]time.Duration{2: time.Second}}, {HostDelay: map[int]time.Duration{0: -time.Second}},
 	} {
 		if w, err := StartWeb(t.Context(), cfg); !errors.Is(err, ErrWebConfig) {
 			if w != nil {

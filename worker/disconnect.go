@@ -3,82 +3,111 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// Disconnection guard (issue 10 item 3). The server expires a session one
-// session timeout after it last heard from the client, and then another
-// worker may claim our items. So once the client is Disconnected, the worker
-// cancels every in-flight fetch and claim loop of the session when 2/3 of
-// the session timeout have passed since the last packet from the server
-// (coord.Client.LastHeard), and claims nothing until it has reconnected and
-// the server has confirmed the session lives (or it has a new one).
-// go-zookeeper reports Disconnected only after 2/3 of the timeout of silence
-// on a black-holed link (its read deadline), so there the cancellation is
-// immediate; on a reset connection a reconnect within the remaining time
-// costs nothing.
+// Disconnection guard (docs/design.md, "Sessions: connection loss vs
+// expiry"). The server expires a session one session timeout after it last
+// heard from the client, and then another worker may claim our items and
+// fetch from their hosts. The only proof that the server hears us is an
+// answer to one of our own requests: coord.Client.LastHeard is the send
+// time of the latest request (ping, handshake) a server answered, on the
+// monotonic clock; watch events prove nothing (under a one-way partition
+// they keep arriving while the server hears nothing). The limit is 2/3 of
+// the session timeout the server granted (coord.Client.SessionTimeout, read
+// afresh at every check, so a new session's or a new server's grant
+// counts), not the one asked for. So:
+//   - guardConnection cancels every in-flight fetch and claim loop of the
+//     session once LastHeard is older than the limit, whatever the
+//     connection state says (a one-way partition can leave it Connected);
+//   - fetchItem checks freshness right before a request goes out
+//     (checkHeard), since after a process pause (SIGSTOP, a long GC) a
+//     resumed fetch goroutine can run before the guard's timer does;
+//   - the worker claims nothing more in the session until a server has
+//     answered a request sent after the suspension, with the session alive
+//     (awaitSessionConfirmed), or the session ended.
+// go-zookeeper pings every third of the session timeout, so a live link
+// keeps LastHeard within about a third of it.
 
-// cutOffLimit is how long after the last word from the server an
-// unreachable worker cancels its session's work.
+// cutOffLimit is how long after LastHeard an unconfirmed worker cancels its
+// session's work, for a granted session timeout.
 func cutOffLimit(sessionTimeout time.Duration) time.Duration { return sessionTimeout * 2 / 3 }
 
-// guardConnection calls suspend once the client is disconnected and has
-// heard nothing from the server for cutOffLimit, while ctx (the session's
+// errNotHeard is the cause of a fetch refused by checkHeard.
+var errNotHeard = errors.New("ZooKeeper has not answered recently enough: the session may have expired")
+
+// heardRecently reports whether a server answered a request sent less than
+// the cut-off limit ago (with the granted timeout), and how long ago it was
+// sent. A Worker without a client (pipeline tests) always passes.
+func (w *Worker) heardRecently() (ok bool, ago, limit time.Duration) {
+	if w.client == nil {
+		return true, 0, 0
+	}
+	limit = cutOffLimit(w.client.SessionTimeout())
+	ago = time.Since(w.client.LastHeard())
+	return ago < limit, ago, limit
+}
+
+// checkHeard returns nil if the server is known to have heard this worker
+// within the cut-off limit, else an error wrapping errNotHeard, naming how
+// long ago and the limit.
+func (w *Worker) checkHeard() error {
+	if ok, ago, limit := w.heardRecently(); !ok {
+		return fmt.Errorf("last answered request sent %v ago, cut-off %v: %w", ago.Round(time.Millisecond), limit, errNotHeard)
+	}
+	return nil
+}
+
+// guardConnection calls suspend once no server has answered a request sent
+// within the cut-off limit (heardRecently), while ctx (the session's
 // context) lives.
 func (w *Worker) guardConnection(ctx context.Context, sess *coord.Session, suspend func()) {
-	limit := cutOffLimit(w.opts.SessionTimeout)
-	var timer <-chan time.Time
-	changes := w.client.Subscribe(ctx)
+	t := time.NewTimer(0)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ch, ok := <-changes:
-			if !ok {
-				return
-			}
-			switch ch.State {
-			case coord.StateDisconnected:
-				if timer == nil {
-					wait := limit
-					if last := w.client.LastHeard(); !last.IsZero() {
-						wait = max(0, time.Until(last.Add(limit)))
-					}
-					timer = time.After(wait)
-				}
-			default:
-				timer = nil
-			}
-		case <-timer:
-			w.log.Warn("cut off from ZooKeeper too long: cancelling in-flight fetches, claiming nothing until the session is confirmed",
-				"session", sess.String(), "session_timeout", w.opts.SessionTimeout, "last_heard", w.client.LastHeard())
+		case <-t.C:
+		}
+		ok, ago, limit := w.heardRecently()
+		if !ok {
+			w.log.Warn("ZooKeeper has not answered for too long: cancelling in-flight fetches, claiming nothing until the session is confirmed",
+				"session", sess.String(), "session_timeout", w.client.SessionTimeout(), "last_answered_ago", ago.Round(time.Millisecond))
 			suspend()
 			return
 		}
+		t.Reset(limit - ago)
 	}
 }
 
-// awaitSessionConfirmed returns once the client is connected with sess
-// still alive (true), or sess has ended or ctx is done (false).
-func (w *Worker) awaitSessionConfirmed(ctx context.Context, sess *coord.Session) bool {
-	changes := w.client.Subscribe(ctx)
+// confirmPoll is how often awaitSessionConfirmed looks at LastHeard.
+const confirmPoll = 50 * time.Millisecond
+
+// awaitSessionConfirmed returns true once a server has answered a request
+// sent after since (and within the cut-off limit) with sess still alive,
+// false once sess has ended or ctx is done. It holds no subscription.
+func (w *Worker) awaitSessionConfirmed(ctx context.Context, sess *coord.Session, since time.Time) bool {
+	t := time.NewTicker(confirmPoll)
+	defer t.Stop()
 	for {
+		// LastHeard moves past a new session's handshake only after the old
+		// session has been ended (coord ends it in the handshake's event),
+		// so a fresh LastHeard with sess alive is sess's own.
+		if ok, _, _ := w.heardRecently(); ok && w.client.LastHeard().After(since) && sess.Ctx().Err() == nil {
+			w.log.Info("ZooKeeper answers again with the session alive: claiming again", "session", sess.String())
+			return true
+		}
 		select {
 		case <-ctx.Done():
 			return false
 		case <-sess.Ctx().Done():
 			return false
-		case ch, ok := <-changes:
-			if !ok {
-				return false
-			}
-			if ch.State == coord.StateConnected && ch.SessionID == sess.ID() && sess.Ctx().Err() == nil {
-				w.log.Info("reconnected to ZooKeeper with the session alive: claiming again", "session", sess.String())
-				return true
-			}
+		case <-t.C:
 		}
 	}
 }

@@ -74,6 +74,9 @@ func (w *Worker) robotsAllowed(ctx context.Context, it frontier.Item, host strin
 			return false, err
 		}
 		defer release()
+		if err := w.checkHeard(); err != nil { // as fetchItem: the fetch is a request to the host
+			return false, err
+		}
 	}
 	ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
 	if err == nil && ok {

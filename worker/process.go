@@ -75,6 +75,8 @@ func (w *Worker) robotsPermit(ctx context.Context, claim itemClaim, it frontier.
 	switch {
 	case ctx.Err() != nil:
 		w.abandon(ctx, claim, it, ctx.Err())
+	case errors.Is(err, errNotHeard):
+		w.abandon(ctx, claim, it, err) // not the host's fault: no attempt counted
 	case err != nil:
 		// robots.txt could not be fetched at all (dead host: DNS,
 		// connect): status -61, retried like a network error, as
@@ -103,6 +105,14 @@ func (w *Worker) fetchItem(ctx context.Context, claim itemClaim, it frontier.Ite
 		return nil
 	}
 	if w.pausedRelease(ctx, claim, it, release) {
+		return nil
+	}
+	// Last check before the request goes out: after a process pause the
+	// session (and with it the host's claim) may be gone although the
+	// disconnection guard has not run yet.
+	if err := w.checkHeard(); err != nil {
+		release()
+		w.abandon(ctx, claim, it, err)
 		return nil
 	}
 	start := time.Now()

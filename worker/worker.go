@@ -33,8 +33,10 @@ type Options struct {
 	// ID names this worker in R/workers, claims and the crawl log; default
 	// "<hostname>-<pid>".
 	ID string
-	// SessionTimeout is the ZooKeeper session timeout (default 10s): how
-	// long a killed worker's claims outlive it.
+	// SessionTimeout is the ZooKeeper session timeout asked for (default
+	// 10s): how long a killed worker's claims outlive it. The server may
+	// grant another (it clamps to [2, 20] x tickTime by default); the
+	// disconnection guard follows the granted one.
 	SessionTimeout time.Duration
 	// ExitWhenDone makes Run return nil once the whole crawl is done: every
 	// queue shard empty and no claim held anywhere for QuietPeriod.
@@ -364,7 +366,7 @@ func (w *Worker) runSessions(claimCtx, workCtx context.Context, inflight *sync.W
 		w.runSession(claimCtx, workCtx, sess, inflight)
 		if claimCtx.Err() == nil && sess.Ctx().Err() == nil {
 			// Suspended by guardConnection: the session may still live.
-			if w.awaitSessionConfirmed(claimCtx, sess) {
+			if w.awaitSessionConfirmed(claimCtx, sess, time.Now()) {
 				continue
 			}
 		}

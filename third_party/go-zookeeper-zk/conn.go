@@ -70,7 +70,8 @@ type authCreds struct {
 // Conn is the client connection and tracks all details for communication with the server.
 type Conn struct {
 	lastZxid         int64 // zkcrawl patch: accessed atomically (upstream data race samuel/go-zookeeper#260, go-zookeeper/zk PR #35)
-	lastRecv         int64 // zkcrawl patch: UnixNano of the last packet received from a server, accessed atomically
+	lastAck          int64 // zkcrawl patch: send time (nanoseconds after epoch) of the latest request a server answered, accessed atomically
+	negotiatedMs     int64 // zkcrawl patch: session timeout the server granted at the latest handshake, in ms, accessed atomically
 	sessionID        int64
 	state            State // must be 32-bit aligned
 	xid              uint32
@@ -113,6 +114,15 @@ type Conn struct {
 	logger  Logger
 	logInfo bool // true if information messages are logged; false if only errors are logged
 
+	// zkcrawl patch: epoch is the monotonic origin of lastAck; pingSent
+	// counts the pings written on the current connection and pingAt holds
+	// their send times (ring, by count); pingRecv counts their replies
+	// (recvLoop only). See LastAck.
+	epoch    time.Time
+	pingSent atomic.Int64
+	pingRecv int64
+	pingAt   [pingRing]atomic.Int64
+
 	buf []byte
 }
 
@@ -122,6 +132,7 @@ type connOption func(c *Conn)
 type request struct {
 	xid        int32
 	opcode     int32
+	sent       int64 // zkcrawl patch: when it was written, nanoseconds after Conn.epoch
 	pkt        interface{}
 	recvStruct interface{}
 	recvChan   chan response
@@ -139,6 +150,25 @@ type request struct {
 type response struct {
 	zxid int64
 	err  error
+}
+
+// pingRing is how many unanswered pings LastAck can match to their send
+// times (zkcrawl patch); a reply to an older one does not advance LastAck.
+const pingRing = 16
+
+// sinceEpoch returns the monotonic time since c.epoch, in nanoseconds
+// (zkcrawl patch).
+func (c *Conn) sinceEpoch() int64 { return int64(time.Since(c.epoch)) }
+
+// acked records that a server answered a request sent at sent (nanoseconds
+// after c.epoch): lastAck only moves forward (zkcrawl patch).
+func (c *Conn) acked(sent int64) {
+	for {
+		old := atomic.LoadInt64(&c.lastAck)
+		if sent <= old || atomic.CompareAndSwapInt64(&c.lastAck, old, sent) {
+			return
+		}
+	}
 }
 
 // Event is an Znode event sent by the server.
@@ -191,6 +221,7 @@ func Connect(servers []string, sessionTimeout time.Duration, options ...connOpti
 
 	ec := make(chan Event, eventChanSize)
 	conn := &Conn{
+		epoch:          time.Now(), // zkcrawl patch: monotonic origin of lastAck
 		dialer:         net.DialTimeout,
 		hostProvider:   NewDNSHostProvider(),
 		conn:           nil,
@@ -673,6 +704,7 @@ func (c *Conn) authenticate() error {
 
 	binary.BigEndian.PutUint32(buf[:4], uint32(n))
 
+	sent := c.sinceEpoch() // zkcrawl patch: the handshake's reply is an answer too, see LastAck
 	c.conn.SetWriteDeadline(time.Now().Add(c.recvTimeout * 10))
 	_, err = c.conn.Write(buf[:n+4])
 	c.conn.SetWriteDeadline(time.Time{})
@@ -713,8 +745,15 @@ func (c *Conn) authenticate() error {
 
 	atomic.StoreInt64(&c.sessionID, r.SessionID)
 	c.setTimeouts(r.TimeOut)
+	atomic.StoreInt64(&c.negotiatedMs, int64(r.TimeOut)) // zkcrawl patch: see SessionTimeout
 	c.passwd = r.Passwd
+	// zkcrawl patch: a new connection's pings are counted afresh.
+	c.pingSent.Store(0)
+	c.pingRecv = 0
 	c.setState(StateHasSession)
+	// zkcrawl patch: after the event callback, so a client that sees the
+	// new LastAck has seen StateHasSession (and an old session's end).
+	c.acked(sent)
 
 	return nil
 }
@@ -737,6 +776,9 @@ func (c *Conn) sendData(req *request) error {
 
 	binary.BigEndian.PutUint32(c.buf[:4], uint32(n))
 
+	// zkcrawl patch: see LastAck; before the request is visible to
+	// recvLoop, and no later than the write.
+	req.sent = c.sinceEpoch()
 	c.requestsLock.Lock()
 	select {
 	case <-c.closeChan:
@@ -778,6 +820,10 @@ func (c *Conn) sendLoop() error {
 
 			binary.BigEndian.PutUint32(c.buf[:4], uint32(n))
 
+			// zkcrawl patch: note the ping's send time (count first,
+			// then time: see pingAnswered).
+			seq := c.pingSent.Add(1)
+			c.pingAt[seq%pingRing].Store(c.sinceEpoch())
 			c.conn.SetWriteDeadline(time.Now().Add(c.recvTimeout))
 			_, err = c.conn.Write(c.buf[:n+4])
 			c.conn.SetWriteDeadline(time.Time{})
@@ -820,7 +866,6 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 		if err != nil {
 			return err
 		}
-		atomic.StoreInt64(&c.lastRecv, time.Now().UnixNano()) // zkcrawl patch: see LastRecv
 
 		res := responseHeader{}
 		_, err = decodePacket(buf[:16], &res)
@@ -843,7 +888,8 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 			c.sendEvent(ev)
 			c.notifyWatches(ev)
 		} else if res.Xid == -2 {
-			// Ping response. Ignore.
+			// Ping response.
+			c.pingAnswered() // zkcrawl patch: see LastAck
 		} else if res.Xid < 0 {
 			c.logger.Printf("Xid < 0 (%d) but not ping or watcher event", res.Xid)
 		} else {
@@ -857,6 +903,9 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 				delete(c.requests, res.Xid)
 			}
 			c.requestsLock.Unlock()
+			if ok {
+				c.acked(req.sent) // zkcrawl patch: see LastAck
+			}
 
 			if !ok {
 				c.logger.Printf("Response for unknown request with xid %d", res.Xid)
@@ -1350,15 +1399,42 @@ func (c *Conn) internalReconfig(request *reconfigRequest) (*Stat, error) {
 	return &response.Stat, err
 }
 
-// LastRecv returns when the last packet (a reply, a ping reply or a watch
-// event) arrived from a server, the zero time if none has. zkcrawl patch: a
-// client uses it to tell how long it has been cut off, since the server
-// expires the session one session timeout after it last heard from it.
-func (c *Conn) LastRecv() time.Time {
-	if ns := atomic.LoadInt64(&c.lastRecv); ns != 0 {
-		return time.Unix(0, ns)
+// pingAnswered records the reply to the oldest unanswered ping of the
+// connection (a server answers one session's requests in order) in
+// lastAck, if its send time is still in the ring (zkcrawl patch). Runs on
+// recvLoop only.
+func (c *Conn) pingAnswered() {
+	c.pingRecv++
+	seq := c.pingRecv
+	at := c.pingAt[seq%pingRing].Load()
+	// sendLoop counts a ping before it stores its time, so a count within
+	// the ring read after the time proves the time is ping seq's.
+	if c.pingSent.Load()-seq < pingRing {
+		c.acked(at)
+	}
+}
+
+// LastAck returns when the latest request that a server has answered was
+// sent: a request's reply, a ping's reply or the session handshake count;
+// watch events and other unsolicited packets do not, since they prove
+// nothing about whether the server hears this client. The server touched
+// the session at or after that moment, so it cannot expire the session
+// before LastAck plus the session timeout. The time carries a monotonic
+// clock reading (time.Since and time.Until on it are immune to wall-clock
+// steps). The zero time before the first handshake. zkcrawl patch.
+func (c *Conn) LastAck() time.Time {
+	if ns := atomic.LoadInt64(&c.lastAck); ns != 0 {
+		return c.epoch.Add(time.Duration(ns))
 	}
 	return time.Time{}
+}
+
+// SessionTimeout returns the session timeout the server granted at the
+// latest successful handshake (it clamps the asked one to its
+// minSessionTimeout..maxSessionTimeout, by default 2 to 20 tickTimes), 0
+// before the first. zkcrawl patch.
+func (c *Conn) SessionTimeout() time.Duration {
+	return time.Duration(atomic.LoadInt64(&c.negotiatedMs)) * time.Millisecond
 }
 
 // Server returns the current or last-connected server name.
