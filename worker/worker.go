@@ -130,10 +130,6 @@ type Worker struct {
 	dropLogMu  sync.Mutex
 	dropLogged map[string]bool // "reason host" already logged
 
-	deadMu    sync.Mutex // guards deadCount, deadAt (deadLettersFull)
-	deadCount int64
-	deadAt    time.Time
-
 	counters counters
 	metrics  *Metrics
 	progress *progress             // progress lines and the stop summary (progress.go)
