@@ -238,13 +238,12 @@ func newWorker(opts Options, root string) *Worker {
 	if err != nil {
 		panic(err) // zero limits are valid
 	}
-	return &Worker{
+	w := &Worker{
 		opts:     opts,
 		root:     root,
 		log:      log,
 		fetcher:  http,
 		http:     http,
-		robots:   fetch.NewRobots(http, fetch.RobotsOptions{Logger: log}),
 		polite:   polite,
 		slots:    newHostSlots(),
 		metrics:  opts.Metrics,
@@ -252,6 +251,8 @@ func newWorker(opts Options, root string) *Worker {
 		handoffs: newHandoffState(),
 		norm:     newNormCache(),
 	}
+	w.robots = fetch.NewRobots(http, fetch.RobotsOptions{Logger: log, Gate: w.robotsGate})
+	return w
 }
 
 // ID returns the worker id.
