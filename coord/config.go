@@ -158,6 +158,31 @@ func (s *ConfigStore) compareAndSet(ctx context.Context, data []byte, expected i
 	return ver, err
 }
 
+// Create creates the znode, and its missing parents, with data, unless it
+// exists; it returns the new version (0). Retried through connection loss:
+// a create of ours that committed before its reply was lost is then
+// reported as existing.
+// Errors: ErrVersionConflict when the znode exists.
+func (s *ConfigStore) Create(ctx context.Context, data []byte) (int32, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	err := s.c.retry(ctx, func(ctx context.Context) error {
+		if err := s.c.ensurePath(ctx, path.Dir(s.path)); err != nil {
+			return err
+		}
+		_, err := s.c.create(ctx, s.path, data, zk.FlagPersistent, nil)
+		return err
+	})
+	if errors.Is(err, zk.ErrNodeExists) {
+		return 0, fmt.Errorf("coord: ConfigStore.Create %s: exists: %w", s.name, ErrVersionConflict)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("coord: ConfigStore.Create %s: %w", s.name, err)
+	}
+	return 0, nil
+}
+
 // Delete deletes the znode, whatever its version (for a drain request:
 // cancels it). Errors: ErrNotFound when it does not exist.
 func (s *ConfigStore) Delete(ctx context.Context) error {

@@ -143,3 +143,21 @@ func TestConfigWatchAcrossExpiry(t *testing.T) {
 		}
 	}
 }
+
+// Create makes the znode and its parents once; a second Create, from any
+// client, finds it and changes nothing.
+func TestConfigCreateOnce(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, 30*time.Second)
+	c := connect(t, zkAddr(t))
+	s := coord.NewConfigStore(c, testRoot(t)+"/a/b/totals")
+	if _, err := s.Create(ctx, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, []byte("second")); !errors.Is(err, coord.ErrVersionConflict) {
+		t.Fatalf("second Create: %v, want ErrVersionConflict", err)
+	}
+	if data, v, err := s.Read(ctx); err != nil || string(data) != "first" || v != 0 {
+		t.Fatalf("Read = %q, %d, %v", data, v, err)
+	}
+}

@@ -111,3 +111,53 @@ func (q *Queue) Requeue(ctx context.Context, failedName string, data []byte) (st
 	}, nil)
 	return name, err
 }
+
+// FailCapped is Fail under a cap on the dead letters: when R/failed already
+// holds max (> 0) of them, the item is completed instead (Complete: it
+// leaves the queue unkept; the caller's own log is its record) and
+// FailCapped reports false. The count and the move are one transaction: the
+// Fail multi also sets R/failed's data, on the condition that its version is
+// still the one read with the count (ZooKeeper recipes: compare-and-set), so
+// concurrent FailCapped calls from any number of processes never take
+// R/failed past max; a caller that loses the race counts again. Cost: one
+// exists read of R/failed per call, plus one more per lost race. max <= 0
+// is Fail, uncapped. Dead letters made by Fail while a cap is in force
+// count towards it but are not held back by it.
+//
+// Errors: as Fail's (or Complete's, when full); ErrNotInitialized when
+// R/failed is missing.
+func (cl *Claim) FailCapped(ctx context.Context, data []byte, max int64) (deadLettered bool, err error) {
+	if max <= 0 {
+		return true, cl.Fail(ctx, data)
+	}
+	fp := cl.q.root + "/" + failedDir
+	for {
+		var ok bool
+		var st *zk.Stat
+		err := cl.q.c.retry(ctx, func(ctx context.Context) error {
+			var err error
+			ok, st, err = cl.q.c.exists(ctx, fp)
+			return err
+		})
+		switch {
+		case err != nil:
+			return false, fmt.Errorf("coord: Claim.Fail %s/%s: counting dead letters: %w", ShardName(cl.shard), cl.name, err)
+		case !ok:
+			return false, fmt.Errorf("coord: Claim.Fail %s/%s: %w", ShardName(cl.shard), cl.name, ErrNotInitialized)
+		case int64(st.NumChildren) >= max:
+			return false, cl.Complete(ctx)
+		}
+		err = cl.finish(ctx, "Fail", 4, []any{
+			&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
+			&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
+			&zk.SetDataRequest{Path: fp, Data: nil, Version: st.Version},
+			&zk.CreateRequest{Path: cl.q.failedPath(ShardName(cl.shard) + "-" + cl.name), Data: data, Acl: cl.q.c.acl(), Flags: zk.FlagPersistent},
+			&zk.DeleteRequest{Path: cl.q.itemPath(cl.shard, cl.name), Version: -1},
+			&zk.DeleteRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
+		})
+		if errors.Is(err, zk.ErrBadVersion) {
+			continue // another dead letter came or went since the count: count again
+		}
+		return err == nil, err
+	}
+}

@@ -58,6 +58,18 @@ type RobotsOptions struct {
 	MaxBytes int
 	// Logger for debug and warning lines. Default slog.Default().
 	Logger *slog.Logger
+	// Gate, when set, admits every request Robots makes, each redirect
+	// hop its own: before requesting target (robotsURL, or a redirect's
+	// resolved Location while loading robotsURL) Robots calls it, and it
+	// must block until a request to target's host may start (zkcrawl's
+	// worker takes a Politeness slot under the crawl's host key of
+	// target). Robots calls release once the response is read and, on
+	// the last hop, once the outcome is cached, so release may read it
+	// (CachedCrawlDelay) and set the Crawl-delay before the slot frees.
+	// An error (the caller's ctx ended while waiting, or the gate may
+	// not let the caller send now) ends the load uncached: it says
+	// nothing of the host. Nil: no gate.
+	Gate func(ctx context.Context, robotsURL, target string) (release func(), err error)
 }
 
 // Robots answers robots.txt questions (RFC 9309) with a cache per origin
@@ -79,8 +91,8 @@ type RobotsOptions struct {
 //     treated as a server error, as Google does: the site asks us to slow
 //     down, which a full allow would not honour.
 //
-// robots.txt fetches go through the Fetcher directly, not through
-// Politeness; there is at most one per origin per TTL.
+// robots.txt requests go through RobotsOptions.Gate (politeness) when
+// set; there is at most one load per origin per TTL.
 type Robots struct {
 	f    *Fetcher
 	opts RobotsOptions
@@ -210,6 +222,25 @@ func (r *Robots) Cached(rawURL string) bool {
 	return r.cached(originKey(u)) != nil
 }
 
+// CachedCrawlDelay is CrawlDelay answered from the cache only: ok is false
+// (and nothing is fetched) when no unexpired outcome for rawURL's origin
+// is cached. For a Gate's release, which runs inside the load.
+func (r *Robots) CachedCrawlDelay(rawURL, userAgent string) (d time.Duration, robotsOrigin string, ok bool) {
+	u, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return 0, "", false
+	}
+	robotsOrigin = originKey(u)
+	e := r.cached(robotsOrigin)
+	if e == nil {
+		return 0, robotsOrigin, false
+	}
+	if e.err == nil {
+		d = max(min(e.data.crawlDelay(r.productToken(userAgent)), r.opts.MaxCrawlDelay), 0)
+	}
+	return d, robotsOrigin, true
+}
+
 // parseHTTPURL parses an absolute http or https URL, or returns an *Error
 // with CodeUnfetchableURI (checkHTTPURL).
 func parseHTTPURL(rawURL string) (*url.URL, error) {
@@ -270,26 +301,38 @@ func originKey(u *url.URL) string {
 // (once for all concurrent callers) when missing or expired.
 func (r *Robots) entry(ctx context.Context, u *url.URL) (*robotsEntry, error) {
 	key := originKey(u)
-	if e := r.cached(key); e != nil {
-		return e, nil
-	}
 	robotsURL := u.Scheme + "://" + u.Host + "/robots.txt"
-	// The fetch runs detached from this caller's cancellation: others may
-	// share it, and its result is cached either way.
-	fetchCtx := context.WithoutCancel(ctx)
-	ch := r.sf.DoChan(key, func() (any, error) {
+	for {
 		if e := r.cached(key); e != nil {
 			return e, nil
 		}
-		e := r.load(fetchCtx, robotsURL)
-		r.store(key, e)
-		return e, nil
-	})
-	select {
-	case res := <-ch:
-		return res.Val.(*robotsEntry), nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("robots.txt of %s: %w", key, ctx.Err())
+		// The fetch runs detached from this caller's cancellation: others
+		// may share it, and its result is cached either way. Only the wait
+		// at the Gate ends with the ctx of the caller that started the
+		// load; the others then load again.
+		gateCtx, fetchCtx := ctx, context.WithoutCancel(ctx)
+		ch := r.sf.DoChan(key, func() (any, error) {
+			if e := r.cached(key); e != nil {
+				return e, nil
+			}
+			e, err := r.load(gateCtx, fetchCtx, robotsURL, key)
+			if err != nil {
+				return nil, err
+			}
+			return e, nil
+		})
+		select {
+		case res := <-ch:
+			if res.Err == nil {
+				return res.Val.(*robotsEntry), nil
+			}
+			if ctx.Err() == nil {
+				continue // the caller that waited at the gate is gone
+			}
+			return nil, fmt.Errorf("robots.txt of %s: %w", key, ctx.Err())
+		case <-ctx.Done():
+			return nil, fmt.Errorf("robots.txt of %s: %w", key, ctx.Err())
+		}
 	}
 }
 
@@ -323,9 +366,27 @@ func (r *Robots) cacheBytes() int {
 	return r.bytes
 }
 
-// load fetches robots.txt at robotsURL, following redirects, and turns the
-// outcome into a cache entry (see the Robots doc for the rules).
-func (r *Robots) load(ctx context.Context, robotsURL string) *robotsEntry {
+// load fetches robots.txt at robotsURL, following redirects, each request
+// admitted by the Gate (waiting with gateCtx), turns the outcome into a
+// cache entry (see the Robots doc for the rules) and caches it under key
+// before the last request's gate release. Errors: only the Gate's refusal
+// (a wait cut off by gateCtx, or the Gate's own error; nothing cached).
+func (r *Robots) load(gateCtx, ctx context.Context, robotsURL, key string) (*robotsEntry, error) {
+	var release func()
+	e, err := r.loadGated(gateCtx, ctx, robotsURL, &release)
+	if err == nil {
+		r.store(key, e)
+	}
+	if release != nil {
+		release()
+	}
+	return e, err
+}
+
+// loadGated is load's request loop; *release holds the gate release of
+// the request made last (nil without a Gate), for load to call after
+// caching.
+func (r *Robots) loadGated(gateCtx, ctx context.Context, robotsURL string, release *func()) (*robotsEntry, error) {
 	log := r.opts.Logger
 	allowAll := func(why string) *robotsEntry {
 		log.Debug("robots.txt unavailable: allow all", "url", robotsURL, "why", why)
@@ -338,32 +399,45 @@ func (r *Robots) load(ctx context.Context, robotsURL string) *robotsEntry {
 
 	target := robotsURL
 	for hop := 0; ; hop++ {
+		if r.opts.Gate != nil {
+			if *release != nil {
+				(*release)() // the previous hop's slot
+				*release = nil
+			}
+			rel, err := r.opts.Gate(gateCtx, robotsURL, target)
+			if err != nil {
+				// The gate's refusal (a wait cut off, a caller that may
+				// not send now) says nothing of the host: nothing cached.
+				return nil, fmt.Errorf("robots.txt %s: request to %s not admitted: %w", robotsURL, target, err)
+			}
+			*release = rel
+		}
 		res, err := r.f.fetch(ctx, target, MaxRobotsBytes)
 		if err != nil {
-			return unreachable(fmt.Errorf("fetching %s: %w", target, err))
+			return unreachable(fmt.Errorf("fetching %s: %w", target, err)), nil
 		}
 		switch s := res.Status; {
 		case s >= 200 && s <= 299:
 			data, err := r.parse(target, res)
 			if err != nil {
-				return unreachable(err)
+				return unreachable(err), nil
 			}
 			log.Debug("robots.txt fetched", "url", target, "bytes", len(res.Body))
-			return &robotsEntry{data: data, expires: time.Now().Add(r.opts.TTL)}
+			return &robotsEntry{data: data, expires: time.Now().Add(r.opts.TTL)}, nil
 		case s >= 300 && s <= 399:
 			if res.Redirect == "" {
-				return allowAll(fmt.Sprintf("status %d without Location", s))
+				return allowAll(fmt.Sprintf("status %d without Location", s)), nil
 			}
 			if hop >= maxRobotsRedirects {
-				return allowAll(fmt.Sprintf("more than %d redirects", maxRobotsRedirects))
+				return allowAll(fmt.Sprintf("more than %d redirects", maxRobotsRedirects)), nil
 			}
 			target = res.Redirect
 		case s == 429 || (s >= 500 && s <= 599):
-			return unreachable(fmt.Errorf("robots.txt %s: HTTP status %d", target, s))
+			return unreachable(fmt.Errorf("robots.txt %s: HTTP status %d", target, s)), nil
 		case s >= 400 && s <= 499:
-			return allowAll(fmt.Sprintf("status %d", s))
+			return allowAll(fmt.Sprintf("status %d", s)), nil
 		default:
-			return unreachable(fmt.Errorf("robots.txt %s: unexpected HTTP status %d", target, s))
+			return unreachable(fmt.Errorf("robots.txt %s: unexpected HTTP status %d", target, s)), nil
 		}
 	}
 }

@@ -77,11 +77,13 @@ const (
 // a new group), Allow and Disallow lines outside a group or with an empty
 // value are ignored, and so are lines that do not parse; Crawl-delay (not in
 // the RFC, seconds, fractions allowed) belongs to its group. Lines end with
-// LF, CR or CRLF; '#' starts a comment. At most MaxRobotsRules rules and
-// MaxRobotsAgents User-agent lines are kept.
+// LF, CR or CRLF; '#' starts a comment. A leading UTF-8 byte-order mark,
+// whole or cut short (EF, EF BB, EF BB BF), is skipped, as Google's
+// reference parser (github.com/google/robotstxt) does. At most
+// MaxRobotsRules rules and MaxRobotsAgents User-agent lines are kept.
 func parseRobots(body []byte) *robotsRules {
 	p := robotsParser{rr: &robotsRules{byAgent: make(map[string][]int), size: robotsBaseBytes}, cur: -1}
-	for _, line := range splitLines(body) {
+	for _, line := range splitLines(skipBOM(body)) {
 		content, _, _ := bytes.Cut(line, []byte("#"))
 		key, val, ok := bytes.Cut(content, []byte(":"))
 		if !ok {
@@ -104,6 +106,19 @@ func parseRobots(body []byte) *robotsRules {
 		slices.SortStableFunc(p.rr.groups[i].rules, moreSpecific)
 	}
 	return p.rr
+}
+
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte-order mark.
+const utf8BOM = "\xef\xbb\xbf"
+
+// skipBOM returns body without the longest prefix of utf8BOM it starts
+// with: a whole mark, or its first one or two bytes.
+func skipBOM(body []byte) []byte {
+	i := 0
+	for i < len(utf8BOM) && i < len(body) && body[i] == utf8BOM[i] {
+		i++
+	}
+	return body[i:]
 }
 
 // robotsParser is the state of parseRobots between lines.

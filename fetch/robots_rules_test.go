@@ -171,3 +171,26 @@ func TestRobotsHostileBounded(t *testing.T) {
 	}
 	runtime.KeepAlive(r)
 }
+
+// A robots.txt that starts with a UTF-8 byte-order mark, whole or cut short
+// (EF, EF BB, EF BB BF), is read as if it had none, as Google's reference
+// parser reads it; a mark elsewhere is not skipped.
+func TestRobotsByteOrderMark(t *testing.T) {
+	const body = "User-agent: *\nDisallow: /"
+	for _, bom := range []string{"\xef\xbb\xbf", "\xef\xbb", "\xef"} {
+		if parseRobots([]byte(bom+body)).allowed("/x", "zkcrawl") {
+			t.Errorf("BOM % x: Disallow: / ignored", bom)
+		}
+		site := newRobotsSite(t, serveRobots(200, bom+body))
+		ok, err := newRobots(t, RobotsOptions{}).Allowed(context.Background(), site.srv.URL+"/x", ua)
+		if err != nil || ok {
+			t.Errorf("BOM % x served: Allowed = %v, %v; want false", bom, ok, err)
+		}
+	}
+	if !parseRobots([]byte("User-agent: x\n\xef\xbb\xbfUser-agent: *\nDisallow: /")).allowed("/x", "zkcrawl") {
+		t.Error("a BOM inside the file was skipped: its line named agent * after all")
+	}
+	if parseRobots([]byte("\xef\xbb\xbf")).allowed("/x", "zkcrawl") != true {
+		t.Error("a file of only a BOM disallows")
+	}
+}

@@ -326,3 +326,62 @@ func TestRobotsSSRFGuardApplies(t *testing.T) {
 		t.Errorf("robots.txt fetched %d times through the SSRF guard", n)
 	}
 }
+
+// With a Gate, every robots.txt request, each redirect hop, is admitted by
+// it, and the last hop's release sees the outcome cached (so the caller can
+// set the Crawl-delay before its slot frees). A wait cut off by ctx caches
+// nothing; any other gate refusal counts as robots.txt unreachable.
+func TestRobotsGate(t *testing.T) {
+	site := newRobotsSite(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.Redirect(w, r, "/moved.txt", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "User-agent: *\nDisallow: /x\nCrawl-delay: 3\n")
+	})
+	var mu sync.Mutex
+	var admitted []string
+	var delayAtRelease []time.Duration
+	var r *Robots
+	r = newRobots(t, RobotsOptions{Gate: func(ctx context.Context, robotsURL, target string) (func(), error) {
+		mu.Lock()
+		admitted = append(admitted, strings.TrimPrefix(target, site.srv.URL))
+		mu.Unlock()
+		return func() {
+			d, _, ok := r.CachedCrawlDelay(robotsURL, ua)
+			if !ok {
+				d = -1
+			}
+			mu.Lock()
+			delayAtRelease = append(delayAtRelease, d)
+			mu.Unlock()
+		}, nil
+	}})
+	if ok, err := r.Allowed(context.Background(), site.srv.URL+"/x", ua); ok || err != nil {
+		t.Fatalf("Allowed = %v, %v; want false", ok, err)
+	}
+	if strings.Join(admitted, " ") != "/robots.txt /moved.txt" || len(delayAtRelease) != 2 ||
+		delayAtRelease[0] != -1 || delayAtRelease[1] != 3*time.Second {
+		t.Fatalf("gate admitted %q, Crawl-delay at each release %v; want both hops, the delay cached at the last", admitted, delayAtRelease)
+	}
+
+	other := newRobotsSite(t, serveRobots(200, "User-agent: *\nDisallow: /\n"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stuck := newRobots(t, RobotsOptions{Gate: func(ctx context.Context, _, _ string) (func(), error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}})
+	if _, err := stuck.Allowed(ctx, other.srv.URL+"/", ua); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Allowed with its gate wait cancelled: %v", err)
+	}
+	if stuck.Cached(other.srv.URL+"/") || other.fetches.Load() != 0 {
+		t.Fatal("a load cut off at the gate was cached or fetched")
+	}
+	refused := newRobots(t, RobotsOptions{Gate: func(context.Context, string, string) (func(), error) {
+		return nil, errors.New("no host key")
+	}})
+	if ok, err := refused.Allowed(context.Background(), other.srv.URL+"/", ua); ok || Code(err) != CodeRobotsPrerequisiteFailed {
+		t.Fatalf("Allowed with the gate refusing: %v, %v; want robots.txt unreachable", ok, err)
+	}
+}

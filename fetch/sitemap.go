@@ -17,8 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Sitemap protocol limits (sitemaps.org, "Sitemap file location" and
@@ -31,6 +33,10 @@ const (
 	MaxSitemapBytes = 50 << 20
 )
 
+// MaxLastmodBytes is the longest <lastmod> kept (a W3C Datetime with
+// nanoseconds and an offset has 35 bytes).
+const MaxLastmodBytes = 64
+
 // ErrSitemapTooLarge: the sitemap, once decompressed, exceeds
 // MaxSitemapBytes; the entries read up to that point are returned with it.
 var ErrSitemapTooLarge = errors.New("sitemap exceeds 50 MiB uncompressed")
@@ -39,8 +45,9 @@ var ErrSitemapTooLarge = errors.New("sitemap exceeds 50 MiB uncompressed")
 type SitemapEntry struct {
 	// Loc is the URL as written (whitespace trimmed, entities decoded).
 	Loc string
-	// Lastmod is <lastmod> as written (W3C Datetime), "" when absent;
-	// at most 64 bytes are kept.
+	// Lastmod is <lastmod> as written (whitespace trimmed) when it is a
+	// valid W3C Datetime (ValidLastmod) of at most MaxLastmodBytes; ""
+	// when absent or invalid (the entry is kept).
 	Lastmod string
 	// Priority is <priority> when present and a number in 0.0..1.0.
 	Priority *float64
@@ -154,9 +161,9 @@ func parseSitemapXML(r io.Reader, sm *Sitemap) error {
 					sm.Dropped++
 					continue
 				}
-				e := SitemapEntry{Loc: loc, Lastmod: strings.TrimSpace(u.Lastmod)}
-				if len(e.Lastmod) > 64 {
-					e.Lastmod = e.Lastmod[:64]
+				e := SitemapEntry{Loc: loc}
+				if lm := strings.TrimSpace(u.Lastmod); ValidLastmod(lm) {
+					e.Lastmod = lm
 				}
 				if p, err := strconv.ParseFloat(strings.TrimSpace(u.Priority), 64); err == nil && p >= 0 && p <= 1 {
 					e.Priority = &p
@@ -179,6 +186,37 @@ func parseSitemapXML(r io.Reader, sm *Sitemap) error {
 			}
 		}
 	}
+}
+
+// w3cDatetime is the syntax of a W3C Datetime (https://www.w3.org/TR/NOTE-datetime,
+// the format sitemap protocol 0.9 requires of <lastmod>): YYYY, YYYY-MM,
+// YYYY-MM-DD, or a date with hh:mm, hh:mm:ss or hh:mm:ss.s (any number of
+// fraction digits) and a zone designator Z or +hh:mm / -hh:mm.
+var w3cDatetime = regexp.MustCompile(`^\d{4}(-\d{2}(-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?)?)?$`)
+
+// ValidLastmod reports whether s is a W3C Datetime (see w3cDatetime) of at
+// most MaxLastmodBytes whose fields are in range (month 01-12, a day of
+// that month, hour < 24, minute and second < 60, offset hours < 24), as
+// time.Parse checks them. A valid one is ASCII.
+func ValidLastmod(s string) bool {
+	if len(s) > MaxLastmodBytes || !w3cDatetime.MatchString(s) {
+		return false
+	}
+	var layout string
+	switch {
+	case len(s) == 4:
+		layout = "2006"
+	case len(s) == 7:
+		layout = "2006-01"
+	case len(s) == 10:
+		layout = "2006-01-02"
+	case s[16] != ':': // hh:mm without seconds
+		layout = "2006-01-02T15:04Z07:00"
+	default: // time.Parse takes the fraction after the seconds itself
+		layout = "2006-01-02T15:04:05Z07:00"
+	}
+	_, err := time.Parse(layout, s)
+	return err == nil
 }
 
 // parseSitemapText reads a text sitemap: one URL per line, blank lines

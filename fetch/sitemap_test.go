@@ -74,3 +74,32 @@ func TestParseSitemapLimits(t *testing.T) {
 		t.Errorf("malformed XML: %v", err)
 	}
 }
+
+// <lastmod> is kept only when it is a W3C Datetime (sitemap protocol 0.9);
+// anything else is dropped and its URL kept, so no stray bytes (a cut
+// inside a multi-byte character) reach the frontier.
+func TestParseSitemapLastmod(t *testing.T) {
+	valid := []string{"2026", "2026-11", "2026-11-01", "2026-11-01T10:00Z", "2026-11-01T10:00+01:00",
+		"2026-11-01T10:00:59-05:30", "2026-11-01T10:00:00.5Z", "2026-11-01T23:59:59.123456789+14:00"}
+	invalid := []string{"yesterday", "2026-13-01", "2026-02-30", "2026-11-01T24:00Z", "2026-11-01T10:00",
+		"2026-11-01 10:00:00Z", "2026-11-01T10:00:00Z" + strings.Repeat("\u00e9", 30), "26-11-01",
+		"2026-11-01T10:00:00." + strings.Repeat("1", 60) + "Z"}
+	var b strings.Builder
+	b.WriteString("<urlset>")
+	for i, lm := range append(append([]string{}, valid...), invalid...) {
+		fmt.Fprintf(&b, "<url><loc>http://e.com/%d</loc><lastmod> %s </lastmod></url>", i, lm)
+	}
+	b.WriteString("</urlset>")
+	sm, err := ParseSitemap(strings.NewReader(b.String()))
+	if err != nil || len(sm.URLs) != len(valid)+len(invalid) {
+		t.Fatalf("%d URLs, %v", len(sm.URLs), err)
+	}
+	for i, e := range sm.URLs {
+		if i < len(valid) && e.Lastmod != valid[i] {
+			t.Errorf("valid lastmod %q read as %q", valid[i], e.Lastmod)
+		}
+		if i >= len(valid) && e.Lastmod != "" {
+			t.Errorf("invalid lastmod %q kept as %q", invalid[i-len(valid)], e.Lastmod)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxItemBytes is the largest encoded queue item DecodeItem accepts (16 KiB;
@@ -40,7 +41,8 @@ type Item struct {
 	// MaxHops characters.
 	Hops string `json:"hops,omitempty"`
 	// Lastmod is the <lastmod> of the sitemap entry that listed the URL, as
-	// written (W3C Datetime, sitemap protocol 0.9), at most 64 bytes; ""
+	// written (W3C Datetime, sitemap protocol 0.9, checked by
+	// fetch.ParseSitemap), at most MaxLastmodBytes of valid UTF-8; ""
 	// otherwise. Kept for later use (recrawl scheduling).
 	Lastmod string `json:"lastmod,omitempty"`
 	// Priority is the <priority> of the sitemap entry that listed the URL,
@@ -48,13 +50,23 @@ type Item struct {
 	Priority *float64 `json:"priority,omitempty"`
 }
 
+// MaxLastmodBytes is the longest Item.Lastmod, in bytes.
+const MaxLastmodBytes = 64
+
+// itemJSONOverhead bounds the bytes of an encoded Item other than the
+// contents of its string fields: the keys, quotes, commas and braces (about
+// 90 bytes), two integers (20 bytes each), not_before (37) and priority (24).
+const itemJSONOverhead = 256
+
 // itemKeys are the exact JSON keys of Item. encoding/json matches keys
 // case-insensitively, so DecodeItem checks them itself.
 var itemKeys = map[string]bool{"url": true, "depth": true, "via": true, "attempts": true, "not_before": true,
 	"hops": true, "lastmod": true, "priority": true}
 
-// Encode returns the JSON encoding of it, with NotBefore in UTC. It returns
-// an error wrapping ErrBadItem when it would not pass DecodeItem.
+// Encode returns the JSON encoding of it, with NotBefore in UTC and without
+// HTML escaping ("&" stays one byte). It returns an error wrapping
+// ErrBadItem when it would not pass DecodeItem; an item that passes
+// DecodeRecord always encodes.
 func (it Item) Encode() ([]byte, error) {
 	if err := it.validate(); err != nil {
 		return nil, fmt.Errorf("encode item %q: %w", it.URL, err)
@@ -62,10 +74,13 @@ func (it Item) Encode() ([]byte, error) {
 	if !it.NotBefore.IsZero() {
 		it.NotBefore = it.NotBefore.UTC()
 	}
-	b, err := json.Marshal(it)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(it); err != nil {
 		return nil, fmt.Errorf("encode item %q: %w: %v", it.URL, ErrBadItem, err)
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if len(b) > MaxItemBytes {
 		return nil, fmt.Errorf("encode item %q: %w: %d bytes, limit %d", it.URL, ErrBadItem, len(b), MaxItemBytes)
 	}
@@ -114,8 +129,14 @@ func (it Item) validate() error {
 		return fmt.Errorf("%w: negative depth %d", ErrBadItem, it.Depth)
 	case it.Attempts < 0:
 		return fmt.Errorf("%w: negative attempts %d", ErrBadItem, it.Attempts)
-	case len(it.Lastmod) > 64:
-		return fmt.Errorf("%w: lastmod of %d bytes, limit 64", ErrBadItem, len(it.Lastmod))
+	case len(it.Lastmod) > MaxLastmodBytes:
+		return fmt.Errorf("%w: lastmod of %d bytes, limit %d", ErrBadItem, len(it.Lastmod), MaxLastmodBytes)
+	case !utf8.ValidString(it.URL):
+		return fmt.Errorf("%w: url is not valid UTF-8", ErrBadItem)
+	case !utf8.ValidString(it.Via):
+		return fmt.Errorf("%w: via is not valid UTF-8", ErrBadItem)
+	case !utf8.ValidString(it.Lastmod):
+		return fmt.Errorf("%w: lastmod is not valid UTF-8", ErrBadItem)
 	case it.Priority != nil && !(*it.Priority >= 0 && *it.Priority <= 1):
 		return fmt.Errorf("%w: priority %v outside 0.0..1.0", ErrBadItem, *it.Priority)
 	}
@@ -127,5 +148,30 @@ func (it Item) validate() error {
 			return fmt.Errorf("%w: not_before %s outside years 1..9999 UTC", ErrBadItem, it.NotBefore)
 		}
 	}
+	// Valid UTF-8 and this bound make every valid item encodable: JSON
+	// would replace invalid bytes by U+FFFD (changing the item) and escapes
+	// can make a long URL too large for MaxItemBytes.
+	if n := itemJSONOverhead + jsonStringLen(it.URL) + jsonStringLen(it.Via) +
+		jsonStringLen(it.Hops) + jsonStringLen(it.Lastmod); n > MaxItemBytes {
+		return fmt.Errorf("%w: encodes to up to %d bytes, limit %d", ErrBadItem, n, MaxItemBytes)
+	}
 	return nil
+}
+
+// jsonStringLen bounds the bytes of s's JSON string contents as Encode
+// writes them: 2 for a quote or a backslash, 6 for a control byte and for U+2028 and
+// U+2029 (written \u2028), 1 for any other byte of valid UTF-8.
+func jsonStringLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			n++
+		case c < 0x20:
+			n += 5
+		case c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9):
+			n += 3
+		}
+	}
+	return n
 }

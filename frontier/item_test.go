@@ -102,3 +102,62 @@ func FuzzDecodeItem(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRecordToItem: whatever a record holds (site-controlled URLs, via
+// URLs and sitemap lastmods among it), a record that DecodeRecord accepts
+// encodes as a ready item (Encode) that DecodeItem reads back unchanged, so
+// no input can turn into an undecodable ready item.
+func FuzzRecordToItem(f *testing.F) {
+	p := 0.5
+	for _, it := range []Item{
+		{URL: "http://example.com/", Depth: 1, Via: "http://example.com/sitemap.xml", Hops: "ML",
+			Lastmod: "2026-11-01T10:00:00+01:00", Priority: &p},
+		// The longest lastmod, of multi-byte runes.
+		{URL: "http://x/", Lastmod: "x" + strings.Repeat("\u20ac", 21)},
+		{URL: "http://x/?" + strings.Repeat("&", 2000), Via: "http://x/?" + strings.Repeat("&", 2000)},
+		{URL: "http://x/\u2028\"\\"},
+	} {
+		rec, err := it.Record()
+		if err != nil {
+			f.Fatalf("seed %+v: %v", it, err)
+		}
+		f.Add(rec)
+	}
+	f.Add([]byte{0, 0, 9, 'h', 't', 't', 'p', ':', '/', '/', 'x', '/', 0, 2, 3, 'a', 0xe2, 0x82})
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		it, err := DecodeRecord(rec)
+		if err != nil {
+			if !errors.Is(err, ErrBadItem) {
+				t.Fatalf("DecodeRecord(%q): error %v does not wrap ErrBadItem", rec, err)
+			}
+			return
+		}
+		b, err := it.Encode()
+		if err != nil {
+			t.Fatalf("DecodeRecord(%q) = %+v, but Encode fails: %v", rec, it, err)
+		}
+		back, err := DecodeItem(b)
+		if err != nil {
+			t.Fatalf("ready item %s of record %q does not decode: %v", b, rec, err)
+		}
+		if back.URL != it.URL || back.Via != it.Via || back.Depth != it.Depth || back.Attempts != it.Attempts ||
+			back.Hops != it.Hops || back.Lastmod != it.Lastmod || (back.Priority == nil) != (it.Priority == nil) ||
+			(back.Priority != nil && *back.Priority != *it.Priority) {
+			t.Fatalf("record -> item -> JSON -> item changed it: %+v -> %s -> %+v", it, b, back)
+		}
+	})
+}
+
+// A lastmod that is not valid UTF-8 (a byte cut inside a rune) is refused
+// when the record is made, not turned into U+FFFD by JSON later.
+func TestItemRefusesInvalidUTF8(t *testing.T) {
+	cut := ("xx" + strings.Repeat("\u20ac", 22))[:64] // inside the 21st rune
+	for _, it := range []Item{{URL: "http://x/", Lastmod: cut}, {URL: "http://x/\xff"}, {URL: "http://x/", Via: "http://y/\xc3"}} {
+		if _, err := it.Record(); !errors.Is(err, ErrBadItem) {
+			t.Errorf("Record(%+v): %v, want ErrBadItem", it, err)
+		}
+		if _, err := it.Encode(); !errors.Is(err, ErrBadItem) {
+			t.Errorf("Encode(%+v): %v, want ErrBadItem", it, err)
+		}
+	}
+}

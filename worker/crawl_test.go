@@ -143,7 +143,7 @@ func TestCrawlPolitenessHoldsAcrossWorkers(t *testing.T) {
 	}
 	for _, r := range web.Requests() {
 		if r.Path == "/robots.txt" {
-			continue // fetched once per host by the robots cache, not rate-limited
+			continue // rate-limited too (TestRobotsAndSitemapsGoThroughPoliteness); left out here
 		}
 		byHost[r.Host] = append(byHost[r.Host], r.Time)
 		who[r.Time] = r.Path + "[" + r.Time.Format("05.000") + "]=" + byURL["http://"+r.Host+r.Path]

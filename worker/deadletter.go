@@ -15,18 +15,33 @@ import (
 const deadLetterPause = time.Second
 
 // failUndecodable moves the claimed item whose data does not decode
-// (decodeErr) to the dead letters with Claim.Fail, retried through connection
-// loss like every finisher (persist). If Fail still fails (for example the
-// dead letter's znode already exists, or its ACL refuses us), the claim is
-// released, so the item is not held for the rest of the session's life (issue
-// 10 item 12), and the loop pauses deadLetterPause before claiming again.
-// It reports whether the item left the queue.
+// (decodeErr) to the dead letters with Claim.FailCapped under
+// max_dead_letters (past it the item is completed, its data kept only in
+// this log line), retried through connection loss like every finisher
+// (persist). If that still fails (for example the dead letter's znode
+// already exists, or its ACL refuses us), the claim is released, so the
+// item is not held for the rest of the session's life, and the loop pauses
+// deadLetterPause before claiming again. It reports whether the item left
+// the queue.
 func (w *Worker) failUndecodable(ctx context.Context, claim *coord.Claim, decodeErr error) bool {
-	w.log.Error("undecodable queue item moved to failed", "item", claim.Name(), "error", decodeErr)
+	w.log.Error("undecodable queue item moved to failed", "item", claim.Name(), "data", string(claim.Data()), "error", decodeErr)
 	rec := failedRecord(claim.Data(), decodeErr.Error())
 	pseudo := frontier.Item{URL: "item " + claim.Name()}
-	err := w.persist(ctx, "fail", pseudo, func(ctx context.Context) error { return claim.Fail(ctx, rec) })
+	var max int64
+	if live := w.current(); live != nil {
+		max = live.cfg.MaxDeadLetters
+	}
+	kept := false
+	err := w.persist(ctx, "fail", pseudo, func(ctx context.Context) (err error) {
+		kept, err = claim.FailCapped(ctx, rec, max)
+		return err
+	})
 	switch {
+	case err == nil && !kept:
+		w.log.Warn("undecodable queue item completed, not kept: R/failed is at max_dead_letters", "item", claim.Name())
+		w.counters.drop(dropDeadLetter, 1)
+		w.metrics.dropped(dropDeadLetter, 1)
+		return true
 	case err == nil:
 		return true
 	case errors.Is(err, coord.ErrClaimLost), errors.Is(err, coord.ErrGone):

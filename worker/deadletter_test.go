@@ -74,3 +74,38 @@ func readyItem(t *testing.T, ctx context.Context, c *crawlEnv, sess *coord.Sessi
 	}
 	return res.Ready[0]
 }
+
+// Undecodable items count against max_dead_letters like any failed URL:
+// past the cap they are completed (logged), not kept in R/failed.
+func TestUndecodableItemsHonourDeadLetterCap(t *testing.T) {
+	zk1 := testenv.ZooKeeper(t)
+	c := newCrawl(t, zk1.Addr(), "deadcapbad", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.MaxDeadLetters = 2
+	w := newWorker(Options{ID: "cap", Logger: testLogger(t)}, c.root)
+	w.applyConfig(cfg.Encode(), 1)
+	if w.current() == nil {
+		t.Fatalf("config rejected: %s", *w.cfgErr.Load())
+	}
+	for i := range 3 {
+		readyItem(t, ctx, c, sess, []byte("{not an item"))
+		claim, err := c.queue.Take(ctx, sess, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, decodeErr := frontier.DecodeItem(claim.Data())
+		if !w.failUndecodable(ctx, claim, decodeErr) {
+			t.Fatalf("item %d did not leave the queue", i)
+		}
+	}
+	failed, err := c.queue.Failed(ctx)
+	if err != nil || len(failed) != 2 {
+		t.Fatalf("%d dead letters (%v), want 2 (max_dead_letters)", len(failed), err)
+	}
+}

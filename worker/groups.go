@@ -45,9 +45,6 @@ const hostByteShare = 8
 // multi stays well under ZooKeeper's 1 MiB request limit.
 const stepMoveBytes = 256 << 10
 
-// deadLetterRecheck is how often the dead-letter count is read again.
-const deadLetterRecheck = 2 * time.Second
-
 // groupWakes tells the manager of an owned group, through a 1-slot wake
 // channel, that ready items of the group were finished here (completed or
 // dead-lettered), so their hosts' ready windows have room.
@@ -681,24 +678,4 @@ func (w *Worker) logDrop(host, reason, url string) {
 	w.dropLogged[key] = true
 	w.log.Warn("frontier quota reached: links of this host are dropped (counted in status; logged once per host)",
 		"host", host, "reason", reason, "example", url)
-}
-
-// deadLettersFull reports whether R/failed holds limit (> 0) dead letters or
-// more, from a count read at most every deadLetterRecheck.
-func (w *Worker) deadLettersFull(ctx context.Context, limit int64) bool {
-	if limit <= 0 {
-		return false
-	}
-	w.deadMu.Lock()
-	defer w.deadMu.Unlock()
-	if time.Since(w.deadAt) >= deadLetterRecheck {
-		if c, err := w.queue.CountShards(ctx, nil); err == nil {
-			w.deadCount, w.deadAt = int64(c.Failed), time.Now()
-		}
-	}
-	if w.deadCount >= limit {
-		return true
-	}
-	w.deadCount++ // this one is about to be written
-	return false
 }

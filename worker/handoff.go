@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -19,8 +20,8 @@ import (
 // to a host of that shard ended before then, so this worker's first request
 // to such a host waits one effective interval (the stricter of the rate and
 // the Crawl-delay known so far) from that time: Politeness.Spend. The
-// robots.txt fetch that may come first goes through politeness as well, and
-// the Crawl-delay it reveals is set before its slot is freed, so the page
+// robots.txt fetch that may come first goes through politeness as well
+// (robotsGate), and the Crawl-delay it reveals is set before its slot is freed, so the page
 // fetch after it waits the Crawl-delay.
 
 // handoffHostsRemembered bounds the hosts remembered as already spent after
@@ -54,30 +55,20 @@ func (w *Worker) coolAfterHandoff(ctx context.Context, shard int, host, rawURL s
 	if prev, ok := w.handoffs.spent.Get(host); ok && prev.Equal(at) {
 		return
 	}
-	if cfg.ObeyRobots && w.robots.Cached(rawURL) {
-		d, origin := w.robots.CrawlDelay(ctx, rawURL, cfg.UserAgent)
-		w.polite.SetCrawlDelay(host, origin, d)
+	if cfg.ObeyRobots {
+		if d, origin, ok := w.robots.CachedCrawlDelay(rawURL, cfg.UserAgent); ok {
+			w.polite.SetCrawlDelay(host, origin, d)
+		}
 	}
 	w.polite.Spend(host, at)
 	w.handoffs.spent.Add(host, at)
 }
 
 // robotsAllowed asks robots.txt about it (Robots.Allowed) and sets the
-// host's Crawl-delay. When robots.txt is not cached it is fetched inside a
-// politeness slot of the host, like any request to it, and the Crawl-delay
-// is set before the slot is freed, so the next request waits it. Errors:
-// Robots.Allowed's, or ctx's while waiting for the slot.
+// host's Crawl-delay. A robots.txt that is not cached is fetched through
+// robotsGate, each request in a politeness slot of its host. Errors:
+// Robots.Allowed's (ctx's while waiting for a slot among them).
 func (w *Worker) robotsAllowed(ctx context.Context, it frontier.Item, host string, cfg config.Config) (bool, error) {
-	if !w.robots.Cached(it.URL) {
-		release, err := w.polite.Acquire(ctx, host)
-		if err != nil {
-			return false, err
-		}
-		defer release()
-		if err := w.checkHeard(); err != nil { // as fetchItem: the fetch is a request to the host
-			return false, err
-		}
-	}
 	ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
 	if err == nil && ok {
 		// Every origin's delay, none included: the key's is the largest
@@ -86,6 +77,52 @@ func (w *Worker) robotsAllowed(ctx context.Context, it frontier.Item, host strin
 		w.polite.SetCrawlDelay(host, origin, d)
 	}
 	return ok, err
+}
+
+// robotsGate is the worker's fetch.RobotsOptions.Gate: every robots.txt
+// request (each redirect hop, and those made for the sitemaps of a seed)
+// takes a politeness slot of target's host key (frontier.Layout.Key of the
+// normalized target), like any page request, so no request to a host
+// bypasses its rate, Crawl-delay or in-flight cap. release sets the
+// Crawl-delay that robotsURL's now cached robots.txt gives its host key
+// before freeing the slot, so the next request to the host waits it.
+// Errors: a target that does not normalize (no key: robots.txt counts as
+// unreachable), or ctx's while waiting.
+func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func(), error) {
+	key := func(raw string) (string, error) {
+		u, err := frontier.Normalize(raw)
+		if err != nil {
+			return "", err
+		}
+		if k := w.layout.Key(u); k != "" {
+			return k, nil
+		}
+		return "", fmt.Errorf("no politeness key for %q", raw)
+	}
+	host, err := key(target)
+	if err != nil {
+		return nil, err
+	}
+	release, err := w.polite.Acquire(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.checkHeard(); err != nil { // as fetchItem: the fetch is a request to the host
+		release()
+		return nil, err
+	}
+	return func() {
+		var ua string
+		if live := w.current(); live != nil {
+			ua = live.cfg.UserAgent
+		}
+		if d, origin, ok := w.robots.CachedCrawlDelay(robotsURL, ua); ok {
+			if rk, err := key(robotsURL); err == nil {
+				w.polite.SetCrawlDelay(rk, origin, d)
+			}
+		}
+		release()
+	}, nil
 }
 
 // awaitOthersClaims returns once no other worker holds a claim in shard. It

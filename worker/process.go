@@ -326,17 +326,19 @@ func (w *Worker) finishFailed(ctx context.Context, claim itemClaim, it frontier.
 		return
 	}
 	failed := failedRecord(claim.Data(), entry.Error+statusNote(entry.Status))
-	finish := func(ctx context.Context) error { return claim.Fail(ctx, failed) }
-	if w.deadLettersFull(ctx, cfg.MaxDeadLetters) {
-		// R/failed is at max_dead_letters: the crawl log line is the
-		// record; the item is completed instead.
-		finish = claim.Complete
-		w.counters.drop(dropDeadLetter, 1)
-		w.metrics.dropped(dropDeadLetter, 1)
-	}
-	if err := w.persist(ctx, "fail", it, finish); err != nil {
+	kept := false
+	if err := w.persist(ctx, "fail", it, func(ctx context.Context) (err error) {
+		kept, err = claim.FailCapped(ctx, failed, cfg.MaxDeadLetters)
+		return err
+	}); err != nil {
 		w.lost(ctx, claim, it, "fail", err)
 		return
+	}
+	if !kept {
+		// R/failed was at max_dead_letters: the crawl log line is the
+		// record; the item was completed instead.
+		w.counters.drop(dropDeadLetter, 1)
+		w.metrics.dropped(dropDeadLetter, 1)
 	}
 	w.readyFreed(claim)
 	w.progress.deadLettered()

@@ -10,8 +10,7 @@ import (
 
 // The pipeline's seams. process (docs/design.md, "The worker pipeline", 4)
 // reaches the network, the disk and ZooKeeper only through the four small
-// interfaces below (and, with a max_dead_letters cap, the queue's count of
-// dead letters: deadLettersFull), so it can run alone with in-memory parts
+// interfaces below, so it can run alone with in-memory parts
 // (process_test.go). New and Run wire the real parts (fetch.Fetcher,
 // diskStore, frontier.Frontier, coord.Claim), and the end-to-end tests keep
 // using them. robots.txt, politeness and the live config stay concrete:
@@ -89,9 +88,11 @@ type itemClaim interface {
 // Complete removes the item: it is done. Call it only once the item's
 // follow-up work is durable (crawl-log line and WARC records stored, links
 // enqueued). Reschedule puts the item back in its place with data (attempts and
-// not_before updated) for the next claimer. Fail moves it to the dead
-// letters with data (the item and its last error). Release gives it back
-// unchanged.
+// not_before updated) for the next claimer. FailCapped moves it to the dead
+// letters with data (the item and its last error) and reports true, unless
+// they hold max (> 0) already: then it completes the item and reports
+// false; the count and the move are one transaction, so max holds across
+// workers (coord.Claim.FailCapped). Release gives it back unchanged.
 //
 // Each is one fenced transaction that changes nothing unless the claim is
 // still held by its live session. Errors: coord.ErrClaimLost (the session
@@ -104,6 +105,6 @@ type itemClaim interface {
 type claimFinisher interface {
 	Complete(ctx context.Context) error
 	Reschedule(ctx context.Context, data []byte) error
-	Fail(ctx context.Context, data []byte) error
+	FailCapped(ctx context.Context, data []byte, max int64) (deadLettered bool, err error)
 	Release(ctx context.Context) error
 }

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/zkcrawl/zkcrawl/config"
@@ -39,5 +41,61 @@ func TestSitemapLinks(t *testing.T) {
 	deep := frontier.Item{URL: sm.URL, Hops: "MMM"}
 	if got = w.sitemapLinks(deep, res, live); len(got) != 0 {
 		t.Fatalf("an index three sitemaps deep still nested: %+v", got)
+	}
+}
+
+// Whatever a sitemap's <lastmod> holds (a multi-byte character across byte
+// 64, a date that is not a W3C Datetime, control characters), its URLs are
+// kept and every item goes record -> ready item -> decoded item unchanged:
+// none can become an undecodable ready item that is dead-lettered unfetched.
+func TestSitemapHostileLastmodStaysDecodable(t *testing.T) {
+	cfg := config.Default()
+	scope, err := frontier.NewScope(frontier.ScopeConfig{Mode: cfg.Scope, MaxDepth: cfg.MaxDepth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &liveConfig{cfg: cfg, scope: scope, reqScope: scope}
+	w := &Worker{log: testLogger(t)}
+	sm := frontier.Item{URL: "http://example.com/sitemap.xml", Hops: "M"}
+	lastmods := []string{
+		"2026-11-01T10:00:00+01:00 " + strings.Repeat("\u00e9", 30), // é straddles byte 64
+		"yesterday", "2026-13-01", "2026-11-01\tx", "2026-11-01x", "2026-11-01T10:00:00.123456789Z",
+	}
+	var b strings.Builder
+	b.WriteString("<urlset>")
+	for i, lm := range lastmods {
+		fmt.Fprintf(&b, "<url><loc>http://example.com/%d</loc><lastmod>%s</lastmod></url>", i, lm)
+	}
+	b.WriteString("</urlset>")
+	res := &fetch.Result{URL: sm.URL, Status: 200, Header: http.Header{}, Body: []byte(b.String())}
+	got := w.sitemapLinks(sm, res, live)
+	if len(got) != len(lastmods) {
+		t.Fatalf("%d of %d URLs kept: %+v", len(got), len(lastmods), got)
+	}
+	for _, it := range got {
+		rec, err := it.Record()
+		if err != nil {
+			t.Fatalf("Record(%+v): %v", it, err)
+		}
+		back, err := frontier.DecodeRecord(rec)
+		if err != nil {
+			t.Fatalf("DecodeRecord of %+v: %v", it, err)
+		}
+		data, err := back.Encode()
+		if err != nil {
+			t.Fatalf("Encode(%+v): %v", back, err)
+		}
+		ready, err := frontier.DecodeItem(data)
+		if err != nil || ready.Lastmod != it.Lastmod || ready.URL != it.URL {
+			t.Fatalf("ready item %s of %+v: %+v, %v", data, it, ready, err)
+		}
+	}
+	if got[5].Lastmod != "2026-11-01T10:00:00.123456789Z" {
+		t.Errorf("a valid lastmod was dropped: %+v", got[5])
+	}
+	for _, it := range got[:5] {
+		if it.Lastmod != "" {
+			t.Errorf("invalid lastmod kept: %+v", it)
+		}
 	}
 }

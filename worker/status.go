@@ -161,10 +161,10 @@ func (w *Worker) heartbeat(ctx context.Context, m *coord.Member) {
 
 // refreshClusterPages sets the crawl-wide page count for max_pages: the
 // larger of the live workers' status nodes (fresh, but they count only
-// their current runs) and the durable R/totals nodes (every run of every
-// worker id, also those that died or restarted, rewritten every
-// totalsInterval; read at most that often). So a restarted worker or a
-// replaced cluster does not start the count over (issue 10 item 12).
+// their current runs) and the durable R/totals (every run of every worker,
+// also those that died or restarted, added to every totalsInterval; read at
+// most that often). So a restarted worker or a replaced cluster does not
+// start the count over.
 func (w *Worker) refreshClusterPages(ctx context.Context) {
 	_, data, err := coord.Members(ctx, w.client, w.root)
 	if err != nil {

@@ -132,10 +132,6 @@ type Worker struct {
 	dropLogMu  sync.Mutex
 	dropLogged map[string]bool // "reason host" already logged
 
-	deadMu    sync.Mutex // guards deadCount, deadAt (deadLettersFull)
-	deadCount int64
-	deadAt    time.Time
-
 	counters counters
 	metrics  *Metrics
 	progress *progress             // progress lines and the stop summary (progress.go)
@@ -244,13 +240,12 @@ func newWorker(opts Options, root string) *Worker {
 	if err != nil {
 		panic(err) // zero limits are valid
 	}
-	return &Worker{
+	w := &Worker{
 		opts:     opts,
 		root:     root,
 		log:      log,
 		fetcher:  http,
 		http:     http,
-		robots:   fetch.NewRobots(http, fetch.RobotsOptions{Logger: log}),
 		polite:   polite,
 		slots:    newHostSlots(),
 		metrics:  opts.Metrics,
@@ -258,6 +253,8 @@ func newWorker(opts Options, root string) *Worker {
 		handoffs: newHandoffState(),
 		norm:     newNormCache(),
 	}
+	w.robots = fetch.NewRobots(http, fetch.RobotsOptions{Logger: log, Gate: w.robotsGate})
+	return w
 }
 
 // ID returns the worker id.

@@ -13,7 +13,8 @@ import (
 // totalsDoc is the crawl-wide totals part of status (worker.ReadTotals).
 type totalsDoc struct {
 	worker.Totals
-	// Workers is the number of worker ids that ever reported totals.
+	// Workers is the number of worker ids among the totals' recent writers
+	// (worker.ReadTotals).
 	Workers int `json:"workers"`
 }
 
