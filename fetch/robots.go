@@ -326,10 +326,14 @@ func (r *Robots) entry(ctx context.Context, u *url.URL) (*robotsEntry, error) {
 			if res.Err == nil {
 				return res.Val.(*robotsEntry), nil
 			}
-			if ctx.Err() == nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("robots.txt of %s: %w", key, ctx.Err())
+			}
+			if errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, context.DeadlineExceeded) {
 				continue // the caller that waited at the gate is gone
 			}
-			return nil, fmt.Errorf("robots.txt of %s: %w", key, ctx.Err())
+			// The gate refused: a prerequisite failed, nothing cached.
+			return nil, &Error{Code: CodeRobotsPrerequisiteFailed, URL: robotsURL, Err: res.Err}
 		case <-ctx.Done():
 			return nil, fmt.Errorf("robots.txt of %s: %w", key, ctx.Err())
 		}

@@ -384,4 +384,7 @@ func TestRobotsGate(t *testing.T) {
 	if ok, err := refused.Allowed(context.Background(), other.srv.URL+"/", ua); ok || Code(err) != CodeRobotsPrerequisiteFailed {
 		t.Fatalf("Allowed with the gate refusing: %v, %v; want robots.txt unreachable", ok, err)
 	}
+	if refused.Cached(other.srv.URL+"/") || other.fetches.Load() != 0 {
+		t.Fatal("a load the gate refused was cached or fetched")
+	}
 }
