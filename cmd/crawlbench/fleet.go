@@ -15,6 +15,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
 	"github.com/zkcrawl/zkcrawl/worker"
@@ -129,39 +131,56 @@ func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool,
 // crawlReading is what runCrawl reads of one crawl while its workers
 // still run.
 type crawlReading struct {
-	wall      time.Duration // fleet start to the last crawl log write
-	end       time.Time     // the last crawl log write
-	m         workerMetrics
-	zkWrites  int64   // ZooKeeper write transactions since the caller's mark
-	zkCPUS    float64 // and its JVM's CPU seconds
-	loadAfter string
+	report.CrawlFigures           // LoadBefore: of the caller's mark
+	end                 time.Time // the last crawl log write
+	wall                time.Duration
+	m                   workerMetrics
+	front               *frontier.Frontier // opened when the caller gave no pending
 }
 
-// runCrawl starts n workers of the seeded crawl on zk, waits (up to
-// timeout) until pending reports it done, and takes the readings before
+// runCrawl starts n workers of the seeded crawl on zk, waits (up to 5
+// minutes) until pending reports it done (nil: frontier.Pending finds
+// nothing ready, claimed, in a backlog or in an inbox; the frontier is
+// opened once the workers run), and takes the readings since mark before
 // anything stops. The caller stops the fleet; on error it is killed.
 func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n int, mark zkMark,
-	pending func(context.Context) (bool, error), timeout time.Duration) (*fleet, crawlReading, error) {
-	var r crawlReading
+	pending func(context.Context) (bool, error)) (*fleet, crawlReading, error) {
+	r := crawlReading{CrawlFigures: report.CrawlFigures{LoadBefore: mark.load}}
+	if pending == nil {
+		pending = func(ctx context.Context) (bool, error) {
+			var err error
+			if r.front == nil {
+				if r.front, err = frontier.Open(ctx, zk.client, crawlRoot(crawl)); err != nil {
+					return false, err
+				}
+			}
+			p, err := r.front.Pending(ctx)
+			return p.Empty(), err
+		}
+	}
 	t0 := time.Now()
 	f, err := b.startFleet(ctx, zk.srv.Addr(), crawl, dir, n)
 	if err != nil {
 		return nil, r, err
 	}
-	err = f.waitDone(ctx, pending, timeout)
+	err = f.waitDone(ctx, pending, 5*time.Minute)
 	if err == nil {
 		_, _, r.end = f.logSizes()
 		r.wall = r.end.Sub(t0)
 		r.m, err = f.metrics(ctx)
 	}
 	if err == nil {
-		r.zkWrites, r.zkCPUS, err = zk.since(ctx, mark)
+		r.ZKWrites, r.ZKCPUS, err = zk.since(ctx, mark)
 	}
 	if err != nil {
 		f.kill()
 		return nil, r, err
 	}
-	r.loadAfter = loadavg()
+	m := r.m
+	r.ZKOps, r.ZKOpErrors, r.WorkerCPUS = m.ops, m.opErrors, m.cpuS
+	r.FsyncRounds, r.FsyncS = m.fsync.Count, m.fsync.Sum
+	r.ClaimP50Ms, r.ClaimP99Ms = ms(m.claim.Quantile(0.5)), ms(m.claim.Quantile(0.99))
+	r.LoadAfter = loadavg()
 	return f, r, nil
 }
 

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
-	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -152,7 +151,6 @@ func runWget(ctx context.Context, base, dir string) (report.RealRun, map[string]
 // (the shared ZooKeeper of run.ForceSync), filling in run's zkcrawl
 // figures and comparing the crawl logs with wget's pages (want).
 func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl string, want map[string]bool, run *report.RealRun) error {
-	run.LoadBefore = loadavg()
 	mark, err := zk.mark(ctx)
 	if err != nil {
 		return err
@@ -163,28 +161,14 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 	}
 	t1 := time.Now()
 	run.SeedS = t1.Sub(t0).Seconds()
-	var front *frontier.Frontier // opened once the workers run: the seeder's run ends the timing
-	pending := func(ctx context.Context) (bool, error) {
-		if front == nil {
-			opened, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
-			if err != nil {
-				return false, err
-			}
-			front = opened
-		}
-		return frontierEmpty(front)(ctx)
-	}
-	f, r, err := b.runCrawl(ctx, zk, crawl, dir, 3, mark, pending, 5*time.Minute)
+	f, r, err := b.runCrawl(ctx, zk, crawl, dir, 3, mark, nil)
 	if err != nil {
 		return err
 	}
 	defer f.kill()
+	run.CrawlFigures = r.CrawlFigures
 	run.ZKS, run.ZKCrawlS = r.end.Sub(t0).Seconds(), r.end.Sub(t1).Seconds()
 	run.Ratio, run.CrawlRatio = run.ZKS/run.WgetS, run.ZKCrawlS/run.WgetS
-	run.ZKOps, run.ZKOpErrors, run.WorkerCPUS = r.m.ops, r.m.opErrors, r.m.cpuS
-	run.FsyncRounds, run.FsyncS = r.m.fsync.Count, r.m.fsync.Sum
-	run.ClaimP50Ms, run.ClaimP99Ms = ms(r.m.claim.Quantile(0.5)), ms(r.m.claim.Quantile(0.99))
-	run.ZKWrites, run.ZKCPUS, run.LoadAfter = r.zkWrites, r.zkCPUS, r.loadAfter
 	lines, err := f.stopAndRead()
 	if err != nil {
 		return err

@@ -140,11 +140,9 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 	if _, err := b.seed(ctx, zk.srv.Addr(), run.Crawl, dir, synthConfig, web.Seeds(), time.Minute); err != nil {
 		return run, err
 	}
-	root := crawlRoot(run.Crawl)
-	var front *frontier.Frontier
-	var pending func(context.Context) (bool, error)
+	var pending func(context.Context) (bool, error) // nil: frontier.Pending
 	if baseline {
-		q, err := coord.OpenQueue(ctx, zk.client, root)
+		q, err := coord.OpenQueue(ctx, zk.client, crawlRoot(run.Crawl))
 		if err != nil {
 			return run, err
 		}
@@ -152,28 +150,22 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 			p, err := q.Pending(ctx)
 			return p.Queued == 0 && p.Claimed == 0, err
 		}
-	} else {
-		if front, err = frontier.Open(ctx, zk.client, root); err != nil {
-			return run, err
-		}
-		pending = frontierEmpty(front)
 	}
 	web.Reset()
 	time.Sleep(500 * time.Millisecond) // let the seeder's session close and the machine settle
-	run.LoadBefore = loadavg()
 	mark, err := zk.mark(ctx)
 	if err != nil {
 		return run, err
 	}
-	f, r, err := b.runCrawl(ctx, zk, run.Crawl, dir, n, mark, pending, 5*time.Minute)
+	f, r, err := b.runCrawl(ctx, zk, run.Crawl, dir, n, mark, pending)
 	if err != nil {
 		return run, err
 	}
 	defer f.kill()
-	run.WallS, run.ZKWrites, run.ZKCPUS, run.LoadAfter = r.wall.Seconds(), r.zkWrites, r.zkCPUS, r.loadAfter
+	run.WallS, run.CrawlFigures = r.wall.Seconds(), r.CrawlFigures
 	recordSynthMetrics(&run, r.m)
-	if !baseline { // part 3b: wait (up to 15 s) while the workers, the groups' owners, still run
-		if run.Retired, err = waitRetired(ctx, front, 15*time.Second); err != nil {
+	if !baseline { // part 3b: wait while the workers, the groups' owners, still run
+		if err := seenChunks(ctx, r.front, &run); err != nil {
 			return run, err
 		}
 	}
@@ -186,35 +178,18 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 		return run, err
 	}
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
-	if !baseline {
-		if err := seenChunks(ctx, front, &run); err != nil {
-			return run, err
-		}
-	}
 	b.judgeSynth(&run, f, lines, web.truth)
 	b.log.Info("part 1 run done", "workers", n, "fsync", zk.forceSync, "attempt", attempt, "baseline", baseline,
 		"pages", run.Pages, "pages_per_s", round(run.PagesPerS, 0), "missing", run.Missing, "dups", run.Dups)
 	return run, nil
 }
 
-// frontierEmpty reports whether front holds nothing: no item ready,
-// claimed, in a backlog or in an inbox (frontier.Pending).
-func frontierEmpty(front *frontier.Frontier) func(context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		p, err := front.Pending(ctx)
-		return p.Empty(), err
-	}
-}
-
-// recordSynthMetrics fills run's figures from the workers' metrics: claim,
-// completion and post latency, requests by op, group commit, group fsync,
-// links, CPU and peak memory.
+// recordSynthMetrics fills run's figures from the workers' metrics beside
+// CrawlFigures: claim, completion and post latency, group commit, links
+// and peak memory.
 func recordSynthMetrics(run *report.SynthRun, m workerMetrics) {
-	run.ZKOps, run.ZKOpErrors, run.Dropped = m.ops, m.opErrors, m.dropped
+	run.Dropped, run.PeakRSSMB = m.dropped, m.peakRSSMB
 	run.LinksQueued, run.LinksDup = m.links["queued"], m.links["duplicate"]
-	run.WorkerCPUS, run.PeakRSSMB = m.cpuS, m.peakRSSMB
-	run.FsyncRounds, run.FsyncS = m.fsync.Count, m.fsync.Sum
-	run.ClaimP50Ms, run.ClaimP99Ms = ms(m.claim.Quantile(0.5)), ms(m.claim.Quantile(0.99))
 	if m.claim.Count > 0 {
 		run.ClaimMeanMs = m.claim.Sum / m.claim.Count * 1000
 	}
@@ -273,47 +248,38 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 	}
 }
 
-// waitRetired polls Backlog.Stats until no group has a live batch (every
-// accepted URL moved to the ready window and folded into the seen chunks)
-// or timeout; it reports whether that happened.
-func waitRetired(ctx context.Context, front *frontier.Frontier, timeout time.Duration) (bool, error) {
-	deadline := time.Now().Add(timeout)
+// seenChunks polls Backlog.Stats (up to 15 s) until no group has a live
+// batch (every accepted URL moved to the ready window and folded into the
+// seen chunks), records whether that happened, and fills in the keys and
+// chunks of the crawl's seen-set from the last reading and their data
+// bytes (Backlog.SeenBytes).
+func seenChunks(ctx context.Context, front *frontier.Frontier, run *report.SynthRun) error {
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		st, err := front.Backlog().Stats(ctx)
 		if err != nil {
-			return false, err
+			return err
 		}
 		live := 0
 		for _, g := range st {
 			live += g.Batches
 		}
-		if live == 0 || time.Now().After(deadline) {
-			return live == 0, nil
+		if run.Retired = live == 0; run.Retired || time.Now().After(deadline) {
+			for _, g := range st {
+				run.SeenKeys += g.Seen
+				run.SeenChunks += g.SeenChunks
+				n, err := front.Backlog().SeenBytes(ctx, g.Group)
+				if err != nil {
+					return err
+				}
+				run.SeenChunkBytes += n
+			}
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// seenChunks fills in the keys and chunks of the crawl's seen-set
-// (Backlog.Stats, from the groups' cursors) and their data bytes
-// (Backlog.SeenBytes).
-func seenChunks(ctx context.Context, front *frontier.Frontier, run *report.SynthRun) error {
-	st, err := front.Backlog().Stats(ctx)
-	if err != nil {
-		return err
-	}
-	for _, g := range st {
-		run.SeenKeys += g.Seen
-		run.SeenChunks += g.SeenChunks
-		n, err := front.Backlog().SeenBytes(ctx, g.Group)
-		if err != nil {
-			return err
-		}
-		run.SeenChunkBytes += n
-	}
-	return nil
 }

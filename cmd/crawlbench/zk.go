@@ -146,21 +146,22 @@ func (z *benchZK) footprint(ctx context.Context) (report.ZKFootprint, error) {
 // jvm reads the CPU time and memory of the server's JVM from /proc.
 func (z *benchZK) jvm() (testenv.ProcUsage, error) { return testenv.ReadProcUsage(z.srv.Pid()) }
 
-// zkMark is a reading of a server's last zxid and its JVM's CPU time: the
-// start of a measured interval.
+// zkMark is a reading of a server's last zxid, its JVM's CPU time and the
+// machine's load average: the start of a measured interval.
 type zkMark struct {
 	zxid int64
 	cpu  time.Duration
+	load string
 }
 
-// mark reads the zxid and the JVM's CPU time.
+// mark reads the zxid, the JVM's CPU time and the load average.
 func (z *benchZK) mark(ctx context.Context) (zkMark, error) {
 	st, err := testenv.ReadZKStats(ctx, z.srv.Addr())
 	if err != nil {
 		return zkMark{}, err
 	}
 	p, err := z.jvm()
-	return zkMark{zxid: st.Zxid, cpu: p.CPU}, err
+	return zkMark{zxid: st.Zxid, cpu: p.CPU, load: loadavg()}, err
 }
 
 // since returns the write transactions (zxid delta) and the JVM's CPU

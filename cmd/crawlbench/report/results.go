@@ -79,27 +79,18 @@ type SynthRun struct {
 	WrongStatus         int     // URLs whose last status differs from the truth
 	WallS               float64 // first worker start to the last crawl log line (the crawl then found done)
 	PagesPerS           float64
-	// CPU seconds over the run: the workers (sum) and the ZooKeeper JVM.
-	WorkerCPUS, ZKCPUS                 float64
+	CrawlFigures
 	WorkerCPUMsPerPage, ZKCPUMsPerPage float64
-	ZKWrites                           int64 // zxid delta over the run
 	ZKWritesPerPage                    float64
 	// Group commit, from the workers' metrics: fenced steps (claims,
 	// completions, group steps, posts) and the ZooKeeper multis that
 	// carried them: the ratio of the two counters.
-	FencedSteps, Multis, StepsPerMulti float64
-	// Group fsync of crawl.log and the WARC file before completions (the
-	// workers' zkcrawl_output_fsync_duration_seconds): rounds and seconds.
-	FsyncRounds, FsyncS                 float64
-	ClaimP50Ms, ClaimP99Ms, ClaimMeanMs float64
-	CompleteP50Ms, PostP50Ms            float64
-	LinksQueued, LinksDup               float64
-	Dropped                             map[string]float64 // zkcrawl_links_dropped_total by reason
-	ZKOps                               map[string]float64 // requests and queue steps by op, all workers
-	ZKOpErrors                          map[string]float64 // of which returned an error
-	PeakRSSMB                           []float64          // per worker, VmHWM
-	PagesPerWorker                      []int
-	LoadBefore, LoadAfter               string
+	FencedSteps, Multis, StepsPerMulti    float64
+	ClaimMeanMs, CompleteP50Ms, PostP50Ms float64
+	LinksQueued, LinksDup                 float64
+	Dropped                               map[string]float64 // zkcrawl_links_dropped_total by reason
+	PeakRSSMB                             []float64          // per worker, VmHWM
+	PagesPerWorker                        []int
 	// What the finished crawl left in ZooKeeper (part 3b), once its
 	// batches retired: mntr data size and znode count delta from before
 	// seeding to after the workers stopped, the seen chunks' data and keys.
@@ -119,31 +110,37 @@ type Real struct {
 
 // RealRun is one wget-vs-zkcrawl pair of part 2.
 type RealRun struct {
-	LatencyMS              float64 // added to every response by the proxy (0: none)
-	Round                  int     // 1.. of the loopback pair (--real-repeat); 0 with added latency
-	ForceSync              bool    // of the ZooKeeper zkcrawl ran on
-	WgetWARCMB             float64 // wget's WARC file
-	WgetPages              int     // .html files in wget's mirror
-	WgetS                  float64 // wget -r wall time
-	ZKPages                int     // URLs logged with status 200
-	ZKLines                int     // crawl log lines
-	ZKS                    float64 // seeder start to the last crawl log line (then found done)
-	ZKCrawlS               float64 // first worker start to the last crawl log line
-	SeedS                  float64 // the seeder run (crawl creation + 1 seed)
-	LongestGapS            float64 // longest pause between two crawl log lines
-	IdleGapsS              float64 // summed pauses over 250 ms: nothing fetched at all
-	Ratio                  float64 // ZKS / WgetS
-	CrawlRatio             float64 // ZKCrawlS / WgetS
-	Missing, Dups          int     // of wget's pages
-	Extra                  int     // status-200 URLs wget did not fetch
-	ClaimP50Ms, ClaimP99Ms float64
+	LatencyMS     float64 // added to every response by the proxy (0: none)
+	Round         int     // 1.. of the loopback pair (--real-repeat); 0 with added latency
+	ForceSync     bool    // of the ZooKeeper zkcrawl ran on
+	WgetWARCMB    float64 // wget's WARC file
+	WgetPages     int     // .html files in wget's mirror
+	WgetS         float64 // wget -r wall time
+	ZKPages       int     // URLs logged with status 200
+	ZKLines       int     // crawl log lines
+	ZKS           float64 // seeder start to the last crawl log line (then found done)
+	ZKCrawlS      float64 // first worker start to the last crawl log line
+	SeedS         float64 // the seeder run (crawl creation + 1 seed)
+	LongestGapS   float64 // longest pause between two crawl log lines
+	IdleGapsS     float64 // summed pauses over 250 ms: nothing fetched at all
+	Ratio         float64 // ZKS / WgetS
+	CrawlRatio    float64 // ZKCrawlS / WgetS
+	Missing, Dups int     // of wget's pages
+	Extra         int     // status-200 URLs wget did not fetch
+	CrawlFigures          // ZKWrites: seeding included
+	WritesPerLine float64 // ZKWrites / ZKLines
+}
+
+// CrawlFigures are the figures of one crawl by a fleet of workers that
+// parts 1 and 2 share: read from the workers' /metrics and /proc, and the
+// ZooKeeper's zxid and JVM, over the run.
+type CrawlFigures struct {
+	WorkerCPUS, ZKCPUS     float64            // CPU seconds: the workers (sum) and the ZooKeeper JVM
+	ZKWrites               int64              // zxid delta over the run
+	FsyncRounds, FsyncS    float64            // group fsync rounds of crawl.log and WARC, all workers; their seconds
+	ClaimP50Ms, ClaimP99Ms float64            // queue_claim latency
 	ZKOps                  map[string]float64 // requests and queue steps by op, all workers
 	ZKOpErrors             map[string]float64 // of which returned an error (NodeExists of a duplicate included)
-	ZKWrites               int64              // zxid delta, seeding included
-	WritesPerLine          float64            // ZKWrites / ZKLines
-	FsyncRounds            float64            // group fsync rounds of crawl.log and WARC, all workers
-	FsyncS                 float64            // their fsync time, seconds
-	WorkerCPUS, ZKCPUS     float64
 	LoadBefore, LoadAfter  string
 }
 
