@@ -1,14 +1,7 @@
 package main
 
-// Part 5: the write ceiling of the shared ZooKeeper servers of parts 1
-// and 2 (testenv.WriteCeiling: ceilingSessions sessions with
-// ceilingInFlight goroutines each send create+delete multis, one
-// transaction each, straight through go-zookeeper, for --ceiling-time).
-// Transactions/s is committed multis / elapsed time (the zxid delta over
-// the run is recorded beside it); the cluster pages/s it implies is that
-// ceiling over part 1's ZooKeeper writes per page of the run with the most
-// workers on the same forceSync: the most pages per second any number of
-// workers could finish through this one server.
+// Part 5: the write ceiling of the shared servers (testenv.WriteCeiling)
+// and the cluster pages/s it implies at part 1's writes per page.
 
 import (
 	"context"

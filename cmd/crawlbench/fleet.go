@@ -1,10 +1,8 @@
 package main
 
-// The processes a part runs: bin/seeder to create and seed a crawl, and a
-// fleet of bin/crawler workers (testenv.RunSeeder, testenv.StartCrawlers);
-// watching their crawl logs until the crawl is done; what the workers
-// report on /metrics (testenv.ScrapeMetrics), summed over them, and their
-// CPU time and peak memory from /proc; the crawl logs afterwards.
+// A part's processes: bin/seeder and a fleet of bin/crawler workers
+// (testenv.RunSeeder, testenv.StartCrawlers), the wait until their crawl is
+// done, and what they report on /metrics and in /proc.
 
 import (
 	"context"

@@ -1,22 +1,9 @@
 package main
 
-// Part 3: the frontier's footprint in ZooKeeper.
-//
-// (a) Queued URLs: queuedHosts x queuedPaths URLs (http://hNNNNN.example/p/N,
-// nothing is fetched) given to the real bin/seeder --seeds on a fresh
-// ZooKeeper: the seeding rate, then ZooKeeper's data and znodes per URL
-// right after seeding (the URLs wait as inbox posts) and after one worker,
-// with config paused=true, has drained the inboxes into backlog batches
-// and filled every host's ready window (a paused worker claims nothing but
-// its groups still move).
-//
-// (b) Fetched URLs: measured in part 1 (synth.go).
-//
-// (c) A big frontier: bigHosts x bigPaths URLs enqueued in-process with
-// frontier.Enqueue (the seeder's path, 20,000 URLs a call, 3 calls at a
-// time) into one ZooKeeper with -Xmx1g, for at most --big-time; then data
-// size, JVM RSS, snapshot size and restart time, and the heap per seen
-// key of a seeder's LoadKnown and of one group's seen-set.
+// Part 3: the frontier's footprint in ZooKeeper. (a) URLs queued by
+// bin/seeder, then drained by a paused worker into backlog batches and
+// ready windows; (b) fetched URLs, measured in part 1; (c) a big frontier
+// enqueued in-process, its snapshot and restart, and the heap per seen key.
 
 import (
 	"bufio"

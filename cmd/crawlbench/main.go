@@ -1,25 +1,9 @@
 // Command crawlbench is zkcrawl's benchmark driver (`make bench` runs it
-// through scripts/bench.sh). It measures, on this machine, against issue
-// 9's targets (every ZooKeeper runs with forceSync=yes, production's
-// default; write and speed figures are also taken with forceSync=no):
-//
-//  1. the synthetic web crawled by 1, 2 and 3 bin/crawler processes with
-//     rate limits off (synth.go);
-//  2. the PostgreSQL manual served by nginx, against wget -r --warc-file
-//     (real.go);
-//  3. the frontier's footprint in ZooKeeper: per queued URL, per fetched
-//     URL (from part 1), and a big frontier's snapshot and restart
-//     (footprint.go);
-//  4. crawler traps, one worker, the default config (trap.go);
-//  5. ZooKeeper's write ceiling and the cluster pages/s it implies
-//     (ceiling.go);
-//  6. kill-to-takeover (takeover.go).
-//
+// through scripts/bench.sh): six parts, one file each, listed by --help.
 // It reads zkcrawl's state only through the packages' own APIs (frontier,
 // coord's Queue, Backlog and Members) and ZooKeeper's only through its four
-// letter words (testenv). Measurement and report are apart: the parts fill
-// the structs of package report (results.json), which renders the table
-// and BENCHMARKS.md and measures nothing.
+// letter words (testenv). The parts fill the structs of package report
+// (results.json), which renders the table and BENCHMARKS.md.
 package main
 
 import (

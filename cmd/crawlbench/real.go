@@ -1,20 +1,9 @@
 package main
 
-// Part 2: a real site, scripts/demo-real.sh's setup timed the way part 1
-// is. nginx serves Debian's PostgreSQL 15 HTML manual on a free loopback
-// port; `wget -r -np -nv --warc-file` mirrors it, writing WARC too (timed);
-// then bin/seeder and 3 bin/crawler workers crawl the same start URL, on
-// the forceSync=yes and on the forceSync=no ZooKeeper, each timed from the
-// seeder's start to the last crawl log line (the crawl then found done by
-// frontier.Pending; no --exit-when-done quiet period). Every HTML page wget
-// fetched must be in the crawl logs exactly once with status 200.
-//
-// One host is one shard group with one owner, so one worker does all the
-// fetching, by design; per_host_max_in_flight decides how parallel it is.
-// Loopback answers in microseconds, which no real site does, so the pair
-// runs again through a proxy in this process that delays every response by
-// realLatency, where wget's one request at a time meets zkcrawl's
-// per_host_max_in_flight.
+// Part 2: the PostgreSQL manual served by nginx, mirrored by
+// `wget -r --warc-file` and crawled by 3 workers, on loopback and through
+// a proxy adding realLatency per response. One host is one shard group
+// with one owner: one worker does all the fetching, by design.
 
 import (
 	"context"

@@ -1,13 +1,9 @@
 package main
 
-// Part 6: kill-to-takeover. Three workers crawl the synthetic web with a
-// per-host rate, so every worker holds claims on items waiting for their
-// politeness turn. The worker holding the most claims is killed with
-// SIGKILL; its claims stay until ZooKeeper expires its session, then the
-// other workers gain its shard groups (membership watch, handoff) and claim
-// the items again. For every item and host it held the driver measures the
-// time from the kill until another worker holds a claim on it (an item
-// also when it is gone: completed), polling coord.Queue every 50 ms.
+// Part 6: kill-to-takeover. Three workers crawl with a per-host rate, so
+// items wait claimed for their politeness turn; the one holding the most
+// claims is SIGKILLed, and the driver times, for each item and host it
+// held, the kill until another worker claims it (an item also: completes).
 
 import (
 	"context"

@@ -1,15 +1,8 @@
 package main
 
-// Part 4: crawler traps. testenv's trap handler (every page links to
-// 10,000 new unique URLs of about 1,900 characters, gzipped) is served on
-// loopback in each flavour (long repetitive URLs, random incompressible
-// URLs, a new host per link) and crawled by one bin/crawler with the
-// default config plus allow_private_networks (the trap is on loopback) and,
-// for the new-host flavour, scope any (else scope drops every link before
-// it reaches the frontier), for --trap-time, each on a fresh ZooKeeper.
-// Measured: the growth of ZooKeeper's data (mntr) at the end and its peak,
-// the links dropped by reason (the worker's status node), pages fetched,
-// dead letters and what the frontier still holds.
+// Part 4: crawler traps (testenv.NewTrapHandler, each flavour), crawled by
+// one worker with the default config for --trap-time on a fresh ZooKeeper:
+// ZooKeeper's data growth, the links dropped, the pages, the dead letters.
 
 import (
 	"context"

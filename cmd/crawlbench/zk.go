@@ -1,11 +1,8 @@
 package main
 
-// The benchmark's ZooKeeper servers: testenv.StartZooKeeper with the full
-// JIT, a 1 GiB heap and forceSync as asked (yes is ZooKeeper's production
-// default; every write figure is also taken with no). Parts 1, 2 and 5
-// share one warm server per forceSync setting. Readings of a server are its
-// four letter words (testenv.ReadZKStats: the zxid, mntr's data size and
-// znode count) and its JVM's CPU time and memory (testenv.ReadProcUsage).
+// The benchmark's ZooKeeper servers (testenv.StartZooKeeper, the full JIT,
+// a 1 GiB heap) and their readings: four letter words (testenv.ReadZKStats)
+// and the JVM's /proc (testenv.ReadProcUsage).
 
 import (
 	"context"
