@@ -25,7 +25,7 @@ func (b *bench) runCeiling(ctx context.Context, synth *report.Synth) (*report.Ce
 		}
 		c, err := testenv.WriteCeiling(ctx, z.srv.Addr(), ceilingSessions, ceilingInFlight, b.opts.ceilTime)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", syncName(fsync), err)
+			return res, fmt.Errorf("forceSync=%v: %w", fsync, err)
 		}
 		run := report.CeilingRun{ForceSync: fsync, Multis: c.Multis, Errors: c.Errors, ZxidDelta: c.ZxidDelta, TxPerS: float64(c.Multis) / c.Elapsed.Seconds()}
 		if synth != nil {

@@ -83,27 +83,15 @@ func (f *fleet) logSizes() (sizes []int64, total int64, last time.Time) {
 }
 
 // waitDone polls every 50 ms and returns once empty reports nothing left
-// (frontier.Pending: nothing ready, claimed, in a backlog or in an inbox)
 // twice in a row with no crawl log growing in between; empty is asked only
 // once the logs have stopped growing for 100 ms, as it reads every shard's
 // and group's counts. Errors: every worker exited, ctx ended, or timeout.
 func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool, error), timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
 	var last []int64
 	stable, seenEmpty := 0, false
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("crawl not done after %v", timeout)
-		}
+	done, err := poll(ctx, 50*time.Millisecond, timeout, func() (bool, error) {
 		if !slices.ContainsFunc(f.workers, func(w *testenv.Crawler) bool { return !w.Exited() }) {
-			return errors.New("every worker exited before the crawl was done:\n" + f.workers[0].LogTail(20))
+			return false, errors.New("every worker exited before the crawl was done:\n" + f.workers[0].LogTail(20))
 		}
 		sizes, total, _ := f.logSizes()
 		if slices.Equal(sizes, last) && total > 0 {
@@ -113,16 +101,32 @@ func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool,
 		}
 		last = sizes
 		if stable < 2 {
-			continue
+			return false, nil
 		}
 		done, err := empty(ctx)
-		if err != nil {
-			return err
+		done, seenEmpty = done && seenEmpty, done
+		return done, err
+	})
+	if err == nil && !done {
+		err = fmt.Errorf("crawl not done after %v", timeout)
+	}
+	return err
+}
+
+// poll calls cond every interval until it reports done or fails, ctx
+// ends or timeout passes; it returns cond's last report (false at the
+// timeout) or ctx's error.
+func poll(ctx context.Context, interval, timeout time.Duration, cond func() (bool, error)) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if done, err := cond(); done || err != nil || time.Now().After(deadline) {
+			return done, err
 		}
-		if done && seenEmpty {
-			return nil
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(interval):
 		}
-		seenEmpty = done
 	}
 }
 

@@ -85,22 +85,16 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 	}
 	defer f.kill()
 	want := res.Hosts * res.Window
-	for deadline := time.Now().Add(5 * time.Minute); ; {
-		if res.Pending, err = front.Pending(ctx); err != nil {
-			return err
-		}
-		if res.DrainedOK = res.Pending.Posts == 0 && res.Pending.Ready >= want; res.DrainedOK {
-			break
-		}
-		if time.Now().After(deadline) || f.workers[0].Exited() {
-			b.log.Warn("part 3a: the paused worker did not drain every post and fill every ready window", "pending", res.Pending, "want_ready", want)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
+	if _, err := poll(ctx, 250*time.Millisecond, 5*time.Minute, func() (bool, error) {
+		var err error
+		res.Pending, err = front.Pending(ctx)
+		res.DrainedOK = res.Pending.Posts == 0 && res.Pending.Ready >= want
+		return res.DrainedOK || f.workers[0].Exited(), err
+	}); err != nil {
+		return err
+	}
+	if !res.DrainedOK {
+		b.log.Warn("part 3a: the paused worker did not drain every post and fill every ready window", "pending", res.Pending, "want_ready", want)
 	}
 	res.DrainS = time.Since(t1).Seconds()
 	f.stop() // its ephemeral znodes go; the ready windows and batches stay

@@ -221,7 +221,7 @@ func (b *bench) runParts(ctx context.Context) *report.Results {
 			rep.Errors = append(rep.Errors, title+": "+err.Error())
 		}
 		rep.PartS = append(rep.PartS, report.PartTime{Part: name, S: time.Since(t0).Seconds()})
-		b.log.Info(title+" done", "s", round(time.Since(t0).Seconds(), 0))
+		b.log.Info(title+" done", "took", time.Since(t0).Round(time.Second))
 	}
 	step("synth", "part 1", func() (err error) { rep.Synth, err = b.runSynth(ctx); return })
 	step("real", "part 2", func() (err error) { rep.Real, err = b.runReal(ctx); return })

@@ -194,7 +194,7 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 			run.Extra++
 		}
 	}
-	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", round(run.WgetS, 2),
-		"zkcrawl_s", round(run.ZKS, 2), "ratio", round(run.Ratio, 2), "missing", run.Missing, "dups", run.Dups)
+	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", run.WgetS,
+		"zkcrawl_s", run.ZKS, "ratio", run.Ratio, "missing", run.Missing, "dups", run.Dups)
 	return nil
 }

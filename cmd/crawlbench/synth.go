@@ -79,7 +79,7 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 				}
 				run, err := b.synthRun(ctx, sw, zk, n, a, false)
 				if err != nil {
-					return res, fmt.Errorf("part 1, %d workers, %s, attempt %d: %w", n, syncName(fsync), a, err)
+					return res, fmt.Errorf("part 1, %d workers, forceSync=%v, attempt %d: %w", n, fsync, a, err)
 				}
 				res.Attempts, res.Runs = append(res.Attempts, run), keepFastest(res.Runs, run)
 				if o.baselineBin != "" && n == 3 {
@@ -87,7 +87,7 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 					run, err = b.synthRun(ctx, sw, zk, 3, a, true)
 					b.binDir = ""
 					if err != nil {
-						return res, fmt.Errorf("part 1, %s baseline, %s, attempt %d: %w", o.baselineName, syncName(fsync), a, err)
+						return res, fmt.Errorf("part 1, %s baseline, forceSync=%v, attempt %d: %w", o.baselineName, fsync, a, err)
 					}
 					res.BaselineAttempts, res.Baseline = append(res.BaselineAttempts, run), keepFastest(res.Baseline, run)
 				}
@@ -168,7 +168,7 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
 	b.judgeSynth(&run, f, lines, web.truth)
 	b.log.Info("part 1 run done", "workers", n, "fsync", zk.forceSync, "attempt", attempt, "baseline", baseline,
-		"pages", run.Pages, "pages_per_s", round(run.PagesPerS, 0), "missing", run.Missing, "dups", run.Dups)
+		"pages", run.Pages, "pages_per_s", int(run.PagesPerS), "missing", run.Missing, "dups", run.Dups)
 	return run, nil
 }
 
@@ -242,32 +242,26 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 // chunks of the crawl's seen-set from the last reading and their data
 // bytes (Backlog.SeenBytes).
 func seenChunks(ctx context.Context, front *frontier.Frontier, run *report.SynthRun) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var groups []int
+	if _, err := poll(ctx, 200*time.Millisecond, 15*time.Second, func() (bool, error) {
 		st, err := front.Backlog().Stats(ctx)
+		run.Retired, run.SeenKeys, run.SeenChunks, groups = err == nil, 0, 0, nil
+		for _, g := range st {
+			run.Retired = run.Retired && g.Batches == 0
+			run.SeenKeys += g.Seen
+			run.SeenChunks += g.SeenChunks
+			groups = append(groups, g.Group)
+		}
+		return run.Retired, err
+	}); err != nil {
+		return err
+	}
+	for _, g := range groups {
+		n, err := front.Backlog().SeenBytes(ctx, g)
 		if err != nil {
 			return err
 		}
-		live := 0
-		for _, g := range st {
-			live += g.Batches
-		}
-		if run.Retired = live == 0; run.Retired || time.Now().After(deadline) {
-			for _, g := range st {
-				run.SeenKeys += g.Seen
-				run.SeenChunks += g.SeenChunks
-				n, err := front.Backlog().SeenBytes(ctx, g.Group)
-				if err != nil {
-					return err
-				}
-				run.SeenChunkBytes += n
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		run.SeenChunkBytes += n
 	}
+	return nil
 }

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ const (
 func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	res := &report.Takeover{TickMS: killTick.Milliseconds(), Hosts: killHosts, PagesPerHost: killPages, SessionTimeoutS: killSession.Seconds(), RatePerS: killRate}
 	b.log.Info("part 6: kill-to-takeover", "session_timeout", killSession, "rate_per_s", killRate)
-	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 2, Hosts: killHosts, PagesPerHost: killPages, LinksPerPage: 8, CrossHostShare: 0.2, Logger: b.quiet})
+	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 2, Hosts: killHosts, PagesPerHost: killPages, LinksPerPage: synthLinks, CrossHostShare: synthCross, Logger: b.quiet})
 	if err != nil {
 		return nil, err
 	}
@@ -43,16 +44,10 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	}
 	defer bz.close()
 	crawl := fmt.Sprintf("takeover-%d", time.Now().Unix())
-	cfg := map[string]any{
-		"per_host_rate_per_s":    killRate,
-		"per_host_burst":         1,
-		"per_host_max_in_flight": 1,
-		"worker_concurrency":     64,
-		"allow_private_networks": true,
-		"obey_robots":            true,
-		"max_depth":              -1,
-		"scope":                  "any",
-	}
+	cfg := maps.Clone(synthConfig) // but for politeness
+	cfg["per_host_rate_per_s"] = killRate
+	cfg["per_host_burst"] = 1
+	cfg["per_host_max_in_flight"] = 1
 	dir := filepath.Join(b.opts.outDir, "takeover")
 	if _, err := b.seed(ctx, bz.srv.Addr(), crawl, dir, cfg, web.Seeds(), time.Minute); err != nil {
 		return nil, err
@@ -86,32 +81,40 @@ type shardItem struct {
 // item and host of the killed worker is taken over or the deadline (3
 // session timeouts + 15 s) passes.
 func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, root string, f *fleet, res *report.Takeover) error {
+	hostOf := map[shardItem]string{}
+	host := func(it shardItem) string { // "" while unreadable (gone: completed); read again next time
+		if h, ok := hostOf[it]; ok {
+			return h
+		}
+		h, err := itemHost(ctx, q, it)
+		if err == nil {
+			hostOf[it] = h
+		}
+		return h
+	}
 	st, err := q.Stats(ctx)
 	if err != nil {
 		return err
 	}
 	res.ClaimsBefore = map[string]int{}
-	sessOf := map[string]int64{}
-	hostClaims, hostOwners := map[string]int{}, map[string]map[string]bool{}
+	sessOf, hostClaims, firstOwner, twoOwners := map[string]int64{}, map[string]int{}, map[string]string{}, map[string]bool{}
 	for _, s := range st.Shards {
 		for _, c := range s.Claims {
 			res.ClaimsBefore[c.Owner]++
 			sessOf[c.Owner] = c.Session
-			if h, err := itemHost(ctx, q, shardItem{s.Shard, c.Item}); err == nil { // gone: completed meanwhile
+			if h := host(shardItem{s.Shard, c.Item}); h != "" {
 				hostClaims[h]++
-				if hostOwners[h] == nil {
-					hostOwners[h] = map[string]bool{}
+				if o, ok := firstOwner[h]; !ok {
+					firstOwner[h] = c.Owner
+				} else if o != c.Owner {
+					twoOwners[h] = true
 				}
-				hostOwners[h][c.Owner] = true
 			}
 		}
 	}
-	res.HostsClaimed = len(hostClaims)
-	for h, n := range hostClaims {
+	res.HostsClaimed, res.HostsWithTwoOwners = len(hostClaims), len(twoOwners)
+	for _, n := range hostClaims {
 		res.MaxClaimsPerHost = max(res.MaxClaimsPerHost, n)
-		if len(hostOwners[h]) > 1 {
-			res.HostsWithTwoOwners++
-		}
 	}
 	victim := f.workers[0]
 	for _, w := range f.workers {
@@ -137,49 +140,24 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 		return err
 	}
 	var items []shardItem
-	shards := map[int]bool{}
+	shards, victimHosts := map[int]bool{}, map[string]bool{}
 	for _, s := range st.Shards {
 		for _, c := range s.Claims {
-			if c.Owner == res.Victim {
-				items = append(items, shardItem{s.Shard, c.Item})
+			if it := (shardItem{s.Shard, c.Item}); c.Owner == res.Victim {
+				items = append(items, it)
 				shards[s.Shard] = true
+				if h := host(it); h != "" {
+					victimHosts[h] = true
+				}
 			}
 		}
 	}
-	res.VictimClaims, res.Shards = len(items), len(shards)
-	hostOf := map[shardItem]string{}
-	host := func(it shardItem) string { // "" while unreadable; a read that failed is tried again
-		if h, ok := hostOf[it]; ok {
-			return h
-		}
-		h, err := itemHost(ctx, q, it)
-		if err == nil {
-			hostOf[it] = h
-		}
-		return h
-	}
-	victimHosts := map[string]bool{}
-	for try := 0; try < 5 && len(hostOf) < len(items); try++ {
-		if try > 0 {
-			time.Sleep(100 * time.Millisecond)
-		}
-		for _, it := range items {
-			if h := host(it); h != "" {
-				victimHosts[h] = true
-			}
-		}
-	}
+	res.VictimClaims, res.Shards, res.VictimHosts = len(items), len(shards), len(victimHosts)
 	b.log.Info("part 6: killed the worker with the most claims", "worker", res.Victim, "claims", len(items), "all_before", res.ClaimsBefore)
-	deadline := tKill.Add(3*killSession + 15*time.Second)
-	res.DeadlineS = deadline.Sub(tKill).Seconds()
-	resolved := map[shardItem]time.Duration{}
-	hostDone := map[string]time.Duration{}
-	for (len(resolved) < len(items) || len(hostDone) < len(victimHosts)) && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	deadline := 3*killSession + 15*time.Second
+	res.DeadlineS = deadline.Seconds()
+	resolved, hostDone := map[shardItem]time.Duration{}, map[string]time.Duration{}
+	if _, err := poll(ctx, 50*time.Millisecond, deadline-time.Since(tKill), func() (bool, error) {
 		now := time.Since(tKill)
 		if res.ExpiredS == 0 {
 			if ids, _, err := coord.Members(ctx, bz.client, root); err == nil && !slices.Contains(ids, res.Victim) {
@@ -190,20 +168,21 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 		for s := range shards {
 			claims, err := q.ShardClaims(ctx, s)
 			if err != nil {
-				return err
+				return false, err
 			}
 			for _, c := range claims {
-				owner[shardItem{s, c.Item}] = c.Owner
+				it := shardItem{s, c.Item}
+				owner[it] = c.Owner
 				if c.Owner == res.Victim {
 					continue
 				}
-				if h := host(shardItem{s, c.Item}); victimHosts[h] && hostDone[h] == 0 {
+				if h := host(it); victimHosts[h] && hostDone[h] == 0 {
 					hostDone[h] = now
 				}
 			}
 			names, err := q.ReadyNames(ctx, s)
 			if err != nil {
-				return err
+				return false, err
 			}
 			for _, n := range names {
 				present[shardItem{s, n}] = true
@@ -221,9 +200,11 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 				res.ByGone++
 			}
 		}
+		return len(resolved) == len(items) && len(hostDone) == len(victimHosts), nil
+	}); err != nil {
+		return err
 	}
 	res.LoadAfter = loadavg()
-	res.VictimHosts = len(victimHosts)
 	res.HostsTakenOver, res.HostMinS, res.HostMedianS, res.HostMaxS = spread(hostDone)
 	res.Items, res.MinS, res.MedianS, res.MaxS = spread(resolved)
 	res.Unresolved = len(items) - res.Items

@@ -123,30 +123,22 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 // ended, or a reading failed.
 func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, base report.ZKFootprint, w *testenv.Crawler, run *report.TrapRun) error {
 	t0 := time.Now()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	growth := func(f report.ZKFootprint) float64 { return float64(f.DataBytes-base.DataBytes) / (1 << 20) }
 	var history []report.ZKFootprint
-	for time.Since(t0) < b.opts.trapTime {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
+	if _, err := poll(ctx, time.Second, b.opts.trapTime, func() (bool, error) {
+		if w.Exited() {
+			return false, fmt.Errorf("the worker exited:\n%s", w.LogTail(20))
 		}
 		f, err := zk.footprint(ctx)
-		if err != nil {
-			return err
-		}
 		history = append(history, f)
 		run.PeakGrowthMB = max(run.PeakGrowthMB, growth(f))
-		if growth(f) > trapAbortMB {
-			run.Aborted = true
-			b.log.Warn("part 4: trap growth past the abort limit; stopping this flavour early", "flavour", run.Flavour)
-			break
-		}
-		if w.Exited() {
-			return fmt.Errorf("the worker exited:\n%s", w.LogTail(20))
-		}
+		run.Aborted = growth(f) > trapAbortMB
+		return run.Aborted, err
+	}); err != nil {
+		return err
+	}
+	if run.Aborted {
+		b.log.Warn("part 4: trap growth past the abort limit; stopped this flavour early", "flavour", run.Flavour)
 	}
 	run.RanS = time.Since(t0).Seconds()
 	end, err := zk.footprint(ctx)

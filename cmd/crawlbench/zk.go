@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,11 +32,7 @@ const zkHeap = "1g"
 // deployed) and the heap.
 var zkJavaOpts = []string{"-Xms256m", "-Xmx" + zkHeap, "-XX:TieredStopAtLevel=4"}
 
-// syncName is how logs and errors name a forceSync setting, syncTag how
-// crawl, directory and file names do.
-func syncName(forceSync bool) string {
-	return map[bool]string{true: "forceSync=yes", false: "forceSync=no"}[forceSync]
-}
+// syncTag is how crawl, directory and file names name a forceSync setting.
 func syncTag(forceSync bool) string {
 	return map[bool]string{true: "fsync", false: "nosync"}[forceSync]
 }
@@ -103,8 +98,7 @@ func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *b
 	if z := b.shared[forceSync]; z != nil {
 		return z, nil
 	}
-	name := map[bool]string{true: "zk-fsync-yes", false: "zk-fsync-no"}[forceSync]
-	z, err := b.startZK(ctx, name, forceSync, 0)
+	z, err := b.startZK(ctx, "zk-"+syncTag(forceSync), forceSync, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -112,10 +106,10 @@ func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *b
 		t0 := time.Now()
 		if err := warm(z); err != nil {
 			z.close()
-			return nil, fmt.Errorf("warm-up crawl (%s): %w", syncName(forceSync), err)
+			return nil, fmt.Errorf("warm-up crawl (forceSync=%v): %w", forceSync, err)
 		}
 		b.warmS = append(b.warmS, time.Since(t0).Seconds())
-		b.log.Info("ZooKeeper warmed up", "fsync", forceSync, "s", round(time.Since(t0).Seconds(), 1))
+		b.log.Info("ZooKeeper warmed up", "fsync", forceSync, "took", time.Since(t0).Round(100*time.Millisecond))
 	}
 	b.shared[forceSync] = z
 	return z, nil
@@ -169,10 +163,4 @@ func (z *benchZK) since(ctx context.Context, m zkMark) (writes int64, cpuS float
 		return 0, 0, err
 	}
 	return now.zxid - m.zxid, (now.cpu - m.cpu).Seconds(), nil
-}
-
-// round rounds v to d decimals (for logs).
-func round(v float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	return math.Round(v*p) / p
 }
