@@ -6,7 +6,6 @@ package main
 // enqueued in-process, its snapshot and restart, and the heap per seen key.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -36,8 +35,14 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	res := &report.Queued{Hosts: queuedHosts, URLs: queuedHosts * queuedPaths, Window: worker.ReadyWindow(config.Default())}
 	b.log.Info("part 3a: queued URLs via bin/seeder", "urls", res.URLs, "hosts", res.Hosts)
 	dir := filepath.Join(b.opts.outDir, "queued")
-	seedPath := filepath.Join(dir, "seeds.txt")
-	if err := writeSeeds(seedPath, queuedHosts, queuedPaths); err != nil {
+	var seeds strings.Builder // the seeder's --seeds file, host by host
+	for i := range res.URLs {
+		fmt.Fprintf(&seeds, "http://h%05d.example/p/%d\n", i/queuedPaths, i%queuedPaths)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "seeds.txt"), []byte(seeds.String()), 0o644); err != nil {
 		return nil, err
 	}
 	zk, base, err := b.startOwnZK(ctx, "queued/zk")
@@ -102,28 +107,6 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 	return err
 }
 
-// writeSeeds writes hosts x paths URLs, host by host, one per line.
-func writeSeeds(p string, hosts, paths int) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	for h := range hosts {
-		for i := range paths {
-			fmt.Fprintf(w, "http://h%05d.example/p/%d\n", h, i)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // runBig runs part 3c: a big frontier enqueued in-process into one
 // ZooKeeper, its footprint and files, then a restart with that data
 // (ZooKeeper reads the latest snapshot and the transaction log after it,
@@ -151,17 +134,12 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 		res.JVMPeakMB = float64(p.PeakKB) / 1024
 	}
 	dataDir := filepath.Join(zk.srv.Dir(), "data", "version-2")
-	snaps := map[string]bool{}
-	for name, size := range dataFiles(dataDir) {
-		switch {
-		case strings.HasPrefix(name, "snapshot."):
-			snaps[name] = true
-			res.Snapshots++
-			res.LargestSnapshotMB = max(res.LargestSnapshotMB, float64(size)/(1<<20))
-		case strings.HasPrefix(name, "log."):
-			res.TxnLogMB += float64(size) / (1 << 20)
-		}
+	snaps := map[string]float64{}
+	res.TxnLogMB = dataFiles(dataDir, snaps)
+	for _, mb := range snaps {
+		res.LargestSnapshotMB = max(res.LargestSnapshotMB, mb)
 	}
+	res.Snapshots = len(snaps)
 	if err := seenHeap(ctx, front, res); err != nil {
 		return nil, fmt.Errorf("seen-set heap: %w", err)
 	}
@@ -170,9 +148,11 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
 	res.RestartS = time.Since(t1).Seconds()
-	for name, size := range dataFiles(dataDir) {
-		if strings.HasPrefix(name, "snapshot.") && !snaps[name] {
-			res.RestartSnapshotMB = max(res.RestartSnapshotMB, float64(size)/(1<<20))
+	after := map[string]float64{}
+	dataFiles(dataDir, after)
+	for name, mb := range after {
+		if _, old := snaps[name]; !old {
+			res.RestartSnapshotMB = max(res.RestartSnapshotMB, mb)
 		}
 	}
 	res.LargestSnapshotMB = max(res.LargestSnapshotMB, res.RestartSnapshotMB)
@@ -266,15 +246,22 @@ func (b *bench) seedBig(ctx context.Context, front *frontier.Frontier, res *repo
 	return err
 }
 
-// dataFiles returns the sizes of the files in dir by name (a ZooKeeper
-// data dir's version-2: snapshot.* and log.*); none when unreadable.
-func dataFiles(dir string) map[string]int64 {
-	sizes := map[string]int64{}
+// dataFiles adds the size in MB of each snapshot.* in dir (a ZooKeeper
+// data dir's version-2) to snaps by name and returns the log.* files'
+// summed; none when unreadable.
+func dataFiles(dir string, snaps map[string]float64) (logsMB float64) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if info, err := e.Info(); err == nil {
-			sizes[e.Name()] = info.Size()
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		mb := float64(info.Size()) / (1 << 20)
+		if strings.HasPrefix(e.Name(), "snapshot.") {
+			snaps[e.Name()] = mb
+		} else if strings.HasPrefix(e.Name(), "log.") {
+			logsMB += mb
 		}
 	}
-	return sizes
+	return logsMB
 }

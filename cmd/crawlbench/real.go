@@ -69,48 +69,42 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 		return nil, err
 	}
 	defer nginx.Close()
-	origin := nginx.URL
 	for round := 1; round <= max(b.opts.realRepeat, 1); round++ {
-		sub := "loopback"
-		if round > 1 {
-			sub = fmt.Sprintf("loopback-%d", round)
-		}
-		runs, err := b.realPair(ctx, origin, filepath.Join(dir, sub), fmt.Sprintf("pgdocs-%d", round), 0, []bool{true, false})
-		for i := range runs {
-			runs[i].Round = round
-		}
+		runs, err := b.realPair(ctx, nginx.URL, filepath.Join(dir, fmt.Sprint("loopback-", round)), report.RealRun{Round: round}, true, false)
 		res.Runs = append(res.Runs, runs...)
 		if err != nil {
 			return res, err
 		}
 	}
-	proxy, stopProxy, err := testenv.DelayProxy(origin, realLatency)
+	proxy, stopProxy, err := testenv.DelayProxy(nginx.URL, realLatency)
 	if err != nil {
 		return res, err
 	}
 	defer stopProxy()
-	runs, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), "pgdocs-latency", realLatency, []bool{true})
+	latency := report.RealRun{LatencyMS: float64(realLatency) / float64(time.Millisecond)}
+	runs, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), latency, true)
 	res.Runs = append(res.Runs, runs...)
 	return res, err
 }
 
-// realPair mirrors base with wget, then crawls it with zkcrawl once on
-// the shared ZooKeeper of each forceSync setting in modes.
-func (b *bench) realPair(ctx context.Context, base, dir, crawl string, latency time.Duration, modes []bool) ([]report.RealRun, error) {
-	w, want, err := runWget(ctx, base, dir)
+// realPair mirrors base with wget (testenv.WgetMirror) into dir, then
+// crawls it with zkcrawl once on the shared ZooKeeper of each forceSync
+// setting in modes, each run filled in over pair.
+func (b *bench) realPair(ctx context.Context, base, dir string, pair report.RealRun, modes ...bool) ([]report.RealRun, error) {
+	m, err := testenv.WgetMirror(ctx, base+"index.html", dir)
 	if err != nil {
 		return nil, err
 	}
-	w.LatencyMS = float64(latency) / float64(time.Millisecond)
+	pair.WgetS, pair.WgetWARCMB, pair.WgetPages = m.Elapsed.Seconds(), float64(m.WARCBytes)/(1<<20), len(m.Pages)
+	crawl := "pgdocs-" + filepath.Base(dir)
 	var runs []report.RealRun
 	for _, fsync := range modes {
-		// When part 1 did not warm this server up, unrecorded crawls of the
-		// manual do (ZooKeeper's CPU for one crawl fell from 1.4 s to
-		// 0.35 s over the first five).
+		// When part 1 did not warm this server up, unrecorded crawls of
+		// the manual do.
 		zk, err := b.sharedServer(ctx, fsync, func(z *benchZK) error {
 			for i := 1; i <= realWarmups; i++ {
-				warm, name := w, fmt.Sprintf("%s-warmup%d-%s", crawl, i, syncTag(fsync))
-				if err := b.realCrawl(ctx, z, base, filepath.Join(dir, name), name, want, &warm); err != nil {
+				warm, name := pair, fmt.Sprintf("%s-warmup%d-%s", crawl, i, syncTag(fsync))
+				if err := b.realCrawl(ctx, z, base, filepath.Join(dir, name), name, m.Pages, &warm); err != nil {
 					return err
 				}
 			}
@@ -119,21 +113,14 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, latency t
 		if err != nil {
 			return runs, err
 		}
-		run, name := w, crawl+"-"+syncTag(fsync)
+		run, name := pair, crawl+"-"+syncTag(fsync)
 		run.ForceSync = fsync
-		if err := b.realCrawl(ctx, zk, base, filepath.Join(dir, name), name, want, &run); err != nil {
+		if err := b.realCrawl(ctx, zk, base, filepath.Join(dir, name), name, m.Pages, &run); err != nil {
 			return runs, err
 		}
 		runs = append(runs, run)
 	}
 	return runs, nil
-}
-
-// runWget mirrors base with wget (testenv.WgetMirror) into dir and
-// returns its figures and the URLs of the pages it fetched.
-func runWget(ctx context.Context, base, dir string) (report.RealRun, map[string]bool, error) {
-	m, err := testenv.WgetMirror(ctx, base+"index.html", dir)
-	return report.RealRun{WgetS: m.Elapsed.Seconds(), WgetWARCMB: float64(m.WARCBytes) / (1 << 20), WgetPages: len(m.Pages)}, m.Pages, err
 }
 
 // realCrawl seeds base's index.html and crawls it with 3 workers on zk
@@ -166,32 +153,28 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 	if run.ZKLines > 0 {
 		run.WritesPerLine = float64(run.ZKWrites) / float64(run.ZKLines)
 	}
-	ok200, count := map[string]int{}, map[string]int{}
-	for i, l := range lines { // in time order: the pauses between lines
-		count[l.URL]++
-		if l.Status == 200 {
-			ok200[l.URL]++
+	for i := 1; i < len(lines); i++ { // in time order: the pauses between lines
+		gap := lines[i].TS.Sub(lines[i-1].TS).Seconds()
+		run.LongestGapS = max(run.LongestGapS, gap)
+		if gap > realIdleThreshold.Seconds() {
+			run.IdleGapsS += gap
 		}
-		if i > 0 {
-			gap := l.TS.Sub(lines[i-1].TS).Seconds()
-			run.LongestGapS = max(run.LongestGapS, gap)
-			if gap > realIdleThreshold.Seconds() {
-				run.IdleGapsS += gap
+	}
+	final, count := testenv.FinalStatus(lines)
+	for u, status := range final {
+		if status == 200 {
+			run.ZKPages++
+			if !want[u] {
+				run.Extra++
 			}
 		}
 	}
-	run.ZKPages = len(ok200)
 	for u := range want {
-		if ok200[u] == 0 {
+		if final[u] != 200 {
 			run.Missing++
 		}
 		if count[u] > 1 {
 			run.Dups++
-		}
-	}
-	for u := range ok200 {
-		if !want[u] {
-			run.Extra++
 		}
 	}
 	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", run.WgetS,

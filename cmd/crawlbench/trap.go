@@ -9,7 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,20 +49,15 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		run.Config["scope"] = "any"
 	}
 	b.log.Info("part 4: trap", "flavour", flavour, "time", b.opts.trapTime)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	h, err := testenv.NewTrapHandler(testenv.TrapConfig{Flavour: flavour, Port: ln.Addr().(*net.TCPAddr).Port})
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	srv := httptest.NewUnstartedServer(nil) // the handler needs the port its links name
 	defer srv.Close()
-	trapHost := ln.Addr().String()
-
+	trapHost := srv.Listener.Addr().String()
+	h, err := testenv.NewTrapHandler(testenv.TrapConfig{Flavour: flavour, Port: srv.Listener.Addr().(*net.TCPAddr).Port})
+	if err != nil {
+		return nil, err
+	}
+	srv.Config.Handler = h
+	srv.Start()
 	dir := filepath.Join(b.opts.outDir, "trap", string(flavour))
 	zk, base, err := b.startOwnZK(ctx, filepath.Join("trap", string(flavour), "zk"))
 	if err != nil {
