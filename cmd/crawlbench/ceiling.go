@@ -6,24 +6,28 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// The load of part 5.
-const ceilingSessions, ceilingInFlight = 8, 8
+// The load of part 5 and how long each server is measured.
+const (
+	ceilingSessions, ceilingInFlight = 8, 8
+	ceilingTime                      = 5 * time.Second
+)
 
 // runCeiling runs part 5 on both shared servers and divides each ceiling
 // by part 1's writes per page on the same server (synth nil: not run).
 func (b *bench) runCeiling(ctx context.Context, synth *report.Synth) (*report.Ceiling, error) {
-	res := &report.Ceiling{Clients: ceilingSessions, InFlight: ceilingInFlight, TimeS: b.opts.ceilTime.Seconds()}
+	res := &report.Ceiling{Clients: ceilingSessions, InFlight: ceilingInFlight, TimeS: ceilingTime.Seconds()}
 	for _, fsync := range []bool{true, false} {
 		z, err := b.sharedServer(ctx, fsync, nil)
 		if err != nil {
 			return res, err
 		}
-		c, err := testenv.WriteCeiling(ctx, z.srv.Addr(), ceilingSessions, ceilingInFlight, b.opts.ceilTime)
+		c, err := testenv.WriteCeiling(ctx, z.srv.Addr(), ceilingSessions, ceilingInFlight, ceilingTime)
 		if err != nil {
 			return res, fmt.Errorf("forceSync=%v: %w", fsync, err)
 		}

@@ -202,45 +202,37 @@ func seenHeap(ctx context.Context, front *frontier.Frontier, res *report.Big) er
 }
 
 // seedBig enqueues res.Target URLs http://hNNNNNN.example/p/N, host by
-// host, with frontier.Enqueue from 3 goroutines, 20,000 URLs a call, until
+// host, with frontier.Enqueue, 3 calls at a time, 20,000 URLs a call, until
 // all are in or --big-time has passed; it fills in the count, the time and
 // the rate. Errors: an enqueue failed or posted fewer URLs than given.
 func (b *bench) seedBig(ctx context.Context, front *frontier.Frontier, res *report.Big) error {
-	const batch, callers = 20000, 3
-	var next, done atomic.Int64
-	var stop atomic.Bool
+	const batch = 20000
+	var done atomic.Int64
 	t0 := time.Now()
-	defer time.AfterFunc(b.opts.bigTime, func() { stop.Store(true) }).Stop()
 	g, gctx := errgroup.WithContext(ctx)
-	for range callers {
+	g.SetLimit(3)
+	for start := 0; start < res.Target && gctx.Err() == nil; start += batch {
+		if time.Since(t0) > b.opts.bigTime {
+			res.StoppedByTimeLimitS = true
+			break
+		}
 		g.Go(func() error {
 			items := make([]frontier.Item, 0, batch)
-			for !stop.Load() {
-				start := int(next.Add(batch)) - batch
-				if start >= res.Target {
-					return nil
-				}
-				items = items[:0]
-				for i := start; i < min(start+batch, res.Target); i++ {
-					items = append(items, frontier.Item{URL: fmt.Sprintf("http://h%06d.example/p/%d", i/res.Paths, i%res.Paths)})
-				}
-				r, err := front.Enqueue(gctx, items)
-				if err == nil && r.Posted != len(items) {
-					err = fmt.Errorf("enqueue %d URLs from %s: %d posted, %d duplicates", len(items), items[0].URL, r.Posted, r.Duplicates)
-				}
-				if err != nil {
-					return err
-				}
-				if n := done.Add(int64(len(items))); n%1_000_000 == 0 {
-					b.log.Info("part 3c: seeding", "enqueued", n)
-				}
+			for i := start; i < min(start+batch, res.Target); i++ {
+				items = append(items, frontier.Item{URL: fmt.Sprintf("http://h%06d.example/p/%d", i/res.Paths, i%res.Paths)})
 			}
-			return nil
+			r, err := front.Enqueue(gctx, items)
+			if err == nil && r.Posted != len(items) {
+				err = fmt.Errorf("enqueue %d URLs from %s: %d posted, %d duplicates", len(items), items[0].URL, r.Posted, r.Duplicates)
+			}
+			if n := done.Add(int64(r.Posted)); err == nil && n%1_000_000 == 0 {
+				b.log.Info("part 3c: seeding", "enqueued", n)
+			}
+			return err
 		})
 	}
 	err := g.Wait()
 	res.SeedS = time.Since(t0).Seconds()
-	res.StoppedByTimeLimitS = stop.Load()
 	res.URLs = int(done.Load())
 	res.SeedPerS = float64(res.URLs) / res.SeedS
 	return err
