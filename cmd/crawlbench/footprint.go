@@ -45,12 +45,12 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	if err := os.WriteFile(filepath.Join(dir, "seeds.txt"), []byte(seeds.String()), 0o644); err != nil {
 		return nil, err
 	}
-	zk, base, err := b.startOwnZK(ctx, "queued/zk")
+	zk, err := b.startZK(ctx, "queued/zk", true, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer zk.close()
-	res.Base, res.LoadBefore = base, loadavg()
+	res.Base, res.LoadBefore = zk.base, loadavg()
 	t0 := time.Now()
 	out, err := b.seed(ctx, zk.srv.Addr(), "queued", dir, map[string]any{"paused": true}, nil, 10*time.Minute)
 	if err != nil {
@@ -114,7 +114,7 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	res := &report.Big{Target: bigHosts * bigPaths, Hosts: bigHosts, Paths: bigPaths, TimeLimitS: b.opts.bigTime.Seconds(), Heap: zkHeap}
 	b.log.Info("part 3c: big frontier", "urls", res.Target, "time_limit", b.opts.bigTime)
-	zk, _, err := b.startOwnZK(ctx, "big/zk")
+	zk, err := b.startZK(ctx, "big/zk", true, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -20,12 +20,10 @@ import (
 )
 
 // The synthetic web of part 1 beside --hosts and --pages-per-host, and
-// its crawl's per_host_max_in_flight.
+// its crawl's scope and per_host_max_in_flight.
 const (
-	synthLinks    = 8
-	synthCross    = 0.2
-	synthScope    = "any"
-	synthInFlight = 8
+	synthLinks, synthCross    = 8, 0.2
+	synthScope, synthInFlight = "any", 8
 )
 
 // synthConfig is the crawl config of part 1.

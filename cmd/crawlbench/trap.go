@@ -59,7 +59,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 	srv.Config.Handler = h
 	srv.Start()
 	dir := filepath.Join(b.opts.outDir, "trap", string(flavour))
-	zk, base, err := b.startOwnZK(ctx, filepath.Join("trap", string(flavour), "zk"))
+	zk, err := b.startZK(ctx, filepath.Join("trap", string(flavour), "zk"), true, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		return run, err
 	}
 	defer f.kill()
-	if err := b.watchGrowth(ctx, zk, base, f.workers[0], run); err != nil {
+	if err := b.watchGrowth(ctx, zk, f.workers[0], run); err != nil {
 		return run, err
 	}
 	run.ZKWrites, _, _ = zk.since(ctx, mark) // 0 when unreadable
@@ -113,10 +113,11 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 }
 
 // watchGrowth reads ZooKeeper's footprint every second for --trap-time,
-// keeping the peak growth over base, and stops early past trapAbortMB;
+// keeping the peak growth over zk.base, and stops early past trapAbortMB;
 // then it reads the footprint at the end. Errors: the worker exited, ctx
 // ended, or a reading failed.
-func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, base report.ZKFootprint, w *testenv.Crawler, run *report.TrapRun) error {
+func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, w *testenv.Crawler, run *report.TrapRun) error {
+	base := zk.base
 	t0 := time.Now()
 	growth := func(f report.ZKFootprint) float64 { return float64(f.DataBytes-base.DataBytes) / (1 << 20) }
 	var history []report.ZKFootprint

@@ -22,6 +22,7 @@ type benchZK struct {
 	srv       *testenv.ZKServer
 	client    *coord.Client
 	forceSync bool
+	base      report.ZKFootprint // read once started, before anything is written
 }
 
 // zkHeap is the -Xmx of every server the benchmark starts.
@@ -39,7 +40,8 @@ func syncTag(forceSync bool) string {
 
 // startZK starts a standalone server in dir under --out (its data
 // directory emptied first: old snapshots would confuse the sizes) with
-// forceSync as asked and tickTime tick (0: 2 s), and connects a client.
+// forceSync as asked and tickTime tick (0: 2 s), connects a client and
+// reads the footprint.
 func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick time.Duration) (*benchZK, error) {
 	dir, err := filepath.Abs(filepath.Join(b.opts.outDir, dir))
 	if err != nil {
@@ -65,21 +67,12 @@ func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick ti
 		_ = srv.Close()
 		return nil, err
 	}
-	return &benchZK{srv: srv, client: client, forceSync: forceSync}, nil
-}
-
-// startOwnZK starts a part's own server (forceSync=yes) in dir and reads
-// its footprint before anything is written.
-func (b *bench) startOwnZK(ctx context.Context, dir string) (*benchZK, report.ZKFootprint, error) {
-	z, err := b.startZK(ctx, dir, true, 0)
-	if err != nil {
-		return nil, report.ZKFootprint{}, err
-	}
-	f, err := z.footprint(ctx)
-	if err != nil {
+	z := &benchZK{srv: srv, client: client, forceSync: forceSync}
+	if z.base, err = z.footprint(ctx); err != nil {
 		z.close()
+		return nil, err
 	}
-	return z, f, err
+	return z, nil
 }
 
 // close stops the server and removes its snapshots and transaction logs

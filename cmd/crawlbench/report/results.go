@@ -82,18 +82,16 @@ type SynthRun struct {
 	CrawlFigures
 	WorkerCPUMsPerPage, ZKCPUMsPerPage float64
 	ZKWritesPerPage                    float64
-	// Group commit, from the workers' metrics: fenced steps (claims,
-	// completions, group steps, posts) and the ZooKeeper multis that
-	// carried them: the ratio of the two counters.
+	// Group commit: fenced steps (claims, completions, group steps, posts)
+	// and the ZooKeeper multis that carried them (workers' metrics).
 	FencedSteps, Multis, StepsPerMulti    float64
 	ClaimMeanMs, CompleteP50Ms, PostP50Ms float64
 	LinksQueued, LinksDup                 float64
 	Dropped                               map[string]float64 // zkcrawl_links_dropped_total by reason
 	PeakRSSMB                             []float64          // per worker, VmHWM
 	PagesPerWorker                        []int
-	// What the finished crawl left in ZooKeeper (part 3b), once its
-	// batches retired: mntr data size and znode count delta from before
-	// seeding to after the workers stopped, the seen chunks' data and keys.
+	// Part 3b, once the batches retired: mntr data and znode delta from
+	// before seeding to after the workers stopped; the seen chunks.
 	Retired                     bool // every batch retired within the wait (15 s)
 	DataDelta, ZnodeDelta       int64
 	SeenKeys, SeenChunks        int
@@ -165,22 +163,21 @@ type Queued struct {
 // Big is part 3c: a big frontier in one ZooKeeper, its snapshot and
 // restart.
 type Big struct {
-	Target, URLs        int // asked and enqueued
-	Hosts, Paths        int
-	TimeLimitS          float64
-	SeedS, SeedPerS     float64
-	Heap                string
-	After               ZKFootprint
-	JVMPeakMB           float64
-	Snapshots           int
-	LargestSnapshotMB   float64
-	TxnLogMB            float64 // the transaction logs, summed
-	RestartS            float64 // stop (SIGTERM) to serving again with the data
-	RestartSnapshotMB   float64 // the snapshot written at restart
-	AfterRestartRSSMB   float64
-	LoadBefore          string
-	LoadAfter           string
-	StoppedByTimeLimitS bool // seeding ended at --big-time
+	Target, URLs          int // asked and enqueued
+	Hosts, Paths          int
+	TimeLimitS            float64
+	SeedS, SeedPerS       float64
+	Heap                  string
+	After                 ZKFootprint
+	JVMPeakMB             float64
+	Snapshots             int
+	LargestSnapshotMB     float64
+	TxnLogMB              float64 // the transaction logs, summed
+	RestartS              float64 // stop (SIGTERM) to serving again with the data
+	RestartSnapshotMB     float64 // the snapshot written at restart
+	AfterRestartRSSMB     float64
+	LoadBefore, LoadAfter string
+	StoppedByTimeLimitS   bool // seeding ended at --big-time
 	// Seen keys in memory: a seeder's LoadKnown of every group (keys, s)
 	// and group 0's seen-set, live heap bytes per key after GC.
 	KnownKeys, GroupKeys       int
@@ -212,9 +209,8 @@ type TrapRun struct {
 	ZKWrites     int64
 	JVMRSSMB     float64
 	LoadAfter    string
-	// Frontier health, from ZooKeeper and the worker's log: dead letters
-	// (R/failed children: outside every quota), group steps that failed
-	// and made the manager reload, and connection losses.
+	// Dead letters (R/failed), and from the worker's log group steps that
+	// failed (the manager reloads) and ZooKeeper connection losses.
 	DeadLetters, GroupFailures, ConnLosses int
 	GroupErrorHint                         string // the first group step error logged
 }
@@ -258,10 +254,8 @@ type Takeover struct {
 	// taken over when another worker holds a claim on one of its items.
 	VictimHosts, HostsTakenOver     int
 	HostMinS, HostMedianS, HostMaxS float64
-	// Diagnostics at the kill: the most claims one host had (the worker's
-	// accept filter holds per_host_max_in_flight + 1 per host until their
-	// fetches end, those being completed come on top), and how
-	// many hosts had claims held by two or more workers at once.
+	// At the kill: the most claims one host had, the hosts with claims
+	// held by two or more workers at once, and the hosts with claims.
 	MaxClaimsPerHost, HostsWithTwoOwners, HostsClaimed int
 	LoadAfter                                          string
 }

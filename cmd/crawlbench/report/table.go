@@ -137,13 +137,6 @@ var tableFuncs = template.FuncMap{
 		return !slices.ContainsFunc(runs, func(x RealRun) bool { return x.Missing != 0 || x.Dups != 0 })
 	},
 	"fsyncCell": func(lines int, rounds, s float64) string { return fsyncCell(float64(lines), rounds, s) },
-	// ceilingNo is part 5's second run (forceSync=no), nil for none.
-	"ceilingNo": func(runs []CeilingRun) *CeilingRun {
-		if len(runs) < 2 {
-			return nil
-		}
-		return &runs[1]
-	},
 }
 
 // Table renders the results table in GitHub markdown (table.md.tmpl).
