@@ -81,8 +81,27 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		return run, err
 	}
 	run.ZKWrites, _, _ = zk.since(ctx, mark) // 0 when unreadable
-	if err := trapEnd(ctx, zk, crawl, run); err != nil {
+	// While the worker runs: what it dropped (its status node, after its
+	// next 2 s refresh), what the frontier holds, the dead letters.
+	time.Sleep(2100 * time.Millisecond)
+	_, status, err := coord.Members(ctx, zk.client, crawlRoot(crawl))
+	if err != nil {
 		return run, err
+	}
+	var st worker.Status
+	if err := json.Unmarshal(status["w1"], &st); err != nil {
+		return run, fmt.Errorf("status node of w1 %q: %w", status["w1"], err)
+	}
+	run.Dropped = st.Dropped
+	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
+	if err != nil {
+		return run, err
+	}
+	if run.Pending, err = front.Pending(ctx); err != nil {
+		return run, err
+	}
+	if qs, err := front.Queue().CountShards(ctx, nil); err == nil {
+		run.DeadLetters = qs.Failed
 	}
 	lines, err := f.stopAndRead()
 	if err != nil {
@@ -147,33 +166,6 @@ func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, w *testenv.Crawler
 	run.JVMRSSMB = float64(end.RSSKB) / 1024
 	if k := len(history) - 11; k >= 0 {
 		run.LastTenSMB = float64(end.DataBytes-history[k].DataBytes) / (1 << 20)
-	}
-	return nil
-}
-
-// trapEnd reads, while the worker still runs, what it dropped (its status
-// node, coord.Members, after its next 2 s refresh), what the frontier
-// holds (frontier.Pending) and the dead letters (coord.Queue.CountShards).
-func trapEnd(ctx context.Context, zk *benchZK, crawl string, run *report.TrapRun) error {
-	time.Sleep(2100 * time.Millisecond)
-	_, data, err := coord.Members(ctx, zk.client, crawlRoot(crawl))
-	if err != nil {
-		return err
-	}
-	var st worker.Status
-	if err := json.Unmarshal(data["w1"], &st); err != nil {
-		return fmt.Errorf("status node of w1 %q: %w", data["w1"], err)
-	}
-	run.Dropped = st.Dropped
-	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
-	if err != nil {
-		return err
-	}
-	if run.Pending, err = front.Pending(ctx); err != nil {
-		return err
-	}
-	if qs, err := front.Queue().CountShards(ctx, nil); err == nil {
-		run.DeadLetters = qs.Failed
 	}
 	return nil
 }
