@@ -149,7 +149,18 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 	}
 	defer f.kill()
 	run.WallS, run.CrawlFigures = r.wall.Seconds(), r.CrawlFigures
-	recordSynthMetrics(&run, r.m)
+	run.Dropped, run.PeakRSSMB = r.m.dropped, r.m.peakRSSMB
+	run.LinksQueued, run.LinksDup = r.m.links["queued"], r.m.links["duplicate"]
+	if r.m.claim.Count > 0 {
+		run.ClaimMeanMs = r.m.claim.Sum / r.m.claim.Count * 1000
+	}
+	run.CompleteP50Ms, run.PostP50Ms = ms(r.m.complete.Quantile(0.5)), ms(r.m.post.Quantile(0.5))
+	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
+		run.FencedSteps += run.ZKOps[op] // group commit: the fenced steps over the multis that carried them
+	}
+	if run.Multis = run.ZKOps["multi"]; run.Multis > 0 {
+		run.StepsPerMulti = run.FencedSteps / run.Multis
+	}
 	if !baseline { // part 3b: wait while the workers, the groups' owners, still run
 		if err := seenChunks(ctx, r.front, &run); err != nil {
 			return run, err
@@ -168,25 +179,6 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 	b.log.Info("part 1 run done", "workers", n, "fsync", zk.forceSync, "attempt", attempt, "baseline", baseline,
 		"pages", run.Pages, "pages_per_s", int(run.PagesPerS), "missing", run.Missing, "dups", run.Dups)
 	return run, nil
-}
-
-// recordSynthMetrics fills run's figures from the workers' metrics beside
-// CrawlFigures: claim, completion and post latency, group commit, links
-// and peak memory.
-func recordSynthMetrics(run *report.SynthRun, m workerMetrics) {
-	run.Dropped, run.PeakRSSMB = m.dropped, m.peakRSSMB
-	run.LinksQueued, run.LinksDup = m.links["queued"], m.links["duplicate"]
-	if m.claim.Count > 0 {
-		run.ClaimMeanMs = m.claim.Sum / m.claim.Count * 1000
-	}
-	run.CompleteP50Ms, run.PostP50Ms = ms(m.complete.Quantile(0.5)), ms(m.post.Quantile(0.5))
-	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
-		run.FencedSteps += run.ZKOps[op]
-	}
-	run.Multis = run.ZKOps["multi"]
-	if run.Multis > 0 {
-		run.StepsPerMulti = run.FencedSteps / run.Multis
-	}
 }
 
 // judgeSynth checks the crawl logs against the ground truth (counting the

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	_ "embed"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"text/template"
@@ -53,17 +52,9 @@ var tableFuncs = template.FuncMap{
 	"most": func(runs []SynthRun, figure string) float64 {
 		m := 0.0
 		for _, x := range runs {
-			switch figure {
-			case "writes":
-				m = math.Max(m, x.ZKWritesPerPage)
-			case "data":
-				m = math.Max(m, x.DataPerURL)
-			case "chunk":
-				m = math.Max(m, x.ChunkBytesPerKy)
-			case "rss":
-				for _, v := range x.PeakRSSMB {
-					m = math.Max(m, v)
-				}
+			values := map[string][]float64{"writes": {x.ZKWritesPerPage}, "data": {x.DataPerURL}, "chunk": {x.ChunkBytesPerKy}, "rss": x.PeakRSSMB}
+			for _, v := range values[figure] {
+				m = max(m, v)
 			}
 		}
 		return m
