@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -86,11 +85,12 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 		if h, ok := hostOf[it]; ok {
 			return h
 		}
-		h, err := itemHost(ctx, q, it)
-		if err == nil {
-			hostOf[it] = h
+		if data, err := q.Get(ctx, it.shard, it.name); err == nil {
+			if fi, err := frontier.DecodeItem(data); err == nil {
+				hostOf[it] = frontier.Host(fi.URL)
+			}
 		}
-		return h
+		return hostOf[it]
 	}
 	st, err := q.Stats(ctx)
 	if err != nil {
@@ -211,31 +211,12 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 	return nil
 }
 
-// itemHost reads queue item it and returns its URL's host. Errors: the
-// item is gone (completed) or unreadable, or does not decode.
-func itemHost(ctx context.Context, q *coord.Queue, it shardItem) (string, error) {
-	data, err := q.Get(ctx, it.shard, it.name)
-	if err != nil {
-		return "", err
-	}
-	fi, err := frontier.DecodeItem(data)
-	if err != nil {
-		return "", fmt.Errorf("item %s of shard %d: %w", it.name, it.shard, err)
-	}
-	return frontier.Host(fi.URL), nil
-}
-
 // spread returns how many durations m holds and their min, median (the
 // nearest rank) and max in seconds; zeros when there are none.
 func spread[K comparable](m map[K]time.Duration) (n int, minS, medianS, maxS float64) {
-	ds := make([]time.Duration, 0, len(m))
-	for _, d := range m {
-		ds = append(ds, d)
-	}
+	ds := slices.Sorted(maps.Values(m))
 	if len(ds) == 0 {
 		return 0, 0, 0, 0
 	}
-	slices.Sort(ds)
-	mid := int(math.Ceil(0.5*float64(len(ds)))) - 1
-	return len(ds), ds[0].Seconds(), ds[mid].Seconds(), ds[len(ds)-1].Seconds()
+	return len(ds), ds[0].Seconds(), ds[(len(ds)-1)/2].Seconds(), ds[len(ds)-1].Seconds()
 }
