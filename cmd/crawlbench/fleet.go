@@ -20,9 +20,8 @@ import (
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
-// seed runs bin/seeder (testenv.RunSeeder) to create crawl with cfg over
-// the defaults and enqueue seeds (nil: dir/seeds.txt is written), bounded
-// by timeout, and returns its output.
+// seed runs bin/seeder (testenv.RunSeeder: cfg over the defaults; seeds
+// nil: dir/seeds.txt is written) for at most timeout; it returns its output.
 func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seeds []string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -65,8 +64,7 @@ func (f *fleet) stopAndRead() ([]storage.LogEntry, error) {
 }
 
 // logSizes returns the size of each worker's crawl log (0 while missing),
-// their sum, and the latest modification time: when the last page was
-// logged (its item completed one ZooKeeper round trip later).
+// their sum, and the latest modification time: when the last page was logged.
 func (f *fleet) logSizes() (sizes []int64, total int64, last time.Time) {
 	for _, w := range f.workers {
 		var n int64
@@ -82,10 +80,9 @@ func (f *fleet) logSizes() (sizes []int64, total int64, last time.Time) {
 	return sizes, total, last
 }
 
-// waitDone polls every 50 ms and returns once empty reports nothing left
-// twice in a row with no crawl log growing in between; empty is asked only
-// once the logs have stopped growing for 100 ms, as it reads every shard's
-// and group's counts. Errors: every worker exited, ctx ended, or timeout.
+// waitDone polls every 50 ms until empty, asked once the crawl logs have
+// stopped growing for 100 ms, reports nothing left twice in a row with no
+// log growing in between. Errors: every worker exited, ctx ended, timeout.
 func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool, error), timeout time.Duration) error {
 	var last []int64
 	stable, seenEmpty := 0, false
@@ -141,10 +138,9 @@ type crawlReading struct {
 }
 
 // runCrawl starts n workers of the seeded crawl on zk, waits (up to 5
-// minutes) until pending reports it done (nil: frontier.Pending finds
-// nothing ready, claimed, in a backlog or in an inbox; the frontier is
-// opened once the workers run), and takes the readings since mark before
-// anything stops. The caller stops the fleet; on error it is killed.
+// minutes) until pending reports it done (nil: frontier.Pending.Empty, the
+// frontier opened once the workers run), and takes the readings since mark
+// before anything stops. The caller stops the fleet; on error it is killed.
 func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n int, mark zkMark,
 	pending func(context.Context) (bool, error)) (*fleet, crawlReading, error) {
 	r := crawlReading{CrawlFigures: report.CrawlFigures{LoadBefore: mark.load}}
@@ -207,8 +203,7 @@ type workerMetrics struct {
 }
 
 // metrics scrapes every worker's /metrics and reads its CPU time and peak
-// RSS from /proc. Errors: a scrape, a /proc read, or histograms of
-// different buckets.
+// RSS. Errors: a scrape, a /proc read, histograms of different buckets.
 func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 	m := workerMetrics{ops: map[string]float64{}, opErrors: map[string]float64{}, dropped: map[string]float64{}, links: map[string]float64{}}
 	const opHist = "zkcrawl_zk_op_duration_seconds"

@@ -33,7 +33,6 @@ const (
 func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	// The crawl runs the default config but for paused: the workers' window.
 	res := &report.Queued{Hosts: queuedHosts, URLs: queuedHosts * queuedPaths, Window: worker.ReadyWindow(config.Default())}
-	b.log.Info("part 3a: queued URLs via bin/seeder", "urls", res.URLs, "hosts", res.Hosts)
 	dir := filepath.Join(b.opts.outDir, "queued")
 	var seeds strings.Builder // the seeder's --seeds file, host by host
 	for i := range res.URLs {
@@ -74,10 +73,9 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	return res, nil
 }
 
-// drain starts one worker on the paused crawl and waits (up to 5 minutes)
-// until frontier.Pending shows every inbox post moved into the backlogs
-// and every host's ready window filled, then stops it and reads the
-// footprint again.
+// drain starts one worker on the paused crawl, waits (up to 5 minutes)
+// until frontier.Pending shows no inbox post and every host's ready window
+// filled, stops it and reads the footprint again.
 func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *report.Queued) error {
 	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
 	if err != nil {
@@ -108,12 +106,9 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 }
 
 // runBig runs part 3c: a big frontier enqueued in-process into one
-// ZooKeeper, its footprint and files, then a restart with that data
-// (ZooKeeper reads the latest snapshot and the transaction log after it,
-// and writes a fresh snapshot before it serves).
+// ZooKeeper, its footprint and files, then a restart with that data.
 func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	res := &report.Big{Target: bigHosts * bigPaths, Hosts: bigHosts, Paths: bigPaths, TimeLimitS: b.opts.bigTime.Seconds(), Heap: zkHeap}
-	b.log.Info("part 3c: big frontier", "urls", res.Target, "time_limit", b.opts.bigTime)
 	zk, err := b.startZK(ctx, "big/zk", true, 0)
 	if err != nil {
 		return nil, err
@@ -163,12 +158,10 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	return res, nil
 }
 
-// seenHeap measures the live heap per key of the big frontier's seen keys
-// where they are held: a seeder's LoadKnown of every group (a second
-// Frontier on the same root), and group 0's seen-set as Backlog.Keys and
-// an owner's Group hold it (the same seenset.Set). Each is the live heap
-// with the set less the live heap once it is dropped, read with
-// runtime.ReadMemStats after two GCs (the second empties sync.Pools).
+// seenHeap measures the live heap per seen key of a seeder's LoadKnown of
+// every group (a second Frontier on the same root) and of group 0's set as
+// Backlog.Keys and an owner hold it: runtime.ReadMemStats after two GCs
+// (the second empties sync.Pools) with the keys, less without.
 func seenHeap(ctx context.Context, front *frontier.Frontier, res *report.Big) error {
 	heapAfterGC := func() int64 {
 		var m runtime.MemStats

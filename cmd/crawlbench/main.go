@@ -209,6 +209,7 @@ func (b *bench) runParts(ctx context.Context) *report.Results {
 		if (len(o.only) > 0 && !slices.Contains(o.only, name)) || (len(o.only) == 0 && *o.skip[name]) || ctx.Err() != nil {
 			return
 		}
+		b.log.Info(title + " started")
 		t0 := time.Now()
 		if err := fn(); err != nil {
 			b.log.Error(title+" failed", "error", err)

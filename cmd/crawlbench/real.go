@@ -39,9 +39,7 @@ var realConfig = map[string]any{
 }
 
 // runReal runs part 2: nginx serving the manual, then the wget-vs-zkcrawl
-// pair on loopback, --real-repeat rounds (a 1 s crawl on two shared cores
-// moves by 10-20% from run to run: the table takes each ZooKeeper's round
-// of median ratio), and once through the delaying proxy.
+// pair on loopback, --real-repeat rounds, and once through a DelayProxy.
 func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 	res := &report.Real{Docs: pgDocs, MaxInFlight: realInFlight, Concurrency: realConcurrency, NginxWorkers: realNginxWorkers}
 	if _, err := os.Stat(filepath.Join(pgDocs, "index.html")); err != nil {
@@ -123,9 +121,8 @@ func (b *bench) realPair(ctx context.Context, base, dir string, pair report.Real
 	return runs, nil
 }
 
-// realCrawl seeds base's index.html and crawls it with 3 workers on zk
-// (the shared ZooKeeper of run.ForceSync), filling in run's zkcrawl
-// figures and comparing the crawl logs with wget's pages (want).
+// realCrawl seeds base's index.html and crawls it with 3 workers on zk,
+// filling in run's zkcrawl figures and comparing with wget's pages (want).
 func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl string, want map[string]bool, run *report.RealRun) error {
 	mark, err := zk.mark(ctx)
 	if err != nil {

@@ -37,16 +37,9 @@ var synthConfig = map[string]any{
 	"scope":                  synthScope,
 }
 
-// synthWeb is part 1's synthetic web and its ground truth.
-type synthWeb struct {
-	*testenv.Web
-	truth map[string]testenv.WebExpect
-}
-
 // runSynth runs part 1: every worker count on both shared servers,
-// --repeat rounds (the table keeps each count's fastest run: other jobs
-// on the machine only slow a run down; results.json keeps every attempt),
-// plus the baseline build's 3 workers when --baseline-bin is given.
+// --repeat rounds (the table keeps each count's fastest run), plus the
+// baseline build's 3 workers when --baseline-bin is given.
 func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	o := b.opts
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 1, Hosts: o.hosts, PagesPerHost: o.pagesPerHost,
@@ -55,19 +48,18 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 		return nil, err
 	}
 	defer web.Close()
-	sw := &synthWeb{Web: web}
-	if sw.truth, err = web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, Scope: synthScope, ObeyRobots: true}); err != nil {
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, Scope: synthScope, ObeyRobots: true})
+	if err != nil {
 		return nil, err
 	}
 	res := &report.Synth{Hosts: o.hosts, PagesPerHost: o.pagesPerHost, LinksPerPage: synthLinks, CrossHostShare: synthCross,
 		Scope: synthScope, MaxInFlight: synthInFlight, BaselineName: o.baselineName}
-	for _, e := range sw.truth {
+	for _, e := range truth {
 		if e.Status > 0 {
 			res.Expected++
 		}
 	}
-	b.log.Info("part 1: synthetic web", "hosts", o.hosts, "pages_per_host", o.pagesPerHost, "expected_urls", res.Expected)
-	warm := func(z *benchZK) error { _, err := b.synthRun(ctx, sw, z, 3, 0, false); return err }
+	warm := func(z *benchZK) error { _, err := b.synthRun(ctx, web, truth, z, 3, 0, false); return err }
 	for a := 1; a <= max(o.repeat, 1); a++ {
 		for _, n := range o.workers {
 			for _, fsync := range []bool{true, false} {
@@ -75,14 +67,14 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 				if err != nil {
 					return res, err
 				}
-				run, err := b.synthRun(ctx, sw, zk, n, a, false)
+				run, err := b.synthRun(ctx, web, truth, zk, n, a, false)
 				if err != nil {
 					return res, fmt.Errorf("part 1, %d workers, forceSync=%v, attempt %d: %w", n, fsync, a, err)
 				}
 				res.Attempts, res.Runs = append(res.Attempts, run), keepFastest(res.Runs, run)
 				if o.baselineBin != "" && n == 3 {
 					b.binDir = o.baselineBin
-					run, err = b.synthRun(ctx, sw, zk, 3, a, true)
+					run, err = b.synthRun(ctx, web, truth, zk, 3, a, true)
 					b.binDir = ""
 					if err != nil {
 						return res, fmt.Errorf("part 1, %s baseline, forceSync=%v, attempt %d: %w", o.baselineName, fsync, a, err)
@@ -108,11 +100,12 @@ func keepFastest(runs []report.SynthRun, run report.SynthRun) []report.SynthRun 
 	return runs
 }
 
-// synthRun crawls the web with n workers on zk; attempt 0 is a warm-up.
-// A baseline run uses the previous layout's binaries (b.bin), whose crawl
-// this code cannot open as a frontier: it is found done by the queue alone
-// (coord.Queue.Pending: ready items and claims), and part 3b is not read.
-func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, attempt int, baseline bool) (report.SynthRun, error) {
+// synthRun crawls web (its ground truth: truth) with n workers on zk;
+// attempt 0 is a warm-up. A baseline run uses the previous layout's
+// binaries (b.bin), whose crawl this code cannot open as a frontier: it is
+// found done by the queue alone (coord.Queue.Pending: ready items and
+// claims), and part 3b is not read.
+func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (report.SynthRun, error) {
 	tag := fmt.Sprintf("w%d-%s-a%d", n, syncTag(zk.forceSync), attempt)
 	if baseline {
 		tag = "baseline-" + tag
@@ -175,15 +168,15 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 		return run, err
 	}
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
-	b.judgeSynth(&run, f, lines, web.truth)
+	b.judgeSynth(&run, f, lines, truth)
 	b.log.Info("part 1 run done", "workers", n, "fsync", zk.forceSync, "attempt", attempt, "baseline", baseline,
 		"pages", run.Pages, "pages_per_s", int(run.PagesPerS), "missing", run.Missing, "dups", run.Dups)
 	return run, nil
 }
 
-// judgeSynth checks the crawl logs against the ground truth (counting the
-// differences testenv.DiffTruth reports by kind, and the URLs logged more
-// than once) and derives the per-page figures of run.
+// judgeSynth counts the crawl logs' differences from the ground truth
+// (testenv.DiffTruth, by kind; URLs logged more than once) and derives the
+// per-page figures of run.
 func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEntry, truth map[string]testenv.WebExpect) {
 	final, count := testenv.FinalStatus(lines)
 	diff := testenv.DiffTruth(truth, final)
@@ -227,10 +220,8 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 }
 
 // seenChunks polls Backlog.Stats (up to 15 s) until no group has a live
-// batch (every accepted URL moved to the ready window and folded into the
-// seen chunks), records whether that happened, and fills in the keys and
-// chunks of the crawl's seen-set from the last reading and their data
-// bytes (Backlog.SeenBytes).
+// batch, records whether that happened, and fills in the seen-set's keys
+// and chunks from the last reading and their bytes (Backlog.SeenBytes).
 func seenChunks(ctx context.Context, front *frontier.Frontier, run *report.SynthRun) error {
 	var groups []int
 	if _, err := poll(ctx, 200*time.Millisecond, 15*time.Second, func() (bool, error) {

@@ -31,7 +31,6 @@ const (
 // runTakeover runs part 6.
 func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	res := &report.Takeover{TickMS: killTick.Milliseconds(), Hosts: killHosts, PagesPerHost: killPages, SessionTimeoutS: killSession.Seconds(), RatePerS: killRate}
-	b.log.Info("part 6: kill-to-takeover", "session_timeout", killSession, "rate_per_s", killRate)
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 2, Hosts: killHosts, PagesPerHost: killPages, LinksPerPage: synthLinks, CrossHostShare: synthCross, Logger: b.quiet})
 	if err != nil {
 		return nil, err
@@ -75,10 +74,9 @@ type shardItem struct {
 	name  string
 }
 
-// killAndWatch records the claims per worker and per host, kills the
-// worker holding the most with SIGKILL, and polls every 50 ms until every
-// item and host of the killed worker is taken over or the deadline (3
-// session timeouts + 15 s) passes.
+// killAndWatch records the claims per worker and host, SIGKILLs the worker
+// holding the most, and polls every 50 ms until its every item and host is
+// taken over or the deadline (3 session timeouts + 15 s) passes.
 func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, root string, f *fleet, res *report.Takeover) error {
 	hostOf := map[shardItem]string{}
 	host := func(it shardItem) string { // "" while unreadable (gone: completed); read again next time

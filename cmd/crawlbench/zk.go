@@ -83,10 +83,9 @@ func (z *benchZK) close() {
 	_ = os.RemoveAll(filepath.Join(z.srv.Dir(), "data"))
 }
 
-// sharedServer starts (once per forceSync setting) the warm server of
-// parts 1, 2 and 5. A fresh JVM spends seconds of CPU in its JIT compilers,
-// which a server running for months does not, so each is first warmed up
-// by warm (nil: none), its time recorded in b.warmS.
+// sharedServer starts (once per forceSync setting) the server of parts 1,
+// 2 and 5, warmed up by warm (nil: none) as a long-running server's JIT
+// is; the warm-up's time goes to b.warmS.
 func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *benchZK) error) (*benchZK, error) {
 	if z := b.shared[forceSync]; z != nil {
 		return z, nil

@@ -1,9 +1,7 @@
 package report
 
-// BENCHMARKS.md around the table: the machine, the commands to rerun, and a
-// section per part saying how each figure was measured, with the per-run
-// details behind the table. The text is the template benchmarks.md.tmpl;
-// the functions it calls are below.
+// BENCHMARKS.md around the table (the template benchmarks.md.tmpl) and the
+// functions it calls.
 
 import (
 	_ "embed"
