@@ -30,7 +30,7 @@ func TestSeedCreatesAConfiguredCrawlWithItsSeeds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys += len(k)
+		keys += k.Len()
 	}
 	if keys != 2 {
 		t.Fatalf("%d keys posted; want the 2 seeds", keys)
