@@ -1,8 +1,7 @@
 // Package report holds what crawlbench measured, the shape of its
-// results.json, and renders it: the one table of every figure against issue
-// 9's targets and BENCHMARKS.md around it (the templates table.md.tmpl and
-// benchmarks.md.tmpl). Nothing here measures; the driver (package main)
-// fills these structs.
+// results.json, and renders it: the table of every figure against its
+// target and BENCHMARKS.md around it (table.md.tmpl, benchmarks.md.tmpl).
+// Nothing here measures; the driver (package main) fills these structs.
 package report
 
 import (
