@@ -1,38 +1,35 @@
 package main
 
-// Part 5: the write ceiling of the shared ZooKeeper servers of parts 1
-// and 2 (testenv.WriteCeiling: ceilingSessions sessions with
-// ceilingInFlight goroutines each send create+delete multis, one
-// transaction each, straight through go-zookeeper, for --ceiling-time).
-// Transactions/s is committed multis / elapsed time (the zxid delta over
-// the run is recorded beside it); the cluster pages/s it implies is that
-// ceiling over part 1's ZooKeeper writes per page of the run with the most
-// workers on the same forceSync: the most pages per second any number of
-// workers could finish through this one server.
+// Part 5: the write ceiling of the shared servers (testenv.WriteCeiling)
+// and the cluster pages/s it implies at part 1's writes per page.
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// The load of part 5.
-const ceilingSessions, ceilingInFlight = 8, 8
+// The load of part 5 and how long each server is measured.
+const (
+	ceilingSessions, ceilingInFlight = 8, 8
+	ceilingTime                      = 5 * time.Second
+)
 
 // runCeiling runs part 5 on both shared servers and divides each ceiling
 // by part 1's writes per page on the same server (synth nil: not run).
 func (b *bench) runCeiling(ctx context.Context, synth *report.Synth) (*report.Ceiling, error) {
-	res := &report.Ceiling{Clients: ceilingSessions, InFlight: ceilingInFlight, TimeS: b.opts.ceilTime.Seconds()}
+	res := &report.Ceiling{Clients: ceilingSessions, InFlight: ceilingInFlight, TimeS: ceilingTime.Seconds()}
 	for _, fsync := range []bool{true, false} {
 		z, err := b.sharedServer(ctx, fsync, nil)
 		if err != nil {
 			return res, err
 		}
-		c, err := testenv.WriteCeiling(ctx, z.srv.Addr(), ceilingSessions, ceilingInFlight, b.opts.ceilTime)
+		c, err := testenv.WriteCeiling(ctx, z.srv.Addr(), ceilingSessions, ceilingInFlight, ceilingTime)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", syncName(fsync), err)
+			return res, fmt.Errorf("forceSync=%v: %w", fsync, err)
 		}
 		run := report.CeilingRun{ForceSync: fsync, Multis: c.Multis, Errors: c.Errors, ZxidDelta: c.ZxidDelta, TxPerS: float64(c.Multis) / c.Elapsed.Seconds()}
 		if synth != nil {

@@ -1,10 +1,8 @@
 package main
 
-// The processes a part runs: bin/seeder to create and seed a crawl, and a
-// fleet of bin/crawler workers (testenv.RunSeeder, testenv.StartCrawlers);
-// watching their crawl logs until the crawl is done; what the workers
-// report on /metrics (testenv.ScrapeMetrics), summed over them, and their
-// CPU time and peak memory from /proc; the crawl logs afterwards.
+// A part's processes: bin/seeder and a fleet of bin/crawler workers
+// (testenv.RunSeeder, testenv.StartCrawlers), the wait until their crawl is
+// done, and what they report on /metrics and in /proc.
 
 import (
 	"context"
@@ -15,14 +13,15 @@ import (
 	"slices"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
-// seed runs bin/seeder (testenv.RunSeeder) to create crawl with cfg over
-// the defaults and enqueue seeds (nil: dir/seeds.txt is written), bounded
-// by timeout, and returns its output.
+// seed runs bin/seeder (testenv.RunSeeder: cfg over the defaults; seeds
+// nil: dir/seeds.txt is written) for at most timeout; it returns its output.
 func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[string]any, seeds []string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -65,8 +64,7 @@ func (f *fleet) stopAndRead() ([]storage.LogEntry, error) {
 }
 
 // logSizes returns the size of each worker's crawl log (0 while missing),
-// their sum, and the latest modification time: when the last page was
-// logged (its item completed one ZooKeeper round trip later).
+// their sum, and the latest modification time: when the last page was logged.
 func (f *fleet) logSizes() (sizes []int64, total int64, last time.Time) {
 	for _, w := range f.workers {
 		var n int64
@@ -82,28 +80,15 @@ func (f *fleet) logSizes() (sizes []int64, total int64, last time.Time) {
 	return sizes, total, last
 }
 
-// waitDone polls every 50 ms and returns once empty reports nothing left
-// (frontier.Pending: nothing ready, claimed, in a backlog or in an inbox)
-// twice in a row with no crawl log growing in between; empty is asked only
-// once the logs have stopped growing for 100 ms, as it reads every shard's
-// and group's counts. Errors: every worker exited, ctx ended, or timeout.
+// waitDone polls every 50 ms until empty, asked once the crawl logs have
+// stopped growing for 100 ms, reports nothing left twice in a row with no
+// log growing in between. Errors: every worker exited, ctx ended, timeout.
 func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool, error), timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
 	var last []int64
 	stable, seenEmpty := 0, false
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("crawl not done after %v", timeout)
-		}
+	done, err := poll(ctx, 50*time.Millisecond, timeout, func() (bool, error) {
 		if !slices.ContainsFunc(f.workers, func(w *testenv.Crawler) bool { return !w.Exited() }) {
-			return errors.New("every worker exited before the crawl was done:\n" + f.workers[0].LogTail(20))
+			return false, errors.New("every worker exited before the crawl was done:\n" + f.workers[0].LogTail(20))
 		}
 		sizes, total, _ := f.logSizes()
 		if slices.Equal(sizes, last) && total > 0 {
@@ -113,55 +98,87 @@ func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool,
 		}
 		last = sizes
 		if stable < 2 {
-			continue
+			return false, nil
 		}
 		done, err := empty(ctx)
-		if err != nil {
-			return err
+		done, seenEmpty = done && seenEmpty, done
+		return done, err
+	})
+	if err == nil && !done {
+		err = fmt.Errorf("crawl not done after %v", timeout)
+	}
+	return err
+}
+
+// poll calls cond every interval until it reports done or fails, ctx
+// ends or timeout passes; it returns cond's last report (false at the
+// timeout) or ctx's error.
+func poll(ctx context.Context, interval, timeout time.Duration, cond func() (bool, error)) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if done, err := cond(); done || err != nil || time.Now().After(deadline) {
+			return done, err
 		}
-		if done && seenEmpty {
-			return nil
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(interval):
 		}
-		seenEmpty = done
 	}
 }
 
 // crawlReading is what runCrawl reads of one crawl while its workers
 // still run.
 type crawlReading struct {
-	wall      time.Duration // fleet start to the last crawl log write
-	end       time.Time     // the last crawl log write
-	m         workerMetrics
-	zkWrites  int64   // ZooKeeper write transactions since the caller's mark
-	zkCPUS    float64 // and its JVM's CPU seconds
-	loadAfter string
+	report.CrawlFigures           // LoadBefore: of the caller's mark
+	end                 time.Time // the last crawl log write
+	wall                time.Duration
+	m                   workerMetrics
+	front               *frontier.Frontier // opened when the caller gave no pending
 }
 
-// runCrawl starts n workers of the seeded crawl on zk, waits (up to
-// timeout) until pending reports it done, and takes the readings before
-// anything stops. The caller stops the fleet; on error it is killed.
+// runCrawl starts n workers of the seeded crawl on zk, waits (up to 5
+// minutes) until pending reports it done (nil: frontier.Pending.Empty, the
+// frontier opened once the workers run), and takes the readings since mark
+// before anything stops. The caller stops the fleet; on error it is killed.
 func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n int, mark zkMark,
-	pending func(context.Context) (bool, error), timeout time.Duration) (*fleet, crawlReading, error) {
-	var r crawlReading
+	pending func(context.Context) (bool, error)) (*fleet, crawlReading, error) {
+	r := crawlReading{CrawlFigures: report.CrawlFigures{LoadBefore: mark.load}}
+	if pending == nil {
+		pending = func(ctx context.Context) (bool, error) {
+			var err error
+			if r.front == nil {
+				if r.front, err = frontier.Open(ctx, zk.client, crawlRoot(crawl)); err != nil {
+					return false, err
+				}
+			}
+			p, err := r.front.Pending(ctx)
+			return p.Empty(), err
+		}
+	}
 	t0 := time.Now()
 	f, err := b.startFleet(ctx, zk.srv.Addr(), crawl, dir, n)
 	if err != nil {
 		return nil, r, err
 	}
-	err = f.waitDone(ctx, pending, timeout)
+	err = f.waitDone(ctx, pending, 5*time.Minute)
 	if err == nil {
 		_, _, r.end = f.logSizes()
 		r.wall = r.end.Sub(t0)
 		r.m, err = f.metrics(ctx)
 	}
 	if err == nil {
-		r.zkWrites, r.zkCPUS, err = zk.since(ctx, mark)
+		r.ZKWrites, r.ZKCPUS, err = zk.since(ctx, mark)
 	}
 	if err != nil {
 		f.kill()
 		return nil, r, err
 	}
-	r.loadAfter = loadavg()
+	m := r.m
+	r.ZKOps, r.ZKOpErrors, r.WorkerCPUS = m.ops, m.opErrors, m.cpuS
+	r.FsyncRounds, r.FsyncS = m.fsync.Count, m.fsync.Sum
+	r.ClaimP50Ms, r.ClaimP99Ms = ms(m.claim.Quantile(0.5)), ms(m.claim.Quantile(0.99))
+	r.LoadAfter = loadavg()
 	return f, r, nil
 }
 
@@ -186,8 +203,7 @@ type workerMetrics struct {
 }
 
 // metrics scrapes every worker's /metrics and reads its CPU time and peak
-// RSS from /proc. Errors: a scrape, a /proc read, or histograms of
-// different buckets.
+// RSS. Errors: a scrape, a /proc read, histograms of different buckets.
 func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 	m := workerMetrics{ops: map[string]float64{}, opErrors: map[string]float64{}, dropped: map[string]float64{}, links: map[string]float64{}}
 	const opHist = "zkcrawl_zk_op_duration_seconds"

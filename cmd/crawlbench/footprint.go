@@ -1,25 +1,11 @@
 package main
 
-// Part 3: the frontier's footprint in ZooKeeper.
-//
-// (a) Queued URLs: queuedHosts x queuedPaths URLs (http://hNNNNN.example/p/N,
-// nothing is fetched) given to the real bin/seeder --seeds on a fresh
-// ZooKeeper: the seeding rate, then ZooKeeper's data and znodes per URL
-// right after seeding (the URLs wait as inbox posts) and after one worker,
-// with config paused=true, has drained the inboxes into backlog batches
-// and filled every host's ready window (a paused worker claims nothing but
-// its groups still move).
-//
-// (b) Fetched URLs: measured in part 1 (synth.go).
-//
-// (c) A big frontier: bigHosts x bigPaths URLs enqueued in-process with
-// frontier.Enqueue (the seeder's path, 20,000 URLs a call, 3 calls at a
-// time) into one ZooKeeper with -Xmx1g, for at most --big-time; then data
-// size, JVM RSS, snapshot size and restart time, and the heap per seen
-// key of a seeder's LoadKnown and of one group's seen-set.
+// Part 3: the frontier's footprint in ZooKeeper. (a) URLs queued by
+// bin/seeder, then drained by a paused worker into backlog batches and
+// ready windows; (b) fetched URLs, measured in part 1; (c) a big frontier
+// enqueued in-process, its snapshot and restart, and the heap per seen key.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -47,18 +33,23 @@ const (
 func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	// The crawl runs the default config but for paused: the workers' window.
 	res := &report.Queued{Hosts: queuedHosts, URLs: queuedHosts * queuedPaths, Window: worker.ReadyWindow(config.Default())}
-	b.log.Info("part 3a: queued URLs via bin/seeder", "urls", res.URLs, "hosts", res.Hosts)
 	dir := filepath.Join(b.opts.outDir, "queued")
-	seedPath := filepath.Join(dir, "seeds.txt")
-	if err := writeSeeds(seedPath, queuedHosts, queuedPaths); err != nil {
+	var seeds strings.Builder // the seeder's --seeds file, host by host
+	for i := range res.URLs {
+		fmt.Fprintf(&seeds, "http://h%05d.example/p/%d\n", i/queuedPaths, i%queuedPaths)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	zk, base, err := b.startOwnZK(ctx, "queued/zk")
+	if err := os.WriteFile(filepath.Join(dir, "seeds.txt"), []byte(seeds.String()), 0o644); err != nil {
+		return nil, err
+	}
+	zk, err := b.startZK(ctx, "queued/zk", true, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer zk.close()
-	res.Base, res.LoadBefore = base, loadavg()
+	res.Base, res.LoadBefore = zk.base, loadavg()
 	t0 := time.Now()
 	out, err := b.seed(ctx, zk.srv.Addr(), "queued", dir, map[string]any{"paused": true}, nil, 10*time.Minute)
 	if err != nil {
@@ -82,10 +73,9 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	return res, nil
 }
 
-// drain starts one worker on the paused crawl and waits (up to 5 minutes)
-// until frontier.Pending shows every inbox post moved into the backlogs
-// and every host's ready window filled, then stops it and reads the
-// footprint again.
+// drain starts one worker on the paused crawl, waits (up to 5 minutes)
+// until frontier.Pending shows no inbox post and every host's ready window
+// filled, stops it and reads the footprint again.
 func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *report.Queued) error {
 	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
 	if err != nil {
@@ -98,22 +88,16 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 	}
 	defer f.kill()
 	want := res.Hosts * res.Window
-	for deadline := time.Now().Add(5 * time.Minute); ; {
-		if res.Pending, err = front.Pending(ctx); err != nil {
-			return err
-		}
-		if res.DrainedOK = res.Pending.Posts == 0 && res.Pending.Ready >= want; res.DrainedOK {
-			break
-		}
-		if time.Now().After(deadline) || f.workers[0].Exited() {
-			b.log.Warn("part 3a: the paused worker did not drain every post and fill every ready window", "pending", res.Pending, "want_ready", want)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
+	if _, err := poll(ctx, 250*time.Millisecond, 5*time.Minute, func() (bool, error) {
+		var err error
+		res.Pending, err = front.Pending(ctx)
+		res.DrainedOK = res.Pending.Posts == 0 && res.Pending.Ready >= want
+		return res.DrainedOK || f.workers[0].Exited(), err
+	}); err != nil {
+		return err
+	}
+	if !res.DrainedOK {
+		b.log.Warn("part 3a: the paused worker did not drain every post and fill every ready window", "pending", res.Pending, "want_ready", want)
 	}
 	res.DrainS = time.Since(t1).Seconds()
 	f.stop() // its ephemeral znodes go; the ready windows and batches stay
@@ -121,36 +105,11 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 	return err
 }
 
-// writeSeeds writes hosts x paths URLs, host by host, one per line.
-func writeSeeds(p string, hosts, paths int) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	for h := range hosts {
-		for i := range paths {
-			fmt.Fprintf(w, "http://h%05d.example/p/%d\n", h, i)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // runBig runs part 3c: a big frontier enqueued in-process into one
-// ZooKeeper, its footprint and files, then a restart with that data
-// (ZooKeeper reads the latest snapshot and the transaction log after it,
-// and writes a fresh snapshot before it serves).
+// ZooKeeper, its footprint and files, then a restart with that data.
 func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	res := &report.Big{Target: bigHosts * bigPaths, Hosts: bigHosts, Paths: bigPaths, TimeLimitS: b.opts.bigTime.Seconds(), Heap: zkHeap}
-	b.log.Info("part 3c: big frontier", "urls", res.Target, "time_limit", b.opts.bigTime)
-	zk, _, err := b.startOwnZK(ctx, "big/zk")
+	zk, err := b.startZK(ctx, "big/zk", true, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -170,17 +129,12 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 		res.JVMPeakMB = float64(p.PeakKB) / 1024
 	}
 	dataDir := filepath.Join(zk.srv.Dir(), "data", "version-2")
-	snaps := map[string]bool{}
-	for name, size := range dataFiles(dataDir) {
-		switch {
-		case strings.HasPrefix(name, "snapshot."):
-			snaps[name] = true
-			res.Snapshots++
-			res.LargestSnapshotMB = max(res.LargestSnapshotMB, float64(size)/(1<<20))
-		case strings.HasPrefix(name, "log."):
-			res.TxnLogMB += float64(size) / (1 << 20)
-		}
+	snaps := map[string]float64{}
+	res.TxnLogMB = dataFiles(dataDir, snaps)
+	for _, mb := range snaps {
+		res.LargestSnapshotMB = max(res.LargestSnapshotMB, mb)
 	}
+	res.Snapshots = len(snaps)
 	if err := seenHeap(ctx, front, res); err != nil {
 		return nil, fmt.Errorf("seen-set heap: %w", err)
 	}
@@ -189,9 +143,11 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
 	res.RestartS = time.Since(t1).Seconds()
-	for name, size := range dataFiles(dataDir) {
-		if strings.HasPrefix(name, "snapshot.") && !snaps[name] {
-			res.RestartSnapshotMB = max(res.RestartSnapshotMB, float64(size)/(1<<20))
+	after := map[string]float64{}
+	dataFiles(dataDir, after)
+	for name, mb := range after {
+		if _, old := snaps[name]; !old {
+			res.RestartSnapshotMB = max(res.RestartSnapshotMB, mb)
 		}
 	}
 	res.LargestSnapshotMB = max(res.LargestSnapshotMB, res.RestartSnapshotMB)
@@ -202,12 +158,10 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	return res, nil
 }
 
-// seenHeap measures the live heap per key of the big frontier's seen keys
-// where they are held: a seeder's LoadKnown of every group (a second
-// Frontier on the same root), and group 0's seen-set as Backlog.Keys and
-// an owner's Group hold it (the same seenset.Set). Each is the live heap
-// with the set less the live heap once it is dropped, read with
-// runtime.ReadMemStats after two GCs (the second empties sync.Pools).
+// seenHeap measures the live heap per seen key of a seeder's LoadKnown of
+// every group (a second Frontier on the same root) and of group 0's set as
+// Backlog.Keys and an owner hold it: runtime.ReadMemStats after two GCs
+// (the second empties sync.Pools) with the keys, less without.
 func seenHeap(ctx context.Context, front *frontier.Frontier, res *report.Big) error {
 	heapAfterGC := func() int64 {
 		var m runtime.MemStats
@@ -241,59 +195,58 @@ func seenHeap(ctx context.Context, front *frontier.Frontier, res *report.Big) er
 }
 
 // seedBig enqueues res.Target URLs http://hNNNNNN.example/p/N, host by
-// host, with frontier.Enqueue from 3 goroutines, 20,000 URLs a call, until
+// host, with frontier.Enqueue, 3 calls at a time, 20,000 URLs a call, until
 // all are in or --big-time has passed; it fills in the count, the time and
 // the rate. Errors: an enqueue failed or posted fewer URLs than given.
 func (b *bench) seedBig(ctx context.Context, front *frontier.Frontier, res *report.Big) error {
-	const batch, callers = 20000, 3
-	var next, done atomic.Int64
-	var stop atomic.Bool
+	const batch = 20000
+	var done atomic.Int64
 	t0 := time.Now()
-	defer time.AfterFunc(b.opts.bigTime, func() { stop.Store(true) }).Stop()
 	g, gctx := errgroup.WithContext(ctx)
-	for range callers {
+	g.SetLimit(3)
+	for start := 0; start < res.Target && gctx.Err() == nil; start += batch {
+		if time.Since(t0) > b.opts.bigTime {
+			res.StoppedByTimeLimitS = true
+			break
+		}
 		g.Go(func() error {
 			items := make([]frontier.Item, 0, batch)
-			for !stop.Load() {
-				start := int(next.Add(batch)) - batch
-				if start >= res.Target {
-					return nil
-				}
-				items = items[:0]
-				for i := start; i < min(start+batch, res.Target); i++ {
-					items = append(items, frontier.Item{URL: fmt.Sprintf("http://h%06d.example/p/%d", i/res.Paths, i%res.Paths)})
-				}
-				r, err := front.Enqueue(gctx, items)
-				if err == nil && r.Posted != len(items) {
-					err = fmt.Errorf("enqueue %d URLs from %s: %d posted, %d duplicates", len(items), items[0].URL, r.Posted, r.Duplicates)
-				}
-				if err != nil {
-					return err
-				}
-				if n := done.Add(int64(len(items))); n%1_000_000 == 0 {
-					b.log.Info("part 3c: seeding", "enqueued", n)
-				}
+			for i := start; i < min(start+batch, res.Target); i++ {
+				items = append(items, frontier.Item{URL: fmt.Sprintf("http://h%06d.example/p/%d", i/res.Paths, i%res.Paths)})
 			}
-			return nil
+			r, err := front.Enqueue(gctx, items)
+			if err == nil && r.Posted != len(items) {
+				err = fmt.Errorf("enqueue %d URLs from %s: %d posted, %d duplicates", len(items), items[0].URL, r.Posted, r.Duplicates)
+			}
+			if n := done.Add(int64(r.Posted)); err == nil && n%1_000_000 == 0 {
+				b.log.Info("part 3c: seeding", "enqueued", n)
+			}
+			return err
 		})
 	}
 	err := g.Wait()
 	res.SeedS = time.Since(t0).Seconds()
-	res.StoppedByTimeLimitS = stop.Load()
 	res.URLs = int(done.Load())
 	res.SeedPerS = float64(res.URLs) / res.SeedS
 	return err
 }
 
-// dataFiles returns the sizes of the files in dir by name (a ZooKeeper
-// data dir's version-2: snapshot.* and log.*); none when unreadable.
-func dataFiles(dir string) map[string]int64 {
-	sizes := map[string]int64{}
+// dataFiles adds the size in MB of each snapshot.* in dir (a ZooKeeper
+// data dir's version-2) to snaps by name and returns the log.* files'
+// summed; none when unreadable.
+func dataFiles(dir string, snaps map[string]float64) (logsMB float64) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if info, err := e.Info(); err == nil {
-			sizes[e.Name()] = info.Size()
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		mb := float64(info.Size()) / (1 << 20)
+		if strings.HasPrefix(e.Name(), "snapshot.") {
+			snaps[e.Name()] = mb
+		} else if strings.HasPrefix(e.Name(), "log.") {
+			logsMB += mb
 		}
 	}
-	return sizes
+	return logsMB
 }

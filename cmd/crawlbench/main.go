@@ -1,25 +1,9 @@
 // Command crawlbench is zkcrawl's benchmark driver (`make bench` runs it
-// through scripts/bench.sh). It measures, on this machine, against issue
-// 9's targets (every ZooKeeper runs with forceSync=yes, production's
-// default; write and speed figures are also taken with forceSync=no):
-//
-//  1. the synthetic web crawled by 1, 2 and 3 bin/crawler processes with
-//     rate limits off (synth.go);
-//  2. the PostgreSQL manual served by nginx, against wget -r --warc-file
-//     (real.go);
-//  3. the frontier's footprint in ZooKeeper: per queued URL, per fetched
-//     URL (from part 1), and a big frontier's snapshot and restart
-//     (footprint.go);
-//  4. crawler traps, one worker, the default config (trap.go);
-//  5. ZooKeeper's write ceiling and the cluster pages/s it implies
-//     (ceiling.go);
-//  6. kill-to-takeover (takeover.go).
-//
+// through scripts/bench.sh): six parts, one file each, listed by --help.
 // It reads zkcrawl's state only through the packages' own APIs (frontier,
 // coord's Queue, Backlog and Members) and ZooKeeper's only through its four
-// letter words (testenv). Measurement and report are apart: the parts fill
-// the structs of package report (results.json), which renders the table
-// and BENCHMARKS.md and measures nothing.
+// letter words (testenv). The parts fill the structs of package report
+// (results.json), which renders the table and BENCHMARKS.md.
 package main
 
 import (
@@ -42,16 +26,11 @@ import (
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 )
 
-const about = `Runs zkcrawl's benchmark against the targets of issue 9, on ZooKeeper with
-forceSync=yes (production's default) and, for every write and speed figure,
-also forceSync=no: (1) the synthetic web crawled by 1, 2 and 3 worker
-processes; (2) the PostgreSQL manual served by nginx, zkcrawl against
-wget -r --warc-file; (3) the frontier's footprint in ZooKeeper per queued and
-per fetched URL, and a 10,000,000-URL frontier's snapshot and restart;
-(4) crawler traps; (5) ZooKeeper's write ceiling; (6) the takeover time after
-a worker is killed. It prints one table and writes it to --md with the
-machine and the commands to rerun. Every process it starts is stopped when
-it ends or is interrupted.`
+const about = `Runs zkcrawl's benchmark parts (see --only) against their targets, on
+ZooKeeper with forceSync=yes (production's default) and, for every write
+and speed figure, also forceSync=no. It prints one table and writes it to
+--md with the machine and the commands to rerun. Every process it starts
+is stopped when it ends or is interrupted.`
 
 const examples = `  crawlbench --bin ./bin --out ./out/bench --md BENCHMARKS.md
   crawlbench --skip-big --skip-takeover --md ''        # quick: no 10M frontier, no kill test
@@ -62,15 +41,15 @@ func main() { cli.Main("crawlbench", run) }
 
 // options are the command-line settings.
 type options struct {
-	binDir, outDir, mdPath      string
-	only                        []string
-	skip                        map[string]*bool // --skip-<part>
-	workers                     []int
-	hosts, pagesPerHost         int
-	repeat, realRepeat          int
-	bigTime, trapTime, ceilTime time.Duration
-	baselineBin, baselineName   string
-	command                     string
+	binDir, outDir, mdPath    string
+	only                      []string
+	skip                      map[string]*bool // --skip-<part>
+	workers                   []int
+	hosts, pagesPerHost       int
+	repeat, realRepeat        int
+	bigTime, trapTime         time.Duration
+	baselineBin, baselineName string
+	command                   string
 }
 
 // parts are the benchmark's parts, by the name --only and --skip-* use,
@@ -107,7 +86,6 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 	fs.IntVar(&o.realRepeat, "real-repeat", 5, "part 2: rounds of the loopback pair (wget, then zkcrawl on each ZooKeeper); the table shows the round of median ratio")
 	fs.DurationVar(&o.bigTime, "big-time", 5*time.Minute, "part 3c: stop seeding after this long (the report gives the count reached)")
 	fs.DurationVar(&o.trapTime, "trap-time", 40*time.Second, "part 4: how long one worker crawls each trap")
-	fs.DurationVar(&o.ceilTime, "ceiling-time", 5*time.Second, "part 5: how long each server is measured")
 	fs.StringVar(&o.baselineBin, "baseline-bin", "", "part 1: also run 3 workers with the seeder and crawler in this directory (the previous frontier layout, built by scripts/bench.sh), in the same rounds")
 	fs.StringVar(&o.baselineName, "baseline-name", "layout 1", "part 1: how the report names the --baseline-bin build")
 	fs.StringVar(&o.command, "command", "", "the command that ran this benchmark, for the report (default: this command line)")
@@ -128,8 +106,8 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 			return o, nil, cli.Usage("--workers %d: want 1..16", n)
 		}
 	}
-	if o.hosts < 1 || o.pagesPerHost < 1 || o.bigTime <= 0 || o.trapTime <= 0 || o.ceilTime <= 0 {
-		return o, nil, cli.Usage("--hosts, --pages-per-host, --big-time, --trap-time and --ceiling-time must be positive")
+	if o.hosts < 1 || o.pagesPerHost < 1 || o.bigTime <= 0 || o.trapTime <= 0 {
+		return o, nil, cli.Usage("--hosts, --pages-per-host, --big-time and --trap-time must be positive")
 	}
 	return o, newLogger, nil
 }
@@ -231,13 +209,14 @@ func (b *bench) runParts(ctx context.Context) *report.Results {
 		if (len(o.only) > 0 && !slices.Contains(o.only, name)) || (len(o.only) == 0 && *o.skip[name]) || ctx.Err() != nil {
 			return
 		}
+		b.log.Info(title + " started")
 		t0 := time.Now()
 		if err := fn(); err != nil {
 			b.log.Error(title+" failed", "error", err)
 			rep.Errors = append(rep.Errors, title+": "+err.Error())
 		}
 		rep.PartS = append(rep.PartS, report.PartTime{Part: name, S: time.Since(t0).Seconds()})
-		b.log.Info(title+" done", "s", round(time.Since(t0).Seconds(), 0))
+		b.log.Info(title+" done", "took", time.Since(t0).Round(time.Second))
 	}
 	step("synth", "part 1", func() (err error) { rep.Synth, err = b.runSynth(ctx); return })
 	step("real", "part 2", func() (err error) { rep.Real, err = b.runReal(ctx); return })

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -46,5 +48,42 @@ func TestJudgeSynthCountsMissingDuplicateExtraAndWrongStatus(t *testing.T) {
 	}
 	if run.Pages != 4 || run.PagesPerS != 2 || len(run.PagesPerWorker) != 2 || run.PagesPerWorker[0] != 2 {
 		t.Errorf("judgeSynth: pages %d, pages/s %v, per worker %v", run.Pages, run.PagesPerS, run.PagesPerWorker)
+	}
+}
+
+// TestKeepFastest: the table keeps, per worker count and forceSync, the
+// run of most pages/s, in the order the pairs first ran.
+func TestKeepFastest(t *testing.T) {
+	var runs []report.SynthRun
+	for _, r := range []report.SynthRun{
+		{Workers: 1, ForceSync: true, PagesPerS: 10, Attempt: 1}, {Workers: 1, ForceSync: false, PagesPerS: 20, Attempt: 1},
+		{Workers: 1, ForceSync: true, PagesPerS: 15, Attempt: 2}, {Workers: 1, ForceSync: false, PagesPerS: 5, Attempt: 2},
+	} {
+		runs = keepFastest(runs, r)
+	}
+	if len(runs) != 2 || runs[0].Attempt != 2 || !runs[0].ForceSync || runs[1].Attempt != 1 || runs[1].ForceSync {
+		t.Errorf("keepFastest = %+v; want attempt 2 of forceSync=yes, then attempt 1 of no", runs)
+	}
+}
+
+// TestPollReportsTimeoutErrorAndContext: poll returns cond's done, its
+// error at once, false at the timeout, and ctx's error when it ends.
+func TestPollReportsTimeoutErrorAndContext(t *testing.T) {
+	ctx := context.Background()
+	n := 0
+	if done, err := poll(ctx, time.Millisecond, time.Second, func() (bool, error) { n++; return n == 3, nil }); !done || err != nil || n != 3 {
+		t.Errorf("poll until the third call = %v, %v after %d calls", done, err, n)
+	}
+	boom := errors.New("boom")
+	if _, err := poll(ctx, time.Millisecond, time.Second, func() (bool, error) { return false, boom }); err != boom {
+		t.Errorf("poll with a failing cond = %v, want %v", err, boom)
+	}
+	if done, err := poll(ctx, time.Millisecond, 20*time.Millisecond, func() (bool, error) { return false, nil }); done || err != nil {
+		t.Errorf("poll past its timeout = %v, %v; want false, nil", done, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := poll(cctx, time.Millisecond, time.Second, func() (bool, error) { return false, nil }); err != context.Canceled {
+		t.Errorf("poll with a cancelled ctx = %v", err)
 	}
 }

@@ -1,20 +1,9 @@
 package main
 
-// Part 2: a real site, scripts/demo-real.sh's setup timed the way part 1
-// is. nginx serves Debian's PostgreSQL 15 HTML manual on a free loopback
-// port; `wget -r -np -nv --warc-file` mirrors it, writing WARC too (timed);
-// then bin/seeder and 3 bin/crawler workers crawl the same start URL, on
-// the forceSync=yes and on the forceSync=no ZooKeeper, each timed from the
-// seeder's start to the last crawl log line (the crawl then found done by
-// frontier.Pending; no --exit-when-done quiet period). Every HTML page wget
-// fetched must be in the crawl logs exactly once with status 200.
-//
-// One host is one shard group with one owner, so one worker does all the
-// fetching, by design; per_host_max_in_flight decides how parallel it is.
-// Loopback answers in microseconds, which no real site does, so the pair
-// runs again through a proxy in this process that delays every response by
-// realLatency, where wget's one request at a time meets zkcrawl's
-// per_host_max_in_flight.
+// Part 2: the PostgreSQL manual served by nginx, mirrored by
+// `wget -r --warc-file` and crawled by 3 workers, on loopback and through
+// a proxy adding realLatency per response. One host is one shard group
+// with one owner: one worker does all the fetching, by design.
 
 import (
 	"context"
@@ -26,7 +15,6 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
-	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -51,9 +39,7 @@ var realConfig = map[string]any{
 }
 
 // runReal runs part 2: nginx serving the manual, then the wget-vs-zkcrawl
-// pair on loopback, --real-repeat rounds (a 1 s crawl on two shared cores
-// moves by 10-20% from run to run: the table takes each ZooKeeper's round
-// of median ratio), and once through the delaying proxy.
+// pair on loopback, --real-repeat rounds, and once through a DelayProxy.
 func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 	res := &report.Real{Docs: pgDocs, MaxInFlight: realInFlight, Concurrency: realConcurrency, NginxWorkers: realNginxWorkers}
 	if _, err := os.Stat(filepath.Join(pgDocs, "index.html")); err != nil {
@@ -81,48 +67,42 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 		return nil, err
 	}
 	defer nginx.Close()
-	origin := nginx.URL
 	for round := 1; round <= max(b.opts.realRepeat, 1); round++ {
-		sub := "loopback"
-		if round > 1 {
-			sub = fmt.Sprintf("loopback-%d", round)
-		}
-		runs, err := b.realPair(ctx, origin, filepath.Join(dir, sub), fmt.Sprintf("pgdocs-%d", round), 0, []bool{true, false})
-		for i := range runs {
-			runs[i].Round = round
-		}
+		runs, err := b.realPair(ctx, nginx.URL, filepath.Join(dir, fmt.Sprint("loopback-", round)), report.RealRun{Round: round}, true, false)
 		res.Runs = append(res.Runs, runs...)
 		if err != nil {
 			return res, err
 		}
 	}
-	proxy, stopProxy, err := testenv.DelayProxy(origin, realLatency)
+	proxy, stopProxy, err := testenv.DelayProxy(nginx.URL, realLatency)
 	if err != nil {
 		return res, err
 	}
 	defer stopProxy()
-	runs, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), "pgdocs-latency", realLatency, []bool{true})
+	latency := report.RealRun{LatencyMS: float64(realLatency) / float64(time.Millisecond)}
+	runs, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), latency, true)
 	res.Runs = append(res.Runs, runs...)
 	return res, err
 }
 
-// realPair mirrors base with wget, then crawls it with zkcrawl once on
-// the shared ZooKeeper of each forceSync setting in modes.
-func (b *bench) realPair(ctx context.Context, base, dir, crawl string, latency time.Duration, modes []bool) ([]report.RealRun, error) {
-	w, want, err := runWget(ctx, base, dir)
+// realPair mirrors base with wget (testenv.WgetMirror) into dir, then
+// crawls it with zkcrawl once on the shared ZooKeeper of each forceSync
+// setting in modes, each run filled in over pair.
+func (b *bench) realPair(ctx context.Context, base, dir string, pair report.RealRun, modes ...bool) ([]report.RealRun, error) {
+	m, err := testenv.WgetMirror(ctx, base+"index.html", dir)
 	if err != nil {
 		return nil, err
 	}
-	w.LatencyMS = float64(latency) / float64(time.Millisecond)
+	pair.WgetS, pair.WgetWARCMB, pair.WgetPages = m.Elapsed.Seconds(), float64(m.WARCBytes)/(1<<20), len(m.Pages)
+	crawl := "pgdocs-" + filepath.Base(dir)
 	var runs []report.RealRun
 	for _, fsync := range modes {
-		// When part 1 did not warm this server up, unrecorded crawls of the
-		// manual do (ZooKeeper's CPU for one crawl fell from 1.4 s to
-		// 0.35 s over the first five).
+		// When part 1 did not warm this server up, unrecorded crawls of
+		// the manual do.
 		zk, err := b.sharedServer(ctx, fsync, func(z *benchZK) error {
 			for i := 1; i <= realWarmups; i++ {
-				warm, name := w, fmt.Sprintf("%s-warmup%d-%s", crawl, i, syncTag(fsync))
-				if err := b.realCrawl(ctx, z, base, filepath.Join(dir, name), name, want, &warm); err != nil {
+				warm, name := pair, fmt.Sprintf("%s-warmup%d-%s", crawl, i, syncTag(fsync))
+				if err := b.realCrawl(ctx, z, base, filepath.Join(dir, name), name, m.Pages, &warm); err != nil {
 					return err
 				}
 			}
@@ -131,9 +111,9 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, latency t
 		if err != nil {
 			return runs, err
 		}
-		run, name := w, crawl+"-"+syncTag(fsync)
+		run, name := pair, crawl+"-"+syncTag(fsync)
 		run.ForceSync = fsync
-		if err := b.realCrawl(ctx, zk, base, filepath.Join(dir, name), name, want, &run); err != nil {
+		if err := b.realCrawl(ctx, zk, base, filepath.Join(dir, name), name, m.Pages, &run); err != nil {
 			return runs, err
 		}
 		runs = append(runs, run)
@@ -141,18 +121,9 @@ func (b *bench) realPair(ctx context.Context, base, dir, crawl string, latency t
 	return runs, nil
 }
 
-// runWget mirrors base with wget (testenv.WgetMirror) into dir and
-// returns its figures and the URLs of the pages it fetched.
-func runWget(ctx context.Context, base, dir string) (report.RealRun, map[string]bool, error) {
-	m, err := testenv.WgetMirror(ctx, base+"index.html", dir)
-	return report.RealRun{WgetS: m.Elapsed.Seconds(), WgetWARCMB: float64(m.WARCBytes) / (1 << 20), WgetPages: len(m.Pages)}, m.Pages, err
-}
-
-// realCrawl seeds base's index.html and crawls it with 3 workers on zk
-// (the shared ZooKeeper of run.ForceSync), filling in run's zkcrawl
-// figures and comparing the crawl logs with wget's pages (want).
+// realCrawl seeds base's index.html and crawls it with 3 workers on zk,
+// filling in run's zkcrawl figures and comparing with wget's pages (want).
 func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl string, want map[string]bool, run *report.RealRun) error {
-	run.LoadBefore = loadavg()
 	mark, err := zk.mark(ctx)
 	if err != nil {
 		return err
@@ -163,28 +134,14 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 	}
 	t1 := time.Now()
 	run.SeedS = t1.Sub(t0).Seconds()
-	var front *frontier.Frontier // opened once the workers run: the seeder's run ends the timing
-	pending := func(ctx context.Context) (bool, error) {
-		if front == nil {
-			opened, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
-			if err != nil {
-				return false, err
-			}
-			front = opened
-		}
-		return frontierEmpty(front)(ctx)
-	}
-	f, r, err := b.runCrawl(ctx, zk, crawl, dir, 3, mark, pending, 5*time.Minute)
+	f, r, err := b.runCrawl(ctx, zk, crawl, dir, 3, mark, nil)
 	if err != nil {
 		return err
 	}
 	defer f.kill()
+	run.CrawlFigures = r.CrawlFigures
 	run.ZKS, run.ZKCrawlS = r.end.Sub(t0).Seconds(), r.end.Sub(t1).Seconds()
 	run.Ratio, run.CrawlRatio = run.ZKS/run.WgetS, run.ZKCrawlS/run.WgetS
-	run.ZKOps, run.ZKOpErrors, run.WorkerCPUS = r.m.ops, r.m.opErrors, r.m.cpuS
-	run.FsyncRounds, run.FsyncS = r.m.fsync.Count, r.m.fsync.Sum
-	run.ClaimP50Ms, run.ClaimP99Ms = ms(r.m.claim.Quantile(0.5)), ms(r.m.claim.Quantile(0.99))
-	run.ZKWrites, run.ZKCPUS, run.LoadAfter = r.zkWrites, r.zkCPUS, r.loadAfter
 	lines, err := f.stopAndRead()
 	if err != nil {
 		return err
@@ -193,35 +150,31 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 	if run.ZKLines > 0 {
 		run.WritesPerLine = float64(run.ZKWrites) / float64(run.ZKLines)
 	}
-	ok200, count := map[string]int{}, map[string]int{}
-	for i, l := range lines { // in time order: the pauses between lines
-		count[l.URL]++
-		if l.Status == 200 {
-			ok200[l.URL]++
+	for i := 1; i < len(lines); i++ { // in time order: the pauses between lines
+		gap := lines[i].TS.Sub(lines[i-1].TS).Seconds()
+		run.LongestGapS = max(run.LongestGapS, gap)
+		if gap > realIdleThreshold.Seconds() {
+			run.IdleGapsS += gap
 		}
-		if i > 0 {
-			gap := l.TS.Sub(lines[i-1].TS).Seconds()
-			run.LongestGapS = max(run.LongestGapS, gap)
-			if gap > realIdleThreshold.Seconds() {
-				run.IdleGapsS += gap
+	}
+	final, count := testenv.FinalStatus(lines)
+	for u, status := range final {
+		if status == 200 {
+			run.ZKPages++
+			if !want[u] {
+				run.Extra++
 			}
 		}
 	}
-	run.ZKPages = len(ok200)
 	for u := range want {
-		if ok200[u] == 0 {
+		if final[u] != 200 {
 			run.Missing++
 		}
 		if count[u] > 1 {
 			run.Dups++
 		}
 	}
-	for u := range ok200 {
-		if !want[u] {
-			run.Extra++
-		}
-	}
-	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", round(run.WgetS, 2),
-		"zkcrawl_s", round(run.ZKS, 2), "ratio", round(run.Ratio, 2), "missing", run.Missing, "dups", run.Dups)
+	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", run.WgetS,
+		"zkcrawl_s", run.ZKS, "ratio", run.Ratio, "missing", run.Missing, "dups", run.Dups)
 	return nil
 }

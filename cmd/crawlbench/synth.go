@@ -1,14 +1,8 @@
 package main
 
-// Part 1: the synthetic web with rate limits off, crawled by 1, 2 and 3
-// bin/crawler processes, each count on a ZooKeeper with forceSync=yes and
-// on one with forceSync=no. Each run gets a fresh crawl name and is
-// measured from the first worker's start to the last crawl log line, the
-// frontier then found empty (frontier.Pending), and checked against the
-// web's ground truth. Then the driver waits until the crawl's backlog
-// batches have retired into seen chunks (Backlog.Stats) and reads what the
-// finished crawl left in ZooKeeper: the seen-set of every fetched URL
-// (part 3b; Backlog.Stats and Backlog.SeenBytes).
+// Part 1: the synthetic web, rate limits off, crawled by 1, 2 and 3
+// workers on each shared ZooKeeper, checked against the web's ground
+// truth; then part 3b, what the finished crawl left in ZooKeeper.
 
 import (
 	"context"
@@ -26,12 +20,10 @@ import (
 )
 
 // The synthetic web of part 1 beside --hosts and --pages-per-host, and
-// its crawl's per_host_max_in_flight.
+// its crawl's scope and per_host_max_in_flight.
 const (
-	synthLinks    = 8
-	synthCross    = 0.2
-	synthScope    = "any"
-	synthInFlight = 8
+	synthLinks, synthCross    = 8, 0.2
+	synthScope, synthInFlight = "any", 8
 )
 
 // synthConfig is the crawl config of part 1.
@@ -45,16 +37,9 @@ var synthConfig = map[string]any{
 	"scope":                  synthScope,
 }
 
-// synthWeb is part 1's synthetic web and its ground truth.
-type synthWeb struct {
-	*testenv.Web
-	truth map[string]testenv.WebExpect
-}
-
 // runSynth runs part 1: every worker count on both shared servers,
-// --repeat rounds (the table keeps each count's fastest run: other jobs
-// on the machine only slow a run down; results.json keeps every attempt),
-// plus the baseline build's 3 workers when --baseline-bin is given.
+// --repeat rounds (the table keeps each count's fastest run), plus the
+// baseline build's 3 workers when --baseline-bin is given.
 func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	o := b.opts
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 1, Hosts: o.hosts, PagesPerHost: o.pagesPerHost,
@@ -63,24 +48,18 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 		return nil, err
 	}
 	defer web.Close()
-	sw := &synthWeb{Web: web}
-	if sw.truth, err = web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, Scope: synthScope, ObeyRobots: true}); err != nil {
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, Scope: synthScope, ObeyRobots: true})
+	if err != nil {
 		return nil, err
 	}
 	res := &report.Synth{Hosts: o.hosts, PagesPerHost: o.pagesPerHost, LinksPerPage: synthLinks, CrossHostShare: synthCross,
 		Scope: synthScope, MaxInFlight: synthInFlight, BaselineName: o.baselineName}
-	for _, e := range sw.truth {
+	for _, e := range truth {
 		if e.Status > 0 {
 			res.Expected++
 		}
 	}
-	b.log.Info("part 1: synthetic web", "hosts", o.hosts, "pages_per_host", o.pagesPerHost, "expected_urls", res.Expected)
-	warm := func(z *benchZK) error { _, err := b.synthRun(ctx, sw, z, 3, 0, false); return err }
-	type key struct {
-		n    int
-		sync bool
-	}
-	best := map[key]report.SynthRun{}
+	warm := func(z *benchZK) error { _, err := b.synthRun(ctx, web, truth, z, 3, 0, false); return err }
 	for a := 1; a <= max(o.repeat, 1); a++ {
 		for _, n := range o.workers {
 			for _, fsync := range []bool{true, false} {
@@ -88,45 +67,45 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 				if err != nil {
 					return res, err
 				}
-				run, err := b.synthRun(ctx, sw, zk, n, a, false)
+				run, err := b.synthRun(ctx, web, truth, zk, n, a, false)
 				if err != nil {
-					return res, fmt.Errorf("part 1, %d workers, %s, attempt %d: %w", n, syncName(fsync), a, err)
+					return res, fmt.Errorf("part 1, %d workers, forceSync=%v, attempt %d: %w", n, fsync, a, err)
 				}
+				res.Attempts, res.Runs = append(res.Attempts, run), keepFastest(res.Runs, run)
 				if o.baselineBin != "" && n == 3 {
 					b.binDir = o.baselineBin
-					base, err := b.synthRun(ctx, sw, zk, 3, a, true)
+					run, err = b.synthRun(ctx, web, truth, zk, 3, a, true)
 					b.binDir = ""
 					if err != nil {
-						return res, fmt.Errorf("part 1, %s baseline, %s, attempt %d: %w", o.baselineName, syncName(fsync), a, err)
+						return res, fmt.Errorf("part 1, %s baseline, forceSync=%v, attempt %d: %w", o.baselineName, fsync, a, err)
 					}
-					res.BaselineAttempts = append(res.BaselineAttempts, base)
-					i := slices.IndexFunc(res.Baseline, func(x report.SynthRun) bool { return x.ForceSync == fsync })
-					if i < 0 {
-						res.Baseline = append(res.Baseline, base)
-					} else if base.PagesPerS > res.Baseline[i].PagesPerS {
-						res.Baseline[i] = base
-					}
-				}
-				res.Attempts = append(res.Attempts, run)
-				if k := (key{n, fsync}); run.PagesPerS > best[k].PagesPerS || best[k].Crawl == "" {
-					best[k] = run
+					res.BaselineAttempts, res.Baseline = append(res.BaselineAttempts, run), keepFastest(res.Baseline, run)
 				}
 			}
-		}
-	}
-	for _, fsync := range []bool{true, false} {
-		for _, n := range o.workers {
-			res.Runs = append(res.Runs, best[key{n, fsync}])
 		}
 	}
 	return res, nil
 }
 
-// synthRun crawls the web with n workers on zk; attempt 0 is a warm-up.
-// A baseline run uses the previous layout's binaries (b.bin), whose crawl
-// this code cannot open as a frontier: it is found done by the queue alone
-// (coord.Queue.Pending: ready items and claims), and part 3b is not read.
-func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, attempt int, baseline bool) (report.SynthRun, error) {
+// keepFastest returns runs with run in place of the run of its worker
+// count and forceSync when faster, or added when there is none.
+func keepFastest(runs []report.SynthRun, run report.SynthRun) []report.SynthRun {
+	i := slices.IndexFunc(runs, func(x report.SynthRun) bool { return x.Workers == run.Workers && x.ForceSync == run.ForceSync })
+	if i < 0 {
+		return append(runs, run)
+	}
+	if run.PagesPerS > runs[i].PagesPerS {
+		runs[i] = run
+	}
+	return runs
+}
+
+// synthRun crawls web (its ground truth: truth) with n workers on zk;
+// attempt 0 is a warm-up. A baseline run uses the previous layout's
+// binaries (b.bin), whose crawl this code cannot open as a frontier: it is
+// found done by the queue alone (coord.Queue.Pending: ready items and
+// claims), and part 3b is not read.
+func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (report.SynthRun, error) {
 	tag := fmt.Sprintf("w%d-%s-a%d", n, syncTag(zk.forceSync), attempt)
 	if baseline {
 		tag = "baseline-" + tag
@@ -140,11 +119,9 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 	if _, err := b.seed(ctx, zk.srv.Addr(), run.Crawl, dir, synthConfig, web.Seeds(), time.Minute); err != nil {
 		return run, err
 	}
-	root := crawlRoot(run.Crawl)
-	var front *frontier.Frontier
-	var pending func(context.Context) (bool, error)
+	var pending func(context.Context) (bool, error) // nil: frontier.Pending
 	if baseline {
-		q, err := coord.OpenQueue(ctx, zk.client, root)
+		q, err := coord.OpenQueue(ctx, zk.client, crawlRoot(run.Crawl))
 		if err != nil {
 			return run, err
 		}
@@ -152,28 +129,33 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 			p, err := q.Pending(ctx)
 			return p.Queued == 0 && p.Claimed == 0, err
 		}
-	} else {
-		if front, err = frontier.Open(ctx, zk.client, root); err != nil {
-			return run, err
-		}
-		pending = frontierEmpty(front)
 	}
 	web.Reset()
 	time.Sleep(500 * time.Millisecond) // let the seeder's session close and the machine settle
-	run.LoadBefore = loadavg()
 	mark, err := zk.mark(ctx)
 	if err != nil {
 		return run, err
 	}
-	f, r, err := b.runCrawl(ctx, zk, run.Crawl, dir, n, mark, pending, 5*time.Minute)
+	f, r, err := b.runCrawl(ctx, zk, run.Crawl, dir, n, mark, pending)
 	if err != nil {
 		return run, err
 	}
 	defer f.kill()
-	run.WallS, run.ZKWrites, run.ZKCPUS, run.LoadAfter = r.wall.Seconds(), r.zkWrites, r.zkCPUS, r.loadAfter
-	recordSynthMetrics(&run, r.m)
-	if !baseline { // part 3b: wait (up to 15 s) while the workers, the groups' owners, still run
-		if run.Retired, err = waitRetired(ctx, front, 15*time.Second); err != nil {
+	run.WallS, run.CrawlFigures = r.wall.Seconds(), r.CrawlFigures
+	run.Dropped, run.PeakRSSMB = r.m.dropped, r.m.peakRSSMB
+	run.LinksQueued, run.LinksDup = r.m.links["queued"], r.m.links["duplicate"]
+	if r.m.claim.Count > 0 {
+		run.ClaimMeanMs = r.m.claim.Sum / r.m.claim.Count * 1000
+	}
+	run.CompleteP50Ms, run.PostP50Ms = ms(r.m.complete.Quantile(0.5)), ms(r.m.post.Quantile(0.5))
+	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
+		run.FencedSteps += run.ZKOps[op] // group commit: the fenced steps over the multis that carried them
+	}
+	if run.Multis = run.ZKOps["multi"]; run.Multis > 0 {
+		run.StepsPerMulti = run.FencedSteps / run.Multis
+	}
+	if !baseline { // part 3b: wait while the workers, the groups' owners, still run
+		if err := seenChunks(ctx, r.front, &run); err != nil {
 			return run, err
 		}
 	}
@@ -186,51 +168,15 @@ func (b *bench) synthRun(ctx context.Context, web *synthWeb, zk *benchZK, n, att
 		return run, err
 	}
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
-	if !baseline {
-		if err := seenChunks(ctx, front, &run); err != nil {
-			return run, err
-		}
-	}
-	b.judgeSynth(&run, f, lines, web.truth)
+	b.judgeSynth(&run, f, lines, truth)
 	b.log.Info("part 1 run done", "workers", n, "fsync", zk.forceSync, "attempt", attempt, "baseline", baseline,
-		"pages", run.Pages, "pages_per_s", round(run.PagesPerS, 0), "missing", run.Missing, "dups", run.Dups)
+		"pages", run.Pages, "pages_per_s", int(run.PagesPerS), "missing", run.Missing, "dups", run.Dups)
 	return run, nil
 }
 
-// frontierEmpty reports whether front holds nothing: no item ready,
-// claimed, in a backlog or in an inbox (frontier.Pending).
-func frontierEmpty(front *frontier.Frontier) func(context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		p, err := front.Pending(ctx)
-		return p.Empty(), err
-	}
-}
-
-// recordSynthMetrics fills run's figures from the workers' metrics: claim,
-// completion and post latency, requests by op, group commit, group fsync,
-// links, CPU and peak memory.
-func recordSynthMetrics(run *report.SynthRun, m workerMetrics) {
-	run.ZKOps, run.ZKOpErrors, run.Dropped = m.ops, m.opErrors, m.dropped
-	run.LinksQueued, run.LinksDup = m.links["queued"], m.links["duplicate"]
-	run.WorkerCPUS, run.PeakRSSMB = m.cpuS, m.peakRSSMB
-	run.FsyncRounds, run.FsyncS = m.fsync.Count, m.fsync.Sum
-	run.ClaimP50Ms, run.ClaimP99Ms = ms(m.claim.Quantile(0.5)), ms(m.claim.Quantile(0.99))
-	if m.claim.Count > 0 {
-		run.ClaimMeanMs = m.claim.Sum / m.claim.Count * 1000
-	}
-	run.CompleteP50Ms, run.PostP50Ms = ms(m.complete.Quantile(0.5)), ms(m.post.Quantile(0.5))
-	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
-		run.FencedSteps += run.ZKOps[op]
-	}
-	run.Multis = run.ZKOps["multi"]
-	if run.Multis > 0 {
-		run.StepsPerMulti = run.FencedSteps / run.Multis
-	}
-}
-
-// judgeSynth checks the crawl logs against the ground truth (counting the
-// differences testenv.DiffTruth reports by kind, and the URLs logged more
-// than once) and derives the per-page figures of run.
+// judgeSynth counts the crawl logs' differences from the ground truth
+// (testenv.DiffTruth, by kind; URLs logged more than once) and derives the
+// per-page figures of run.
 func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEntry, truth map[string]testenv.WebExpect) {
 	final, count := testenv.FinalStatus(lines)
 	diff := testenv.DiffTruth(truth, final)
@@ -273,43 +219,26 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 	}
 }
 
-// waitRetired polls Backlog.Stats until no group has a live batch (every
-// accepted URL moved to the ready window and folded into the seen chunks)
-// or timeout; it reports whether that happened.
-func waitRetired(ctx context.Context, front *frontier.Frontier, timeout time.Duration) (bool, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		st, err := front.Backlog().Stats(ctx)
-		if err != nil {
-			return false, err
-		}
-		live := 0
-		for _, g := range st {
-			live += g.Batches
-		}
-		if live == 0 || time.Now().After(deadline) {
-			return live == 0, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// seenChunks fills in the keys and chunks of the crawl's seen-set
-// (Backlog.Stats, from the groups' cursors) and their data bytes
-// (Backlog.SeenBytes).
+// seenChunks polls Backlog.Stats (up to 15 s) until no group has a live
+// batch, records whether that happened, and fills in the seen-set's keys
+// and chunks from the last reading and their bytes (Backlog.SeenBytes).
 func seenChunks(ctx context.Context, front *frontier.Frontier, run *report.SynthRun) error {
-	st, err := front.Backlog().Stats(ctx)
-	if err != nil {
+	var groups []int
+	if _, err := poll(ctx, 200*time.Millisecond, 15*time.Second, func() (bool, error) {
+		st, err := front.Backlog().Stats(ctx)
+		run.Retired, run.SeenKeys, run.SeenChunks, groups = err == nil, 0, 0, nil
+		for _, g := range st {
+			run.Retired = run.Retired && g.Batches == 0
+			run.SeenKeys += g.Seen
+			run.SeenChunks += g.SeenChunks
+			groups = append(groups, g.Group)
+		}
+		return run.Retired, err
+	}); err != nil {
 		return err
 	}
-	for _, g := range st {
-		run.SeenKeys += g.Seen
-		run.SeenChunks += g.SeenChunks
-		n, err := front.Backlog().SeenBytes(ctx, g.Group)
+	for _, g := range groups {
+		n, err := front.Backlog().SeenBytes(ctx, g)
 		if err != nil {
 			return err
 		}

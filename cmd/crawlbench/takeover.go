@@ -1,18 +1,14 @@
 package main
 
-// Part 6: kill-to-takeover. Three workers crawl the synthetic web with a
-// per-host rate, so every worker holds claims on items waiting for their
-// politeness turn. The worker holding the most claims is killed with
-// SIGKILL; its claims stay until ZooKeeper expires its session, then the
-// other workers gain its shard groups (membership watch, handoff) and claim
-// the items again. For every item and host it held the driver measures the
-// time from the kill until another worker holds a claim on it (an item
-// also when it is gone: completed), polling coord.Queue every 50 ms.
+// Part 6: kill-to-takeover. Three workers crawl with a per-host rate, so
+// items wait claimed for their politeness turn; the one holding the most
+// claims is SIGKILLed, and the driver times, for each item and host it
+// held, the kill until another worker claims it (an item also: completes).
 
 import (
 	"context"
 	"fmt"
-	"math"
+	"maps"
 	"path/filepath"
 	"slices"
 	"time"
@@ -35,8 +31,7 @@ const (
 // runTakeover runs part 6.
 func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	res := &report.Takeover{TickMS: killTick.Milliseconds(), Hosts: killHosts, PagesPerHost: killPages, SessionTimeoutS: killSession.Seconds(), RatePerS: killRate}
-	b.log.Info("part 6: kill-to-takeover", "session_timeout", killSession, "rate_per_s", killRate)
-	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 2, Hosts: killHosts, PagesPerHost: killPages, LinksPerPage: 8, CrossHostShare: 0.2, Logger: b.quiet})
+	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 2, Hosts: killHosts, PagesPerHost: killPages, LinksPerPage: synthLinks, CrossHostShare: synthCross, Logger: b.quiet})
 	if err != nil {
 		return nil, err
 	}
@@ -47,16 +42,10 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	}
 	defer bz.close()
 	crawl := fmt.Sprintf("takeover-%d", time.Now().Unix())
-	cfg := map[string]any{
-		"per_host_rate_per_s":    killRate,
-		"per_host_burst":         1,
-		"per_host_max_in_flight": 1,
-		"worker_concurrency":     64,
-		"allow_private_networks": true,
-		"obey_robots":            true,
-		"max_depth":              -1,
-		"scope":                  "any",
-	}
+	cfg := maps.Clone(synthConfig) // but for politeness
+	cfg["per_host_rate_per_s"] = killRate
+	cfg["per_host_burst"] = 1
+	cfg["per_host_max_in_flight"] = 1
 	dir := filepath.Join(b.opts.outDir, "takeover")
 	if _, err := b.seed(ctx, bz.srv.Addr(), crawl, dir, cfg, web.Seeds(), time.Minute); err != nil {
 		return nil, err
@@ -85,37 +74,45 @@ type shardItem struct {
 	name  string
 }
 
-// killAndWatch records the claims per worker and per host, kills the
-// worker holding the most with SIGKILL, and polls every 50 ms until every
-// item and host of the killed worker is taken over or the deadline (3
-// session timeouts + 15 s) passes.
+// killAndWatch records the claims per worker and host, SIGKILLs the worker
+// holding the most, and polls every 50 ms until its every item and host is
+// taken over or the deadline (3 session timeouts + 15 s) passes.
 func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, root string, f *fleet, res *report.Takeover) error {
+	hostOf := map[shardItem]string{}
+	host := func(it shardItem) string { // "" while unreadable (gone: completed); read again next time
+		if h, ok := hostOf[it]; ok {
+			return h
+		}
+		if data, err := q.Get(ctx, it.shard, it.name); err == nil {
+			if fi, err := frontier.DecodeItem(data); err == nil {
+				hostOf[it] = frontier.Host(fi.URL)
+			}
+		}
+		return hostOf[it]
+	}
 	st, err := q.Stats(ctx)
 	if err != nil {
 		return err
 	}
 	res.ClaimsBefore = map[string]int{}
-	sessOf := map[string]int64{}
-	hostClaims, hostOwners := map[string]int{}, map[string]map[string]bool{}
+	sessOf, hostClaims, firstOwner, twoOwners := map[string]int64{}, map[string]int{}, map[string]string{}, map[string]bool{}
 	for _, s := range st.Shards {
 		for _, c := range s.Claims {
 			res.ClaimsBefore[c.Owner]++
 			sessOf[c.Owner] = c.Session
-			if h, err := itemHost(ctx, q, shardItem{s.Shard, c.Item}); err == nil { // gone: completed meanwhile
+			if h := host(shardItem{s.Shard, c.Item}); h != "" {
 				hostClaims[h]++
-				if hostOwners[h] == nil {
-					hostOwners[h] = map[string]bool{}
+				if o, ok := firstOwner[h]; !ok {
+					firstOwner[h] = c.Owner
+				} else if o != c.Owner {
+					twoOwners[h] = true
 				}
-				hostOwners[h][c.Owner] = true
 			}
 		}
 	}
-	res.HostsClaimed = len(hostClaims)
-	for h, n := range hostClaims {
+	res.HostsClaimed, res.HostsWithTwoOwners = len(hostClaims), len(twoOwners)
+	for _, n := range hostClaims {
 		res.MaxClaimsPerHost = max(res.MaxClaimsPerHost, n)
-		if len(hostOwners[h]) > 1 {
-			res.HostsWithTwoOwners++
-		}
 	}
 	victim := f.workers[0]
 	for _, w := range f.workers {
@@ -141,49 +138,24 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 		return err
 	}
 	var items []shardItem
-	shards := map[int]bool{}
+	shards, victimHosts := map[int]bool{}, map[string]bool{}
 	for _, s := range st.Shards {
 		for _, c := range s.Claims {
-			if c.Owner == res.Victim {
-				items = append(items, shardItem{s.Shard, c.Item})
+			if it := (shardItem{s.Shard, c.Item}); c.Owner == res.Victim {
+				items = append(items, it)
 				shards[s.Shard] = true
+				if h := host(it); h != "" {
+					victimHosts[h] = true
+				}
 			}
 		}
 	}
-	res.VictimClaims, res.Shards = len(items), len(shards)
-	hostOf := map[shardItem]string{}
-	host := func(it shardItem) string { // "" while unreadable; a read that failed is tried again
-		if h, ok := hostOf[it]; ok {
-			return h
-		}
-		h, err := itemHost(ctx, q, it)
-		if err == nil {
-			hostOf[it] = h
-		}
-		return h
-	}
-	victimHosts := map[string]bool{}
-	for try := 0; try < 5 && len(hostOf) < len(items); try++ {
-		if try > 0 {
-			time.Sleep(100 * time.Millisecond)
-		}
-		for _, it := range items {
-			if h := host(it); h != "" {
-				victimHosts[h] = true
-			}
-		}
-	}
+	res.VictimClaims, res.Shards, res.VictimHosts = len(items), len(shards), len(victimHosts)
 	b.log.Info("part 6: killed the worker with the most claims", "worker", res.Victim, "claims", len(items), "all_before", res.ClaimsBefore)
-	deadline := tKill.Add(3*killSession + 15*time.Second)
-	res.DeadlineS = deadline.Sub(tKill).Seconds()
-	resolved := map[shardItem]time.Duration{}
-	hostDone := map[string]time.Duration{}
-	for (len(resolved) < len(items) || len(hostDone) < len(victimHosts)) && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	deadline := 3*killSession + 15*time.Second
+	res.DeadlineS = deadline.Seconds()
+	resolved, hostDone := map[shardItem]time.Duration{}, map[string]time.Duration{}
+	if _, err := poll(ctx, 50*time.Millisecond, deadline-time.Since(tKill), func() (bool, error) {
 		now := time.Since(tKill)
 		if res.ExpiredS == 0 {
 			if ids, _, err := coord.Members(ctx, bz.client, root); err == nil && !slices.Contains(ids, res.Victim) {
@@ -194,20 +166,21 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 		for s := range shards {
 			claims, err := q.ShardClaims(ctx, s)
 			if err != nil {
-				return err
+				return false, err
 			}
 			for _, c := range claims {
-				owner[shardItem{s, c.Item}] = c.Owner
+				it := shardItem{s, c.Item}
+				owner[it] = c.Owner
 				if c.Owner == res.Victim {
 					continue
 				}
-				if h := host(shardItem{s, c.Item}); victimHosts[h] && hostDone[h] == 0 {
+				if h := host(it); victimHosts[h] && hostDone[h] == 0 {
 					hostDone[h] = now
 				}
 			}
 			names, err := q.ReadyNames(ctx, s)
 			if err != nil {
-				return err
+				return false, err
 			}
 			for _, n := range names {
 				present[shardItem{s, n}] = true
@@ -225,40 +198,23 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 				res.ByGone++
 			}
 		}
+		return len(resolved) == len(items) && len(hostDone) == len(victimHosts), nil
+	}); err != nil {
+		return err
 	}
 	res.LoadAfter = loadavg()
-	res.VictimHosts = len(victimHosts)
 	res.HostsTakenOver, res.HostMinS, res.HostMedianS, res.HostMaxS = spread(hostDone)
 	res.Items, res.MinS, res.MedianS, res.MaxS = spread(resolved)
 	res.Unresolved = len(items) - res.Items
 	return nil
 }
 
-// itemHost reads queue item it and returns its URL's host. Errors: the
-// item is gone (completed) or unreadable, or does not decode.
-func itemHost(ctx context.Context, q *coord.Queue, it shardItem) (string, error) {
-	data, err := q.Get(ctx, it.shard, it.name)
-	if err != nil {
-		return "", err
-	}
-	fi, err := frontier.DecodeItem(data)
-	if err != nil {
-		return "", fmt.Errorf("item %s of shard %d: %w", it.name, it.shard, err)
-	}
-	return frontier.Host(fi.URL), nil
-}
-
 // spread returns how many durations m holds and their min, median (the
 // nearest rank) and max in seconds; zeros when there are none.
 func spread[K comparable](m map[K]time.Duration) (n int, minS, medianS, maxS float64) {
-	ds := make([]time.Duration, 0, len(m))
-	for _, d := range m {
-		ds = append(ds, d)
-	}
+	ds := slices.Sorted(maps.Values(m))
 	if len(ds) == 0 {
 		return 0, 0, 0, 0
 	}
-	slices.Sort(ds)
-	mid := int(math.Ceil(0.5*float64(len(ds)))) - 1
-	return len(ds), ds[0].Seconds(), ds[mid].Seconds(), ds[len(ds)-1].Seconds()
+	return len(ds), ds[0].Seconds(), ds[(len(ds)-1)/2].Seconds(), ds[len(ds)-1].Seconds()
 }

@@ -1,22 +1,15 @@
 package main
 
-// Part 4: crawler traps. testenv's trap handler (every page links to
-// 10,000 new unique URLs of about 1,900 characters, gzipped) is served on
-// loopback in each flavour (long repetitive URLs, random incompressible
-// URLs, a new host per link) and crawled by one bin/crawler with the
-// default config plus allow_private_networks (the trap is on loopback) and,
-// for the new-host flavour, scope any (else scope drops every link before
-// it reaches the frontier), for --trap-time, each on a fresh ZooKeeper.
-// Measured: the growth of ZooKeeper's data (mntr) at the end and its peak,
-// the links dropped by reason (the worker's status node), pages fetched,
-// dead letters and what the frontier still holds.
+// Part 4: crawler traps (testenv.NewTrapHandler, each flavour), crawled by
+// one worker with the default config for --trap-time on a fresh ZooKeeper:
+// ZooKeeper's data growth, the links dropped, the pages, the dead letters.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,22 +49,17 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		run.Config["scope"] = "any"
 	}
 	b.log.Info("part 4: trap", "flavour", flavour, "time", b.opts.trapTime)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	h, err := testenv.NewTrapHandler(testenv.TrapConfig{Flavour: flavour, Port: ln.Addr().(*net.TCPAddr).Port})
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	srv := httptest.NewUnstartedServer(nil) // the handler needs the port its links name
 	defer srv.Close()
-	trapHost := ln.Addr().String()
-
+	trapHost := srv.Listener.Addr().String()
+	h, err := testenv.NewTrapHandler(testenv.TrapConfig{Flavour: flavour, Port: srv.Listener.Addr().(*net.TCPAddr).Port})
+	if err != nil {
+		return nil, err
+	}
+	srv.Config.Handler = h
+	srv.Start()
 	dir := filepath.Join(b.opts.outDir, "trap", string(flavour))
-	zk, base, err := b.startOwnZK(ctx, filepath.Join("trap", string(flavour), "zk"))
+	zk, err := b.startZK(ctx, filepath.Join("trap", string(flavour), "zk"), true, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +77,31 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		return run, err
 	}
 	defer f.kill()
-	if err := b.watchGrowth(ctx, zk, base, f.workers[0], run); err != nil {
+	if err := b.watchGrowth(ctx, zk, f.workers[0], run); err != nil {
 		return run, err
 	}
 	run.ZKWrites, _, _ = zk.since(ctx, mark) // 0 when unreadable
-	if err := trapEnd(ctx, zk, crawl, run); err != nil {
+	// While the worker runs: what it dropped (its status node, after its
+	// next 2 s refresh), what the frontier holds, the dead letters.
+	time.Sleep(2100 * time.Millisecond)
+	_, status, err := coord.Members(ctx, zk.client, crawlRoot(crawl))
+	if err != nil {
 		return run, err
+	}
+	var st worker.Status
+	if err := json.Unmarshal(status["w1"], &st); err != nil {
+		return run, fmt.Errorf("status node of w1 %q: %w", status["w1"], err)
+	}
+	run.Dropped = st.Dropped
+	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
+	if err != nil {
+		return run, err
+	}
+	if run.Pending, err = front.Pending(ctx); err != nil {
+		return run, err
+	}
+	if qs, err := front.Queue().CountShards(ctx, nil); err == nil {
+		run.DeadLetters = qs.Failed
 	}
 	lines, err := f.stopAndRead()
 	if err != nil {
@@ -125,35 +132,28 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 }
 
 // watchGrowth reads ZooKeeper's footprint every second for --trap-time,
-// keeping the peak growth over base, and stops early past trapAbortMB;
+// keeping the peak growth over zk.base, and stops early past trapAbortMB;
 // then it reads the footprint at the end. Errors: the worker exited, ctx
 // ended, or a reading failed.
-func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, base report.ZKFootprint, w *testenv.Crawler, run *report.TrapRun) error {
+func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, w *testenv.Crawler, run *report.TrapRun) error {
+	base := zk.base
 	t0 := time.Now()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	growth := func(f report.ZKFootprint) float64 { return float64(f.DataBytes-base.DataBytes) / (1 << 20) }
 	var history []report.ZKFootprint
-	for time.Since(t0) < b.opts.trapTime {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
+	if _, err := poll(ctx, time.Second, b.opts.trapTime, func() (bool, error) {
+		if w.Exited() {
+			return false, fmt.Errorf("the worker exited:\n%s", w.LogTail(20))
 		}
 		f, err := zk.footprint(ctx)
-		if err != nil {
-			return err
-		}
 		history = append(history, f)
 		run.PeakGrowthMB = max(run.PeakGrowthMB, growth(f))
-		if growth(f) > trapAbortMB {
-			run.Aborted = true
-			b.log.Warn("part 4: trap growth past the abort limit; stopping this flavour early", "flavour", run.Flavour)
-			break
-		}
-		if w.Exited() {
-			return fmt.Errorf("the worker exited:\n%s", w.LogTail(20))
-		}
+		run.Aborted = growth(f) > trapAbortMB
+		return run.Aborted, err
+	}); err != nil {
+		return err
+	}
+	if run.Aborted {
+		b.log.Warn("part 4: trap growth past the abort limit; stopped this flavour early", "flavour", run.Flavour)
 	}
 	run.RanS = time.Since(t0).Seconds()
 	end, err := zk.footprint(ctx)
@@ -166,33 +166,6 @@ func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, base report.ZKFoot
 	run.JVMRSSMB = float64(end.RSSKB) / 1024
 	if k := len(history) - 11; k >= 0 {
 		run.LastTenSMB = float64(end.DataBytes-history[k].DataBytes) / (1 << 20)
-	}
-	return nil
-}
-
-// trapEnd reads, while the worker still runs, what it dropped (its status
-// node, coord.Members, after its next 2 s refresh), what the frontier
-// holds (frontier.Pending) and the dead letters (coord.Queue.CountShards).
-func trapEnd(ctx context.Context, zk *benchZK, crawl string, run *report.TrapRun) error {
-	time.Sleep(2100 * time.Millisecond)
-	_, data, err := coord.Members(ctx, zk.client, crawlRoot(crawl))
-	if err != nil {
-		return err
-	}
-	var st worker.Status
-	if err := json.Unmarshal(data["w1"], &st); err != nil {
-		return fmt.Errorf("status node of w1 %q: %w", data["w1"], err)
-	}
-	run.Dropped = st.Dropped
-	front, err := frontier.Open(ctx, zk.client, crawlRoot(crawl))
-	if err != nil {
-		return err
-	}
-	if run.Pending, err = front.Pending(ctx); err != nil {
-		return err
-	}
-	if qs, err := front.Queue().CountShards(ctx, nil); err == nil {
-		run.DeadLetters = qs.Failed
 	}
 	return nil
 }

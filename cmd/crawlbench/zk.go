@@ -1,16 +1,12 @@
 package main
 
-// The benchmark's ZooKeeper servers: testenv.StartZooKeeper with the full
-// JIT, a 1 GiB heap and forceSync as asked (yes is ZooKeeper's production
-// default; every write figure is also taken with no). Parts 1, 2 and 5
-// share one warm server per forceSync setting. Readings of a server are its
-// four letter words (testenv.ReadZKStats: the zxid, mntr's data size and
-// znode count) and its JVM's CPU time and memory (testenv.ReadProcUsage).
+// The benchmark's ZooKeeper servers (testenv.StartZooKeeper, the full JIT,
+// a 1 GiB heap) and their readings: four letter words (testenv.ReadZKStats)
+// and the JVM's /proc (testenv.ReadProcUsage).
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +22,7 @@ type benchZK struct {
 	srv       *testenv.ZKServer
 	client    *coord.Client
 	forceSync bool
+	base      report.ZKFootprint // read once started, before anything is written
 }
 
 // zkHeap is the -Xmx of every server the benchmark starts.
@@ -36,18 +33,15 @@ const zkHeap = "1g"
 // deployed) and the heap.
 var zkJavaOpts = []string{"-Xms256m", "-Xmx" + zkHeap, "-XX:TieredStopAtLevel=4"}
 
-// syncName is how logs and errors name a forceSync setting, syncTag how
-// crawl, directory and file names do.
-func syncName(forceSync bool) string {
-	return map[bool]string{true: "forceSync=yes", false: "forceSync=no"}[forceSync]
-}
+// syncTag is how crawl, directory and file names name a forceSync setting.
 func syncTag(forceSync bool) string {
 	return map[bool]string{true: "fsync", false: "nosync"}[forceSync]
 }
 
 // startZK starts a standalone server in dir under --out (its data
 // directory emptied first: old snapshots would confuse the sizes) with
-// forceSync as asked and tickTime tick (0: 2 s), and connects a client.
+// forceSync as asked and tickTime tick (0: 2 s), connects a client and
+// reads the footprint.
 func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick time.Duration) (*benchZK, error) {
 	dir, err := filepath.Abs(filepath.Join(b.opts.outDir, dir))
 	if err != nil {
@@ -73,21 +67,12 @@ func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick ti
 		_ = srv.Close()
 		return nil, err
 	}
-	return &benchZK{srv: srv, client: client, forceSync: forceSync}, nil
-}
-
-// startOwnZK starts a part's own server (forceSync=yes) in dir and reads
-// its footprint before anything is written.
-func (b *bench) startOwnZK(ctx context.Context, dir string) (*benchZK, report.ZKFootprint, error) {
-	z, err := b.startZK(ctx, dir, true, 0)
-	if err != nil {
-		return nil, report.ZKFootprint{}, err
-	}
-	f, err := z.footprint(ctx)
-	if err != nil {
+	z := &benchZK{srv: srv, client: client, forceSync: forceSync}
+	if z.base, err = z.footprint(ctx); err != nil {
 		z.close()
+		return nil, err
 	}
-	return z, f, err
+	return z, nil
 }
 
 // close stops the server and removes its snapshots and transaction logs
@@ -98,16 +83,14 @@ func (z *benchZK) close() {
 	_ = os.RemoveAll(filepath.Join(z.srv.Dir(), "data"))
 }
 
-// sharedServer starts (once per forceSync setting) the warm server of
-// parts 1, 2 and 5. A fresh JVM spends seconds of CPU in its JIT compilers,
-// which a server running for months does not, so each is first warmed up
-// by warm (nil: none), its time recorded in b.warmS.
+// sharedServer starts (once per forceSync setting) the server of parts 1,
+// 2 and 5, warmed up by warm (nil: none) as a long-running server's JIT
+// is; the warm-up's time goes to b.warmS.
 func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *benchZK) error) (*benchZK, error) {
 	if z := b.shared[forceSync]; z != nil {
 		return z, nil
 	}
-	name := map[bool]string{true: "zk-fsync-yes", false: "zk-fsync-no"}[forceSync]
-	z, err := b.startZK(ctx, name, forceSync, 0)
+	z, err := b.startZK(ctx, "zk-"+syncTag(forceSync), forceSync, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +98,10 @@ func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *b
 		t0 := time.Now()
 		if err := warm(z); err != nil {
 			z.close()
-			return nil, fmt.Errorf("warm-up crawl (%s): %w", syncName(forceSync), err)
+			return nil, fmt.Errorf("warm-up crawl (forceSync=%v): %w", forceSync, err)
 		}
 		b.warmS = append(b.warmS, time.Since(t0).Seconds())
-		b.log.Info("ZooKeeper warmed up", "fsync", forceSync, "s", round(time.Since(t0).Seconds(), 1))
+		b.log.Info("ZooKeeper warmed up", "fsync", forceSync, "took", time.Since(t0).Round(100*time.Millisecond))
 	}
 	b.shared[forceSync] = z
 	return z, nil
@@ -146,21 +129,22 @@ func (z *benchZK) footprint(ctx context.Context) (report.ZKFootprint, error) {
 // jvm reads the CPU time and memory of the server's JVM from /proc.
 func (z *benchZK) jvm() (testenv.ProcUsage, error) { return testenv.ReadProcUsage(z.srv.Pid()) }
 
-// zkMark is a reading of a server's last zxid and its JVM's CPU time: the
-// start of a measured interval.
+// zkMark is a reading of a server's last zxid, its JVM's CPU time and the
+// machine's load average: the start of a measured interval.
 type zkMark struct {
 	zxid int64
 	cpu  time.Duration
+	load string
 }
 
-// mark reads the zxid and the JVM's CPU time.
+// mark reads the zxid, the JVM's CPU time and the load average.
 func (z *benchZK) mark(ctx context.Context) (zkMark, error) {
 	st, err := testenv.ReadZKStats(ctx, z.srv.Addr())
 	if err != nil {
 		return zkMark{}, err
 	}
 	p, err := z.jvm()
-	return zkMark{zxid: st.Zxid, cpu: p.CPU}, err
+	return zkMark{zxid: st.Zxid, cpu: p.CPU, load: loadavg()}, err
 }
 
 // since returns the write transactions (zxid delta) and the JVM's CPU
@@ -171,10 +155,4 @@ func (z *benchZK) since(ctx context.Context, m zkMark) (writes int64, cpuS float
 		return 0, 0, err
 	}
 	return now.zxid - m.zxid, (now.cpu - m.cpu).Seconds(), nil
-}
-
-// round rounds v to d decimals (for logs).
-func round(v float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	return math.Round(v*p) / p
 }

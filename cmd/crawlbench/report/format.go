@@ -55,14 +55,14 @@ func signed(v float64) string {
 func mb(bytes int64) string { return f1(float64(bytes) / (1 << 20)) }
 func kbMB(kb int64) string  { return f0(float64(kb) / 1024) }
 
-// joinFloats formats values with d decimals, ", " between; "—" for none.
-func joinFloats(v []float64, d int) string {
+// joinNums formats values with d decimals, ", " between; "—" for none.
+func joinNums[T int | float64](v []T, d int) string {
 	if len(v) == 0 {
 		return "—"
 	}
 	out := make([]string, len(v))
 	for i, x := range v {
-		out[i] = num(x, d)
+		out[i] = num(float64(x), d)
 	}
 	return strings.Join(out, ", ")
 }

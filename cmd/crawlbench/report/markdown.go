@@ -1,9 +1,7 @@
 package report
 
-// BENCHMARKS.md around the table: the machine, the commands to rerun, and a
-// section per part saying how each figure was measured, with the per-run
-// details behind the table. The text is the template benchmarks.md.tmpl;
-// the functions it calls are below.
+// BENCHMARKS.md around the table (the template benchmarks.md.tmpl) and the
+// functions it calls.
 
 import (
 	_ "embed"
@@ -33,7 +31,7 @@ var markdownFuncs = template.FuncMap{
 	"ticks":       func(tickMS int64, n float64) float64 { return n * float64(tickMS) / 1000 },
 	"perPage":     func(s any, pages int) float64 { return float(s) * 1000 / float64(pages) },
 	"join":        strings.Join,
-	"joinFloats":  joinFloats,
+	"joinFloats":  joinNums[float64],
 	"yesNo":       yesNo,
 	"orNone":      orNone,
 	"opsLine":     opsLine,
@@ -42,15 +40,9 @@ var markdownFuncs = template.FuncMap{
 	"rounds":      func(s *Synth) int { return max(len(s.Attempts)/max(len(s.Runs), 1), 1) },
 	"allAttempts": func(s *Synth) []SynthRun { return append(slices.Clone(s.Attempts), s.BaselineAttempts...) },
 	"mark":        synthMark,
-	"joinInts": func(v []int) string {
-		var out []string
-		for _, x := range v {
-			out = append(out, f0(float64(x)))
-		}
-		return strings.Join(out, ", ")
-	},
-	"configLine": pairs[any],
-	"claimsLine": pairs[int],
+	"joinInts":    func(v []int) string { return joinNums(v, 0) },
+	"configLine":  pairs[any],
+	"claimsLine":  pairs[int],
 }
 
 // synthMark marks a part 1 run in its table: " ✓" when the summary table

@@ -1,8 +1,7 @@
 // Package report holds what crawlbench measured, the shape of its
-// results.json, and renders it: the one table of every figure against issue
-// 9's targets and BENCHMARKS.md around it (the templates table.md.tmpl and
-// benchmarks.md.tmpl). Nothing here measures; the driver (package main)
-// fills these structs.
+// results.json, and renders it: the table of every figure against its
+// target and BENCHMARKS.md around it (table.md.tmpl, benchmarks.md.tmpl).
+// Nothing here measures; the driver (package main) fills these structs.
 package report
 
 import (
@@ -79,30 +78,19 @@ type SynthRun struct {
 	WrongStatus         int     // URLs whose last status differs from the truth
 	WallS               float64 // first worker start to the last crawl log line (the crawl then found done)
 	PagesPerS           float64
-	// CPU seconds over the run: the workers (sum) and the ZooKeeper JVM.
-	WorkerCPUS, ZKCPUS                 float64
+	CrawlFigures
 	WorkerCPUMsPerPage, ZKCPUMsPerPage float64
-	ZKWrites                           int64 // zxid delta over the run
 	ZKWritesPerPage                    float64
-	// Group commit, from the workers' metrics: fenced steps (claims,
-	// completions, group steps, posts) and the ZooKeeper multis that
-	// carried them: the ratio of the two counters.
-	FencedSteps, Multis, StepsPerMulti float64
-	// Group fsync of crawl.log and the WARC file before completions (the
-	// workers' zkcrawl_output_fsync_duration_seconds): rounds and seconds.
-	FsyncRounds, FsyncS                 float64
-	ClaimP50Ms, ClaimP99Ms, ClaimMeanMs float64
-	CompleteP50Ms, PostP50Ms            float64
-	LinksQueued, LinksDup               float64
-	Dropped                             map[string]float64 // zkcrawl_links_dropped_total by reason
-	ZKOps                               map[string]float64 // requests and queue steps by op, all workers
-	ZKOpErrors                          map[string]float64 // of which returned an error
-	PeakRSSMB                           []float64          // per worker, VmHWM
-	PagesPerWorker                      []int
-	LoadBefore, LoadAfter               string
-	// What the finished crawl left in ZooKeeper (part 3b), once its
-	// batches retired: mntr data size and znode count delta from before
-	// seeding to after the workers stopped, the seen chunks' data and keys.
+	// Group commit: fenced steps (claims, completions, group steps, posts)
+	// and the ZooKeeper multis that carried them (workers' metrics).
+	FencedSteps, Multis, StepsPerMulti    float64
+	ClaimMeanMs, CompleteP50Ms, PostP50Ms float64
+	LinksQueued, LinksDup                 float64
+	Dropped                               map[string]float64 // zkcrawl_links_dropped_total by reason
+	PeakRSSMB                             []float64          // per worker, VmHWM
+	PagesPerWorker                        []int
+	// Part 3b, once the batches retired: mntr data and znode delta from
+	// before seeding to after the workers stopped; the seen chunks.
 	Retired                     bool // every batch retired within the wait (15 s)
 	DataDelta, ZnodeDelta       int64
 	SeenKeys, SeenChunks        int
@@ -119,31 +107,37 @@ type Real struct {
 
 // RealRun is one wget-vs-zkcrawl pair of part 2.
 type RealRun struct {
-	LatencyMS              float64 // added to every response by the proxy (0: none)
-	Round                  int     // 1.. of the loopback pair (--real-repeat); 0 with added latency
-	ForceSync              bool    // of the ZooKeeper zkcrawl ran on
-	WgetWARCMB             float64 // wget's WARC file
-	WgetPages              int     // .html files in wget's mirror
-	WgetS                  float64 // wget -r wall time
-	ZKPages                int     // URLs logged with status 200
-	ZKLines                int     // crawl log lines
-	ZKS                    float64 // seeder start to the last crawl log line (then found done)
-	ZKCrawlS               float64 // first worker start to the last crawl log line
-	SeedS                  float64 // the seeder run (crawl creation + 1 seed)
-	LongestGapS            float64 // longest pause between two crawl log lines
-	IdleGapsS              float64 // summed pauses over 250 ms: nothing fetched at all
-	Ratio                  float64 // ZKS / WgetS
-	CrawlRatio             float64 // ZKCrawlS / WgetS
-	Missing, Dups          int     // of wget's pages
-	Extra                  int     // status-200 URLs wget did not fetch
-	ClaimP50Ms, ClaimP99Ms float64
+	LatencyMS     float64 // added to every response by the proxy (0: none)
+	Round         int     // 1.. of the loopback pair (--real-repeat); 0 with added latency
+	ForceSync     bool    // of the ZooKeeper zkcrawl ran on
+	WgetWARCMB    float64 // wget's WARC file
+	WgetPages     int     // .html files in wget's mirror
+	WgetS         float64 // wget -r wall time
+	ZKPages       int     // URLs logged with status 200
+	ZKLines       int     // crawl log lines
+	ZKS           float64 // seeder start to the last crawl log line (then found done)
+	ZKCrawlS      float64 // first worker start to the last crawl log line
+	SeedS         float64 // the seeder run (crawl creation + 1 seed)
+	LongestGapS   float64 // longest pause between two crawl log lines
+	IdleGapsS     float64 // summed pauses over 250 ms: nothing fetched at all
+	Ratio         float64 // ZKS / WgetS
+	CrawlRatio    float64 // ZKCrawlS / WgetS
+	Missing, Dups int     // of wget's pages
+	Extra         int     // status-200 URLs wget did not fetch
+	CrawlFigures          // ZKWrites: seeding included
+	WritesPerLine float64 // ZKWrites / ZKLines
+}
+
+// CrawlFigures are the figures of one crawl by a fleet of workers that
+// parts 1 and 2 share: read from the workers' /metrics and /proc, and the
+// ZooKeeper's zxid and JVM, over the run.
+type CrawlFigures struct {
+	WorkerCPUS, ZKCPUS     float64            // CPU seconds: the workers (sum) and the ZooKeeper JVM
+	ZKWrites               int64              // zxid delta over the run
+	FsyncRounds, FsyncS    float64            // group fsync rounds of crawl.log and WARC, all workers; their seconds
+	ClaimP50Ms, ClaimP99Ms float64            // queue_claim latency
 	ZKOps                  map[string]float64 // requests and queue steps by op, all workers
 	ZKOpErrors             map[string]float64 // of which returned an error (NodeExists of a duplicate included)
-	ZKWrites               int64              // zxid delta, seeding included
-	WritesPerLine          float64            // ZKWrites / ZKLines
-	FsyncRounds            float64            // group fsync rounds of crawl.log and WARC, all workers
-	FsyncS                 float64            // their fsync time, seconds
-	WorkerCPUS, ZKCPUS     float64
 	LoadBefore, LoadAfter  string
 }
 
@@ -168,22 +162,21 @@ type Queued struct {
 // Big is part 3c: a big frontier in one ZooKeeper, its snapshot and
 // restart.
 type Big struct {
-	Target, URLs        int // asked and enqueued
-	Hosts, Paths        int
-	TimeLimitS          float64
-	SeedS, SeedPerS     float64
-	Heap                string
-	After               ZKFootprint
-	JVMPeakMB           float64
-	Snapshots           int
-	LargestSnapshotMB   float64
-	TxnLogMB            float64 // the transaction logs, summed
-	RestartS            float64 // stop (SIGTERM) to serving again with the data
-	RestartSnapshotMB   float64 // the snapshot written at restart
-	AfterRestartRSSMB   float64
-	LoadBefore          string
-	LoadAfter           string
-	StoppedByTimeLimitS bool // seeding ended at --big-time
+	Target, URLs          int // asked and enqueued
+	Hosts, Paths          int
+	TimeLimitS            float64
+	SeedS, SeedPerS       float64
+	Heap                  string
+	After                 ZKFootprint
+	JVMPeakMB             float64
+	Snapshots             int
+	LargestSnapshotMB     float64
+	TxnLogMB              float64 // the transaction logs, summed
+	RestartS              float64 // stop (SIGTERM) to serving again with the data
+	RestartSnapshotMB     float64 // the snapshot written at restart
+	AfterRestartRSSMB     float64
+	LoadBefore, LoadAfter string
+	StoppedByTimeLimitS   bool // seeding ended at --big-time
 	// Seen keys in memory: a seeder's LoadKnown of every group (keys, s)
 	// and group 0's seen-set, live heap bytes per key after GC.
 	KnownKeys, GroupKeys       int
@@ -215,9 +208,8 @@ type TrapRun struct {
 	ZKWrites     int64
 	JVMRSSMB     float64
 	LoadAfter    string
-	// Frontier health, from ZooKeeper and the worker's log: dead letters
-	// (R/failed children: outside every quota), group steps that failed
-	// and made the manager reload, and connection losses.
+	// Dead letters (R/failed), and from the worker's log group steps that
+	// failed (the manager reloads) and ZooKeeper connection losses.
 	DeadLetters, GroupFailures, ConnLosses int
 	GroupErrorHint                         string // the first group step error logged
 }
@@ -261,10 +253,8 @@ type Takeover struct {
 	// taken over when another worker holds a claim on one of its items.
 	VictimHosts, HostsTakenOver     int
 	HostMinS, HostMedianS, HostMaxS float64
-	// Diagnostics at the kill: the most claims one host had (the worker's
-	// accept filter holds per_host_max_in_flight + 1 per host until their
-	// fetches end, those being completed come on top), and how
-	// many hosts had claims held by two or more workers at once.
+	// At the kill: the most claims one host had, the hosts with claims
+	// held by two or more workers at once, and the hosts with claims.
 	MaxClaimsPerHost, HostsWithTwoOwners, HostsClaimed int
 	LoadAfter                                          string
 }

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	_ "embed"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"text/template"
@@ -53,17 +52,9 @@ var tableFuncs = template.FuncMap{
 	"most": func(runs []SynthRun, figure string) float64 {
 		m := 0.0
 		for _, x := range runs {
-			switch figure {
-			case "writes":
-				m = math.Max(m, x.ZKWritesPerPage)
-			case "data":
-				m = math.Max(m, x.DataPerURL)
-			case "chunk":
-				m = math.Max(m, x.ChunkBytesPerKy)
-			case "rss":
-				for _, v := range x.PeakRSSMB {
-					m = math.Max(m, v)
-				}
+			values := map[string][]float64{"writes": {x.ZKWritesPerPage}, "data": {x.DataPerURL}, "chunk": {x.ChunkBytesPerKy}, "rss": x.PeakRSSMB}
+			for _, v := range values[figure] {
+				m = max(m, v)
 			}
 		}
 		return m
@@ -137,13 +128,6 @@ var tableFuncs = template.FuncMap{
 		return !slices.ContainsFunc(runs, func(x RealRun) bool { return x.Missing != 0 || x.Dups != 0 })
 	},
 	"fsyncCell": func(lines int, rounds, s float64) string { return fsyncCell(float64(lines), rounds, s) },
-	// ceilingNo is part 5's second run (forceSync=no), nil for none.
-	"ceilingNo": func(runs []CeilingRun) *CeilingRun {
-		if len(runs) < 2 {
-			return nil
-		}
-		return &runs[1]
-	},
 }
 
 // Table renders the results table in GitHub markdown (table.md.tmpl).
