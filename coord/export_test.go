@@ -38,9 +38,6 @@ func (c *Client) State() State {
 	return c.state
 }
 
-// Init creates the queue's znodes (Backlog.Init does it in production).
-func (q *Queue) Init(ctx context.Context) error { return q.create(ctx) }
-
 // SetRecheck sets how long Take waits before looking again at items its
 // Reserve turned down.
 func (q *Queue) SetRecheck(d time.Duration) { q.recheck = d }

@@ -173,9 +173,9 @@ type hostBacklog struct {
 }
 
 // pendingRecord is a backlog record as the owner tracks it: the record
-// itself stays in the coord.Group (decoded again when it is moved).
+// itself stays in the frontier.Group (decoded again when it is moved).
 type pendingRecord struct {
-	ref   coord.Ref
+	ref   frontier.Ref
 	bytes int32
 }
 
@@ -241,7 +241,7 @@ func (v *groupView) host(h string) *hostBacklog {
 // manageGroup keeps one owned shard group's frontier moving while ctx
 // lives: it drains the group's inbox (dedup against the group's seen-set,
 // quotas), and fills each host's ready window up to per_host_max_in_flight
-// + 1 items from the backlog, one fenced multi per step (coord.Group.Apply).
+// + 1 items from the backlog, one fenced multi per step (frontier.Group.Apply).
 // When another owner wrote the group (a handoff overlap) or the outcome of
 // a step was lost, it loads the group again.
 func (w *Worker) manageGroup(ctx context.Context, sess *coord.Session, g int) {
@@ -251,9 +251,9 @@ func (w *Worker) manageGroup(ctx context.Context, sess *coord.Session, g int) {
 		case ctx.Err() != nil, errors.Is(err, coord.ErrSessionExpired):
 			return
 		case errors.Is(err, coord.ErrVersionConflict):
-			w.log.Debug("shard group changed under us; reloading", "group", coord.GroupName(g), "error", err)
+			w.log.Debug("shard group changed under us; reloading", "group", frontier.GroupName(g), "error", err)
 		default:
-			w.log.Warn("shard group manager failed; reloading", "group", coord.GroupName(g), "error", err)
+			w.log.Warn("shard group manager failed; reloading", "group", frontier.GroupName(g), "error", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -272,14 +272,14 @@ func (w *Worker) runGroup(ctx context.Context, sess *coord.Session, g int) error
 	v := &groupView{hosts: map[string]*hostBacklog{}, names: map[string]string{}, nameBytes: map[string]int64{}}
 	if w.layout.PolitenessKey == frontier.KeyIP { // look the backlog's names up in parallel first
 		var urls []string
-		grp.Pending(func(_ coord.Ref, rec []byte) {
+		grp.Pending(func(_ frontier.Ref, rec []byte) {
 			if u, err := frontier.RecordURL(rec); err == nil {
 				urls = append(urls, u)
 			}
 		})
 		w.layout.Prefetch(urls)
 	}
-	grp.Pending(func(ref coord.Ref, rec []byte) {
+	grp.Pending(func(ref frontier.Ref, rec []byte) {
 		host := "" // accepted records are valid: only the URL is read
 		if u, err := frontier.RecordURL(rec); err == nil {
 			host = w.layout.Key(u)
@@ -383,17 +383,17 @@ func (w *Worker) syncReady(ctx context.Context, g int, v *groupView) error {
 // is answered: with err, or nil once all its records are through; records
 // a committed step had no room for go back to the front of the offers for
 // the next step.
-func (w *Worker) groupStep(ctx context.Context, grp *coord.Group, v *groupView, budget *hostBudget, sig *groupSignal, offers []offer) (busy, lost bool, err error) {
+func (w *Worker) groupStep(ctx context.Context, grp *frontier.Group, v *groupView, budget *hostBudget, sig *groupSignal, offers []offer) (busy, lost bool, err error) {
 	plan := newStepPlan(grp, v, w.current().cfg, w.layout.Groups(), len(offers))
 	plan.budget, plan.group = budget, budget.group
 	defer func() { answerOffers(sig, offers, plan.rest, err) }()
-	var posts []coord.Post
+	var posts []frontier.Post
 	if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
 		return false, false, err
 	}
 	nPosts := len(posts)
 	for _, o := range offers {
-		posts = append(posts, coord.Post{Records: o.records}) // no znode to drain
+		posts = append(posts, frontier.Post{Records: o.records}) // no znode to drain
 	}
 	w.drain(plan, posts, nPosts)
 	plan.fillWindows(w.layout)
@@ -436,17 +436,17 @@ func answerOffers(sig *groupSignal, offers []offer, rest [][][]byte, err error) 
 	}
 }
 
-// stepPlan is one group step being built (groupStep): the coord.Step, and
+// stepPlan is one group step being built (groupStep): the frontier.Step, and
 // what it changes in the owner's view once it commits.
 type stepPlan struct {
-	grp    *coord.Group
+	grp    *frontier.Group
 	group  int // grp's index
 	view   *groupView
 	cfg    config.Config
 	groups int64 // shard groups of the crawl: quotas are per group
 	budget *hostBudget
 
-	step     coord.Step
+	step     frontier.Step
 	accepted []string       // per step.Accept: its host
 	moved    []hostMove     // per host moved from: how many of its oldest pending records
 	dropped  []hostMove     // per host dropped from (step.Drop): how many of its oldest pending records
@@ -465,7 +465,7 @@ type hostMove struct {
 	n    int
 }
 
-func newStepPlan(grp *coord.Group, v *groupView, cfg config.Config, groups, offers int) *stepPlan {
+func newStepPlan(grp *frontier.Group, v *groupView, cfg config.Config, groups, offers int) *stepPlan {
 	return &stepPlan{
 		grp: grp, view: v, cfg: cfg, groups: int64(groups),
 		drops: map[string]int{}, rest: make([][][]byte, offers),
@@ -476,7 +476,7 @@ func newStepPlan(grp *coord.Group, v *groupView, cfg config.Config, groups, offe
 // drain adds the records of posts (the first nPosts inbox posts, then the
 // offers as posts without a znode) to plan (admit). Once the step holds
 // stepPostBytes, the offers' remaining records wait in plan.rest.
-func (w *Worker) drain(plan *stepPlan, posts []coord.Post, nPosts int) {
+func (w *Worker) drain(plan *stepPlan, posts []frontier.Post, nPosts int) {
 	if w.layout.PolitenessKey == frontier.KeyIP { // look new names up in parallel before admit keys them
 		var urls []string
 		for _, p := range posts {
@@ -619,7 +619,7 @@ func (plan *stepPlan) fillWindows(layout frontier.Layout) {
 // move adds the move of backlog record ref to the ready queue: its item's
 // JSON in its URL's shard. An undecodable record is moved as it is; the
 // claim loop sends it to the dead letters.
-func (plan *stepPlan) move(layout frontier.Layout, ref coord.Ref) {
+func (plan *stepPlan) move(layout frontier.Layout, ref frontier.Ref) {
 	rec := plan.grp.Record(ref)
 	it, err := frontier.DecodeRecord(rec)
 	var data []byte
@@ -630,14 +630,14 @@ func (plan *stepPlan) move(layout frontier.Layout, ref coord.Ref) {
 		data = rec
 	}
 	shard := layout.ShardIn(plan.group, it.URL) // this group's shard: no second key lookup
-	plan.step.Move = append(plan.step.Move, coord.Move{Ref: ref, Shard: shard, Data: data})
+	plan.step.Move = append(plan.step.Move, frontier.Move{Ref: ref, Shard: shard, Data: data})
 }
 
 // commitStep brings the owner's view up to a committed step: moved records
 // leave their hosts' pending lists and, when the reply named them, become
 // known ready items (else syncReady counts them); accepted records join the
 // pending lists; hosts with nothing left are forgotten.
-func (w *Worker) commitStep(plan *stepPlan, res coord.StepResult) {
+func (w *Worker) commitStep(plan *stepPlan, res frontier.StepResult) {
 	v, step := plan.view, plan.step
 	k := 0
 	for _, m := range plan.moved {

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/zkcrawl/zkcrawl/config"
-	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
@@ -17,7 +16,7 @@ import (
 // "Per-host budgets").
 
 // stepMaxDrops bounds the backlog records one step drops for host budgets
-// (coord.Step.Drop: bits in the cursor, no ZooKeeper op each).
+// (frontier.Step.Drop: bits in the cursor, no ZooKeeper op each).
 const stepMaxDrops = 4096
 
 // hostIDCache bounds the host -> frontier.HostID cache of a hostBudget.
@@ -41,11 +40,11 @@ type hostBudget struct {
 // loadBudget reads the counts of grp's annex; an annex that does not decode
 // is logged and counted from zero (the budget may then be exceeded by the
 // counts lost; it never blocks the crawl).
-func (w *Worker) loadBudget(grp *coord.Group, g int) *hostBudget {
+func (w *Worker) loadBudget(grp *frontier.Group, g int) *hostBudget {
 	counts, err := frontier.DecodeHostCounts(grp.Annex())
 	if err != nil {
 		w.log.Warn("host page counts of the shard group's cursor do not decode; counting from zero",
-			"group", coord.GroupName(g), "error", err)
+			"group", frontier.GroupName(g), "error", err)
 		counts = frontier.HostCounts{Pages: map[uint64]int64{}}
 	}
 	return &hostBudget{counts: counts, ids: map[string]uint64{}, group: g}
@@ -133,7 +132,7 @@ func (w *Worker) settleBudget(plan *stepPlan, sig *groupSignal) {
 	if trimmed {
 		forgot := counts.Trim(frontier.MaxHostCounts * 7 / 8)
 		w.log.Warn("too many hosts with a page count in one shard group: the smallest counts are forgotten (those hosts may be fetched up to max_pages_per_host again)",
-			"group", coord.GroupName(plan.budget.group), "forgotten", forgot, "limit", frontier.MaxHostCounts)
+			"group", frontier.GroupName(plan.budget.group), "forgotten", forgot, "limit", frontier.MaxHostCounts)
 	}
 	sig.atBudget.Store(counts.AtBudget)
 	sig.held.Store(counts.Held)

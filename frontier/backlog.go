@@ -1,12 +1,13 @@
-package coord
+package frontier
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zkcrawl/zkcrawl/coord"
 )
 
 // Sizes of the compact store.
@@ -21,14 +22,32 @@ const (
 	maxPostBytes = 256 << 10
 )
 
+// The znodes of the compact store under the crawl root R (docs/design.md,
+// "Znodes of layout 2"), named relative to R for coord.Queue's store verbs.
+const (
+	inboxDir    = "inbox"   // R/inbox/<g>/i-NNNNNNNNNN: posts (persistent-sequential)
+	backlogDir  = "backlog" // R/backlog/<g>: cursor; children b-N (batches) and s-N (seen chunks)
+	postPrefix  = "i-"
+	batchPrefix = "b-"
+	chunkPrefix = "s-"
+)
+
+// maxGroups bounds the group count of a Backlog (as coord bounds shards).
+const maxGroups = 100_000
+
+// GroupName returns the znode name of shard group g: "g000", "g001", ...
+func GroupName(g int) string { return fmt.Sprintf("g%03d", g) }
+
 // Backlog is the frontier store of layout 2 for groups shard groups: per
 // group an inbox of posts that anyone may write, and a backlog of accepted
 // records with the group's seen-set that only the group's owner writes,
-// through a Group. It shares the crawl root, the ready queue and the session
-// fence with q. coord knows nothing of URLs: records are opaque bytes and
-// their keys come from key. Safe for concurrent use.
+// through a Group. It lives under the crawl root of q and writes through
+// q's store verbs (coord.Queue.Commit: one fenced multi per step), which
+// also create the ready items. Records are item records (Item.Record) and
+// their keys come from key (RecordKey in production). Safe for concurrent
+// use.
 type Backlog struct {
-	q      *Queue
+	q      *coord.Queue
 	groups int
 	key    func(record []byte) uint64
 }
@@ -38,22 +57,19 @@ type Backlog struct {
 // 64-bit dedup key (fingerprint) of a record; it must be a pure function of
 // the record's identity (for a crawl item: its normalized URL), so that a
 // record and its retried or re-posted copies share a key.
-func NewBacklog(q *Queue, groups int, key func(record []byte) uint64) *Backlog {
+func NewBacklog(q *coord.Queue, groups int, key func(record []byte) uint64) *Backlog {
 	return &Backlog{q: q, groups: groups, key: key}
 }
 
 func (b *Backlog) checkGroup(op string, g int) error {
-	if b.q.initErr != nil {
-		return b.q.initErr
-	}
-	if g < 0 || g >= b.groups || b.groups > maxShards {
-		return fmt.Errorf("coord: %s: group %d: must be in [0, %d): %w", op, g, b.groups, ErrInvalidArgument)
+	if g < 0 || g >= b.groups || b.groups > maxGroups {
+		return fmt.Errorf("frontier: %s: group %d: must be in [0, %d): %w", op, g, b.groups, coord.ErrInvalidArgument)
 	}
 	return nil
 }
 
-func (b *Backlog) inboxPath(g int) string  { return b.q.root + "/" + inboxDir + "/" + GroupName(g) }
-func (b *Backlog) cursorPath(g int) string { return b.q.root + "/" + backlogDir + "/" + GroupName(g) }
+func (b *Backlog) inboxPath(g int) string  { return inboxDir + "/" + GroupName(g) }
+func (b *Backlog) cursorPath(g int) string { return backlogDir + "/" + GroupName(g) }
 func (b *Backlog) batchPath(g int, seq uint64) string {
 	return fmt.Sprintf("%s/%s%010d", b.cursorPath(g), batchPrefix, seq)
 }
@@ -71,17 +87,15 @@ func (b *Backlog) chunkPath(g int, seq uint64) string {
 // Errors: ErrInvalidArgument if R/queue exists with a different shard
 // count; ZooKeeper errors after retries.
 func (b *Backlog) Init(ctx context.Context) error {
-	if err := b.q.create(ctx); err != nil {
-		return err
+	if b.groups < 1 || b.groups > maxGroups {
+		return fmt.Errorf("frontier: Backlog.Init: %d groups: must be in [1, %d]: %w", b.groups, maxGroups, coord.ErrInvalidArgument)
 	}
 	var paths []string
 	for g := 0; g < b.groups; g++ {
 		paths = append(paths, b.inboxPath(g), b.cursorPath(g))
 	}
-	for _, set := range [][]string{{b.q.root + "/" + inboxDir, b.q.root + "/" + backlogDir}, paths} {
-		if err := b.q.c.createAll(ctx, set); err != nil {
-			return fmt.Errorf("coord: Backlog.Init %s: %w", b.q.name, err)
-		}
+	if err := b.q.Init(ctx, []string{inboxDir, backlogDir}, paths); err != nil {
+		return fmt.Errorf("frontier: Backlog.Init: %w", err)
 	}
 	return nil
 }
@@ -94,11 +108,10 @@ func (b *Backlog) Init(ctx context.Context) error {
 // after connection loss Post is simply retried. Records beyond
 // maxPostBytes encoded are split over several posts.
 //
-// Errors: ErrInvalidArgument (bad group, a record over 64 KiB);
-// ErrNotInitialized; ctx errors and connection loss after retries (the post
-// may or may not exist; posting again is safe).
+// Errors: coord.ErrInvalidArgument (bad group, a record over 64 KiB);
+// coord.ErrNotInitialized; ctx errors and connection loss after retries
+// (the post may or may not exist; posting again is safe).
 func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error) {
-	defer b.q.c.observed("backlog_post", time.Now(), &err)
 	if err := b.checkGroup("Backlog.Post", g); err != nil {
 		return err
 	}
@@ -106,7 +119,7 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 		n, size := 0, 0
 		for n < len(records) && (n == 0 || size+len(records[n]) <= 4*maxPostBytes) {
 			if len(records[n]) > maxRecordBytes {
-				return fmt.Errorf("coord: Backlog.Post: record of %d bytes, limit %d: %w", len(records[n]), maxRecordBytes, ErrInvalidArgument)
+				return fmt.Errorf("frontier: Backlog.Post: record of %d bytes, limit %d: %w", len(records[n]), maxRecordBytes, coord.ErrInvalidArgument)
 			}
 			size += len(records[n])
 			n++
@@ -124,19 +137,15 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 				continue
 			}
 		}
-		// A multi of check(inbox) and the create, so that the post rides in
-		// the group commit with the process's other writes (coord/commit.go).
-		err := b.q.c.retry(ctx, func(ctx context.Context) error {
-			_, _, err := b.q.c.multi(ctx, nil,
-				&zk.CheckVersionRequest{Path: b.inboxPath(g), Version: -1},
-				&zk.CreateRequest{Path: b.inboxPath(g) + "/" + postPrefix, Data: data, Acl: b.q.c.acl(), Flags: zk.FlagSequence})
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			return fmt.Errorf("coord: Backlog.Post %s group %s: %w", b.q.name, GroupName(g), ErrNotInitialized)
+		// Unfenced: anyone may post, and a post sent twice after connection
+		// loss is harmless (the owner drops the repeats). It rides in the
+		// group commit with the process's other writes.
+		_, err := b.q.Commit(ctx, "backlog_post", nil, []coord.Op{{Kind: coord.OpCreateSeq, Path: b.inboxPath(g) + "/" + postPrefix, Data: data}}, nil)
+		if errors.Is(err, coord.ErrNotFound) {
+			return fmt.Errorf("frontier: Backlog.Post group %s: %w", GroupName(g), coord.ErrNotInitialized)
 		}
 		if err != nil {
-			return fmt.Errorf("coord: Backlog.Post group %s: %w", GroupName(g), err)
+			return fmt.Errorf("frontier: Backlog.Post group %s: %w", GroupName(g), err)
 		}
 		records = records[n:]
 	}
@@ -161,19 +170,16 @@ type GroupStats struct {
 // result is a snapshot, not atomic across groups. Errors: ZooKeeper errors
 // after retries; a cursor that does not decode.
 func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
-	if b.q.initErr != nil {
-		return nil, b.q.initErr
-	}
 	out := make([]GroupStats, b.groups)
 	err := parallel(ctx, b.groups, 64, func(ctx context.Context, g int) error {
 		s := &out[g]
 		s.Group, s.Name = g, GroupName(g)
 		var err error
-		if s.Posts, err = b.q.numChildren(ctx, b.inboxPath(g)); err != nil {
+		if s.Posts, err = b.q.Count(ctx, b.inboxPath(g)); err != nil {
 			return err
 		}
-		data, _, err := b.q.c.readData(ctx, b.cursorPath(g))
-		if errors.Is(err, zk.ErrNoNode) {
+		data, _, err := b.q.Read(ctx, b.cursorPath(g))
+		if errors.Is(err, coord.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -181,7 +187,7 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 		}
 		cur, err := decodeCursor(data)
 		if err != nil {
-			return fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
+			return fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
 		}
 		s.Batches, s.SeenChunks, s.Annex = len(cur.batches), len(cur.chunks), cur.annex
 		for _, bt := range cur.batches {
@@ -197,7 +203,7 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("coord: Backlog.Stats %s: %w", b.q.name, err)
+		return nil, fmt.Errorf("frontier: Backlog.Stats: %w", err)
 	}
 	return out, nil
 }
@@ -226,4 +232,17 @@ func (b *Backlog) Keys(ctx context.Context, g int) (map[uint64]struct{}, error) 
 		}
 	}
 	return st.seen, nil
+}
+
+// parallel runs fn(ctx, i) for i in [0, n) with at most limit in flight
+// (errgroup.SetLimit: the reads are pipelined on the one connection) and
+// returns the first error; the calls still running then see ctx
+// cancelled.
+func parallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	for i := range n {
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	return g.Wait()
 }
