@@ -200,11 +200,3 @@ func AuthOf(o Option) (scheme string, credentials []byte) {
 	}
 	return opts.auth.scheme, opts.auth.credentials
 }
-
-// TryLock makes one attempt: it returns true if the lock was free and is now
-// held, false (and no node left behind) if another contender holds it or is
-// queued before us. Errors as Lock. (Test-only: nothing in the crawl needs
-// a non-blocking lock.)
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	return m.acquire(ctx, false)
-}

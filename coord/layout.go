@@ -9,7 +9,7 @@ import (
 
 // The crawl's znode layout under its root R, in one place
 // (docs/design.md, "Znode layout"). Callers outside coord name no path of
-// the crawl: they use the recipes' verbs (Queue, Backlog, Join, Members,
+// the crawl: they use the recipes' verbs (Queue, Join, Members,
 // Config, Drain).
 const (
 	queueDir    = "queue"    // R/queue/<shard>/u-NNNNNNNNNN: ready items (persistent-sequential); R/queue's data: {"shards":N}
@@ -17,12 +17,6 @@ const (
 	failedDir   = "failed"   // R/failed/<shard>-<item>: dead letters
 	sessionsDir = "sessions" // R/sessions/<session id>: ephemeral per-session fence markers
 	itemPrefix  = "u-"       // item name prefix; ZooKeeper appends a 10-digit sequence number
-
-	inboxDir    = "inbox"   // R/inbox/<g>/i-NNNNNNNNNN: posts (persistent-sequential)
-	backlogDir  = "backlog" // R/backlog/<g>: cursor; children b-N (batches) and s-N (seen chunks)
-	postPrefix  = "i-"
-	batchPrefix = "b-"
-	chunkPrefix = "s-"
 
 	workersDir = "workers" // R/workers/<id>: ephemeral member nodes, data = the member's status
 	configNode = "config"  // R/config: the crawl settings; its version is the config version
@@ -43,9 +37,6 @@ func Drain(c *Client, root string) *ConfigStore { return NewConfigStore(c, root+
 // ShardName returns the znode name of shard i: "s000", "s001", ... (at least
 // three digits).
 func ShardName(i int) string { return fmt.Sprintf("s%03d", i) }
-
-// GroupName returns the znode name of shard group g: "g000", "g001", ...
-func GroupName(g int) string { return fmt.Sprintf("g%03d", g) }
 
 // itemSeq returns the sequence number of an item name ("u-0000000042" ->
 // 42), or -1.

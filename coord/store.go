@@ -252,16 +252,23 @@ func (q *Queue) List(ctx context.Context, rel string, watch bool) ([]string, <-c
 	return names, changed, nil
 }
 
-// Count returns the number of children of rel (relative to the crawl
-// root), 0 when rel does not exist: one exists call, retried after
-// connection loss. Errors: ErrInvalidArgument; ZooKeeper errors after
-// retries.
-func (q *Queue) Count(ctx context.Context, rel string) (int, error) {
+// Stat returns the number of children of rel (relative to the crawl
+// root) and the length of its data in bytes, both 0 when rel does not
+// exist: one exists call, retried after connection loss. Errors:
+// ErrInvalidArgument; ZooKeeper errors after retries.
+func (q *Queue) Stat(ctx context.Context, rel string) (children, bytes int, err error) {
 	p, err := q.storePath(rel)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return q.numChildren(ctx, p)
+	err = q.c.retry(ctx, func(ctx context.Context) error {
+		ok, st, err := q.c.exists(ctx, p)
+		if err == nil && ok {
+			children, bytes = int(st.NumChildren), int(st.DataLength)
+		}
+		return err
+	})
+	return children, bytes, err
 }
 
 // Init creates the queue's znodes if missing (R with R/queue holding the

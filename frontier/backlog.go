@@ -175,7 +175,7 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 		s := &out[g]
 		s.Group, s.Name = g, GroupName(g)
 		var err error
-		if s.Posts, err = b.q.Count(ctx, b.inboxPath(g)); err != nil {
+		if s.Posts, _, err = b.q.Stat(ctx, b.inboxPath(g)); err != nil {
 			return err
 		}
 		data, _, err := b.q.Read(ctx, b.cursorPath(g))
@@ -206,6 +206,41 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 		return nil, fmt.Errorf("frontier: Backlog.Stats: %w", err)
 	}
 	return out, nil
+}
+
+// SeenBytes returns the data bytes of every group's seen chunks
+// (R/backlog/<g>/s-N) as ZooKeeper stores them: one cursor read per group
+// and one stat per chunk, pipelined. A benchmark reports it as the
+// seen-set's ZooKeeper footprint; the cursors hold key counts only.
+// Errors: ZooKeeper errors after retries; a cursor that does not decode.
+func (b *Backlog) SeenBytes(ctx context.Context) (int64, error) {
+	sizes := make([]int64, b.groups)
+	err := parallel(ctx, b.groups, 16, func(ctx context.Context, g int) error {
+		data, _, err := b.q.Read(ctx, b.cursorPath(g))
+		if errors.Is(err, coord.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		cur, err := decodeCursor(data)
+		if err != nil {
+			return fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
+		}
+		for _, c := range cur.chunks {
+			_, n, err := b.q.Stat(ctx, b.chunkPath(g, c.seq))
+			if err != nil {
+				return err
+			}
+			sizes[g] += int64(n)
+		}
+		return nil
+	})
+	var total int64
+	for _, n := range sizes {
+		total += n
+	}
+	return total, err
 }
 
 // Keys returns every key group g holds so far: its seen-set (the records

@@ -27,7 +27,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
-	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 // runCeiling runs part 5 on both shared servers and divides each ceiling
@@ -68,10 +68,8 @@ func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*report.CeilingRun,
 	o := b.opts
 	run := &report.CeilingRun{ForceSync: z.forceSync}
 	root := fmt.Sprintf("/ceiling-%d", time.Now().UnixNano()) // the benchmark's own scratch znode, outside zkcrawl's layout
-	if _, err := z.client.Conn().Create(root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		return nil, fmt.Errorf("create %s: %w", root, err)
-	}
-	clients := make([]*coord.Client, o.ceilingClients)
+	// Plain go-zookeeper sessions: this measures the server, not coord.
+	clients := make([]*zk.Conn, o.ceilingClients)
 	defer func() {
 		for _, c := range clients {
 			if c != nil {
@@ -80,11 +78,14 @@ func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*report.CeilingRun,
 		}
 	}()
 	for i := range clients {
-		c, err := coord.Connect(ctx, z.srv.Addr(), coord.WithLogger(b.quiet))
+		c, err := testenv.RawConn(ctx, z.srv.Addr(), "")
 		if err != nil {
 			return nil, err
 		}
 		clients[i] = c
+	}
+	if _, err := clients[0].Create(root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		return nil, fmt.Errorf("create %s: %w", root, err)
 	}
 	mark, err := z.mark(ctx)
 	if err != nil {
@@ -97,7 +98,7 @@ func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*report.CeilingRun,
 	for i, c := range clients {
 		for j := range o.ceilingInFlight {
 			wg.Go(func() {
-				conn := c.Conn()
+				conn := c
 				p := fmt.Sprintf("%s/c%d-%d", root, i, j)
 				for time.Now().Before(deadline) && ctx.Err() == nil {
 					_, err := conn.Multi(
@@ -117,7 +118,7 @@ func (b *bench) ceilingRun(ctx context.Context, z *benchZK) (*report.CeilingRun,
 	if run.ZxidDelta, _, err = z.since(ctx, mark); err != nil {
 		return nil, err
 	}
-	if err := z.client.Conn().Delete(root, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := clients[0].Delete(root, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("delete %s: %w", root, err)
 	}
 	run.Multis, run.Errors = ok.Load(), failed.Load()

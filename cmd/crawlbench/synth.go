@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -210,7 +209,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	}
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
 	if !baseline {
-		if run.SeenKeys, run.SeenChunks, run.SeenChunkBytes, err = seenChunks(ctx, zk.client, root, front); err != nil {
+		if run.SeenKeys, run.SeenChunks, run.SeenChunkBytes, err = seenChunks(ctx, front); err != nil {
 			return nil, err
 		}
 	}
@@ -327,43 +326,20 @@ func waitRetired(ctx context.Context, front *frontier.Frontier, timeout time.Dur
 }
 
 // seenChunks sums the keys and chunks (Backlog.Stats, from the groups'
-// cursors) and the data bytes (a stat of every R/backlog/<g>/s-N) of a
-// crawl's seen chunks. The bytes are what this benchmark measures of
-// ZooKeeper's own storage (as ceiling.go does): no coord verb reports them
-// (a group's cursor holds key counts only), so this is the driver's one
-// read of the layout by path, through the raw connection (docs/design.md
-// "Frontier layout 2" names s-N).
-func seenChunks(ctx context.Context, c *coord.Client, root string, front *frontier.Frontier) (keys, chunks int, bytes int64, err error) {
+// cursors) and the data bytes (Backlog.SeenBytes: a stat of every seen
+// chunk) of a crawl's seen chunks: what this benchmark measures of
+// ZooKeeper's own storage for the seen-sets.
+func seenChunks(ctx context.Context, front *frontier.Frontier) (keys, chunks int, bytes int64, err error) {
 	st, err := front.Backlog().Stats(ctx)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	conn := c.Conn()
 	for _, g := range st {
 		keys += g.Seen
 		chunks += g.SeenChunks
-		dir := path.Join(root, "backlog", g.Name)
-		names, _, err := conn.Children(dir)
-		if err != nil {
-			return 0, 0, 0, fmt.Errorf("list %s: %w", dir, err)
-		}
-		for _, n := range names {
-			if !strings.HasPrefix(n, "s-") {
-				continue
-			}
-			_, zs, err := conn.Exists(dir + "/" + n)
-			if err != nil {
-				return 0, 0, 0, fmt.Errorf("stat %s/%s: %w", dir, n, err)
-			}
-			if zs != nil {
-				bytes += int64(zs.DataLength)
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, 0, 0, err
-		}
 	}
-	return keys, chunks, bytes, nil
+	bytes, err = front.Backlog().SeenBytes(ctx)
+	return keys, chunks, bytes, err
 }
 
 // correctness compares crawl log lines with the ground truth.
