@@ -365,9 +365,9 @@ func (gr *Group) Apply(ctx context.Context, s Step) (res StepResult, err error) 
 	return res, nil
 }
 
-// stepPlan is a Step turned into one multi, with what the group's state
+// writePlan is a Step turned into one multi, with what the group's state
 // becomes once it commits.
-type stepPlan struct {
+type writePlan struct {
 	step      Step
 	ops       []coord.Op
 	next      cursorState         // the cursor written
@@ -384,8 +384,8 @@ type stepPlan struct {
 // (coord.Queue.Commit puts the fence check before it), then appends,
 // moves, retirement and drains. Errors: coord.ErrInvalidArgument for a
 // Move of no pending record.
-func (gr *Group) plan(s Step) (*stepPlan, error) {
-	p := &stepPlan{step: s, next: gr.st.cur.clone(), newRecs: map[uint64][][]byte{},
+func (gr *Group) plan(s Step) (*writePlan, error) {
+	p := &writePlan{step: s, next: gr.st.cur.clone(), newRecs: map[uint64][][]byte{},
 		newSize: map[uint64]int{}, touched: map[uint64]bool{}, lastChunk: gr.st.lastChunk}
 	p.next.nonce = rand.Uint64()
 	gr.planAppends(p)
@@ -409,7 +409,7 @@ func (gr *Group) plan(s Step) (*stepPlan, error) {
 // holds less than batchRawBytes of raw records, to new batches beyond:
 // setData of a batch appended to (raw while it is open, flate once it is
 // full), create of a new one.
-func (gr *Group) planAppends(p *stepPlan) {
+func (gr *Group) planAppends(p *writePlan) {
 	st, b, g := gr.st, gr.b, gr.g
 	for _, r := range p.step.Accept {
 		var last *batchState
@@ -443,7 +443,7 @@ func (gr *Group) planAppends(p *stepPlan) {
 }
 
 // planMoves creates a ready item per Move and marks its record moved.
-func (gr *Group) planMoves(p *stepPlan) error {
+func (gr *Group) planMoves(p *writePlan) error {
 	for _, m := range p.step.Move {
 		if err := p.next.markMoved(m.Ref, "move"); err != nil {
 			return err
@@ -467,7 +467,7 @@ func (next *cursorState) markMoved(r Ref, what string) error {
 // planRetirement deletes the batches whose records are all moved (and
 // that this step did not append to) and folds their keys into the seen
 // chunks.
-func (gr *Group) planRetirement(p *stepPlan) {
+func (gr *Group) planRetirement(p *writePlan) {
 	keep := p.next.batches[:0]
 	var fold []uint64
 	for _, bt := range p.next.batches {
@@ -488,7 +488,7 @@ func (gr *Group) planRetirement(p *stepPlan) {
 
 // planFold merges sorted keys into the newest seen chunk while it holds
 // fewer than chunkKeys, and into new chunks beyond.
-func (gr *Group) planFold(p *stepPlan, fold []uint64) {
+func (gr *Group) planFold(p *writePlan, fold []uint64) {
 	b, g := gr.b, gr.g
 	for len(fold) > 0 {
 		k := len(p.next.chunks)
@@ -514,7 +514,7 @@ func (gr *Group) planFold(p *stepPlan, fold []uint64) {
 // commit makes the group's state what p wrote and reports it. names is
 // the commit's per-op names (coord.Queue.Commit), nil when the commit was
 // learnt by reading back (the ready items' names are then unknown).
-func (gr *Group) commit(p *stepPlan, names []string) StepResult {
+func (gr *Group) commit(p *writePlan, names []string) StepResult {
 	st := gr.st
 	for seq, recs := range p.newRecs {
 		st.batches[seq] = recs
@@ -543,7 +543,7 @@ func (gr *Group) commit(p *stepPlan, names []string) StepResult {
 // cursor back: our nonce at the next version means it committed; another
 // version means another process wrote (ErrVersionConflict); the old version
 // means it did not commit (send it again).
-func (gr *Group) settle(ctx context.Context, p *stepPlan) (committed bool, err error) {
+func (gr *Group) settle(ctx context.Context, p *writePlan) (committed bool, err error) {
 	data, version, err := gr.b.q.Read(ctx, gr.b.cursorPath(gr.g))
 	switch {
 	case err != nil:

@@ -125,10 +125,7 @@ type Worker struct {
 	view   atomic.Pointer[string]     // the member list shard ownership follows (memberView)
 	wake   broadcast                  // fired when the config or a host slot changes
 	slots  *hostSlots                 // claims held per host, and shards waiting for them
-	groups groupWakes                 // wakes the manager of an owned shard group
-
-	dropLogMu  sync.Mutex
-	dropLogged map[string]bool // "reason host" already logged
+	owner  groupOwner                 // runs the owned shard groups (*frontier.Owner)
 
 	deadMu    sync.Mutex // guards deadCount, deadAt (deadLettersFull)
 	deadCount int64
@@ -181,7 +178,7 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	}
 	w.queue = w.front.Queue()
 	w.layout, w.links = w.front.Layout(), w.front
-	w.front.SetLocalOwner(w.groups.offer) // links of our own groups skip the inbox
+	w.owner = w.newOwner() // links of our own groups skip the inbox
 	if err := w.preflight(ctx); err != nil {
 		w.client.Close()
 		return nil, err

@@ -33,7 +33,6 @@ import (
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/frontier"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // runQueued runs part 3a: bin/seeder queues the URLs on a fresh
@@ -42,7 +41,7 @@ import (
 func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	o := b.opts
 	// The crawl runs the default config but for paused: the workers' window.
-	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: worker.ReadyWindow(config.Default())}
+	res := &report.Queued{Hosts: o.queuedHosts, URLs: o.queuedHosts * o.queuedPaths, Window: frontier.ReadyWindow(config.Default())}
 	b.log.Info("part 3a: queued URLs via bin/seeder", "urls", res.URLs, "hosts", res.Hosts)
 	dir := filepath.Join(o.outDir, "queued")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
