@@ -37,6 +37,11 @@ var (
 	// Queue.Init first.
 	ErrNotInitialized = errors.New("coord: queue not initialized")
 
+	// ErrNotAuthorized means a znode's ACL refused this client (ZooKeeper
+	// NoAuth): the crawl was created with credentials this client did not
+	// give (WithAuth), or gave others.
+	ErrNotAuthorized = errors.New("coord: not authorized by the znode's ACL")
+
 	// ErrClaimed means another worker (another session, or another goroutine
 	// of this Client) holds the claim on the item.
 	ErrClaimed = errors.New("coord: item already claimed")

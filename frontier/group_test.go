@@ -314,3 +314,50 @@ func TestGroupStepsUnderConnectionLoss(t *testing.T) {
 		t.Fatalf("%d ready records, want %d", len(got), keys)
 	}
 }
+
+// SeenBytes sums the data of the groups' seen chunks as ZooKeeper stores
+// them: 0 before any batch retired, then at least a byte per key folded
+// in and no more than the 8 bytes of a raw key each (delta + uvarint).
+func TestBacklogSeenBytes(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	c := connect(t, zkAddr(t))
+	ctx := ctxT(t, 30*time.Second)
+	b := newBacklog(t, c, root, 2)
+	if n, err := b.SeenBytes(ctx); err != nil || n != 0 {
+		t.Fatalf("SeenBytes of a new crawl: %d, %v", n, err)
+	}
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp, err := b.Open(ctx, sess, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs [][]byte
+	for i := range 100 {
+		recs = append(recs, []byte(fmt.Sprintf("record-%d", i)))
+	}
+	res, err := grp.Apply(ctx, frontier.Step{Accept: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s frontier.Step
+	for i, ref := range res.Accepted {
+		s.Move = append(s.Move, frontier.Move{Ref: ref, Shard: 1, Data: recs[i]})
+	}
+	if _, err := grp.Apply(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grp.Apply(ctx, frontier.Step{}); err != nil { // retires the batch into a seen chunk
+		t.Fatal(err)
+	}
+	st, err := b.Stats(ctx)
+	if err != nil || st[1].Seen != 100 || st[1].SeenChunks != 1 {
+		t.Fatalf("stats of group 1: %+v, %v", st, err)
+	}
+	if n, err := b.SeenBytes(ctx); err != nil || n < 100 || n > 8*100+16 {
+		t.Fatalf("SeenBytes after 100 keys: %d, %v", n, err)
+	}
+}

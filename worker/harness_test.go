@@ -52,7 +52,7 @@ func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout f
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	root, err := Root(name)
+	root, err := coord.Root(name)
 	if err != nil {
 		t.Fatal(err)
 	}

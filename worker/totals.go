@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/zkcrawl/zkcrawl/coord"
 )
 
@@ -38,9 +36,6 @@ func (t Totals) Add(o Totals) Totals {
 	return t
 }
 
-// TotalsDir returns the parent of the per-worker totals nodes: R/totals.
-func TotalsDir(root string) string { return root + "/totals" }
-
 // totalsInterval is how often a running worker rewrites its totals node.
 const totalsInterval = 5 * time.Second
 
@@ -49,7 +44,7 @@ const totalsInterval = 5 * time.Second
 // and once more when it does (bounded by a few seconds). Failures are
 // logged, never fatal: the totals are a report, not crawl state.
 func (w *Worker) keepTotals(ctx context.Context) (final func()) {
-	store := coord.NewConfigStore(w.client, TotalsDir(w.root)+"/"+w.opts.ID)
+	store := coord.Totals(w.client, w.root, w.opts.ID)
 	var base Totals
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	data, _, err := store.Read(rctx)
@@ -57,7 +52,7 @@ func (w *Worker) keepTotals(ctx context.Context) (final func()) {
 	switch {
 	case err == nil:
 		if jerr := json.Unmarshal(data, &base); jerr != nil {
-			w.log.Warn("totals node unreadable: starting it over", "znode", TotalsDir(w.root)+"/"+w.opts.ID, "error", jerr)
+			w.log.Warn("totals node unreadable: starting it over", "znode", store.String(), "error", jerr)
 			base = Totals{}
 		}
 	case errors.Is(err, coord.ErrNotFound):
@@ -70,7 +65,7 @@ func (w *Worker) keepTotals(ctx context.Context) (final func()) {
 		t.Runs = base.Runs
 		b, _ := json.Marshal(t)
 		if _, err := store.Write(ctx, b, -1); err != nil && ctx.Err() == nil {
-			w.log.Warn("could not write this worker's totals", "error", fmt.Errorf("%s: %w", TotalsDir(w.root), err))
+			w.log.Warn("could not write this worker's totals", "error", fmt.Errorf("%s: %w", store, err))
 		}
 	}
 	stop := make(chan struct{})
@@ -114,36 +109,15 @@ func (w *Worker) runTotals() Totals {
 // without any (no worker ran yet) has zero Totals. Errors: ZooKeeper
 // errors after retries; unreadable nodes are skipped.
 func ReadTotals(ctx context.Context, c *coord.Client, root string) (Totals, int, error) {
-	names, err := coord.Children(ctx, c, TotalsDir(root))
-	if errors.Is(err, coord.ErrNotFound) {
-		return Totals{}, 0, nil
-	}
+	all, err := coord.ReadAllTotals(ctx, c, root) // pipelined on the one connection
 	if err != nil {
 		return Totals{}, 0, err
 	}
-	// The reads are pipelined on the one connection (one round trip).
-	parts := make([]Totals, len(names))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
-	for i, n := range names {
-		g.Go(func() error {
-			data, _, err := coord.NewConfigStore(c, TotalsDir(root)+"/"+n).Read(gctx)
-			if errors.Is(err, coord.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			_ = json.Unmarshal(data, &parts[i]) // unreadable: skipped (zero)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return Totals{}, 0, err
-	}
 	var sum Totals
-	for _, t := range parts {
+	for _, data := range all {
+		var t Totals
+		_ = json.Unmarshal(data, &t) // unreadable: skipped (zero)
 		sum = sum.Add(t)
 	}
-	return sum, len(names), nil
+	return sum, len(all), nil
 }

@@ -18,9 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // seed writes cfg as the crawl's config file and seeds into a seeds file in
@@ -289,10 +289,10 @@ func gaps(lines []storage.LogEntry, minGap time.Duration) (longest, total time.D
 	return longest, total
 }
 
-// crawlRoot is the znode root of crawl name (worker.Root); the driver's
+// crawlRoot is the znode root of crawl name (coord.Root); the driver's
 // names are valid crawl names, so an error here is a bug.
 func crawlRoot(name string) string {
-	root, err := worker.Root(name)
+	root, err := coord.Root(name)
 	if err != nil {
 		panic(err)
 	}

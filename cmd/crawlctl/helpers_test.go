@@ -92,7 +92,7 @@ func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []
 	name = fmt.Sprintf("%s-%d", name, crawlSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	root, err := worker.Root(name)
+	root, err := coord.Root(name)
 	if err != nil {
 		t.Fatal(err)
 	}
