@@ -3,7 +3,8 @@ package coord
 // Test-only API: layout 1's exactly-once Put (a seen-set marker per key in
 // the same multi as the item, R/seen/<key[:2]>/<key>), which coord's own
 // tests use to fill queues, and accessors of internals. Production code
-// creates ready items through Group.Apply and Requeue only.
+// creates ready items through Commit's OpReady (frontier.Group.Apply) and
+// Requeue only.
 
 import (
 	"bytes"
