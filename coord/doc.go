@@ -9,7 +9,7 @@
 //   - Queue.Commit, Read, List, Stat: a generic store under the crawl
 //     root. Commit runs a caller's ops as one multi fenced by the caller's
 //     session (etcd's Txn().If(mutex.IsOwner())); package frontier keeps
-//     its compact store (inbox posts, backlog batches, seen chunks) on it.
+//     its compact store on it.
 //   - ConfigStore: the "active configuration service" (read, compare-and-set,
 //     a watch that is re-armed after every event, reconnect and expiry);
 //     Config and Drain return the crawl's.

@@ -12,8 +12,8 @@ import (
 
 // The generic store under a crawl root: reads, and transactions fenced by
 // a session, on znodes whose data coord does not interpret. Package
-// frontier keeps its compact store (inbox posts, backlog batches, the
-// owner's cursor) on it; coord knows only paths and bytes.
+// frontier keeps its compact store on it; coord knows only paths and
+// bytes.
 
 // OpKind is the kind of an Op.
 type OpKind int
@@ -23,8 +23,7 @@ const (
 	// OpCreate creates Op.Path as a persistent znode holding Op.Data.
 	OpCreate OpKind = iota + 1
 	// OpCreateSeq creates a persistent-sequential znode: ZooKeeper appends
-	// a 10-digit counter to Op.Path ("inbox/g000/i-" ->
-	// "inbox/g000/i-0000000042").
+	// a 10-digit counter to Op.Path ("area/a/i-" -> "area/a/i-0000000042").
 	OpCreateSeq
 	// OpSet replaces Op.Path's data by Op.Data if its version is
 	// Op.Version (-1: any version).
@@ -38,7 +37,7 @@ const (
 )
 
 // Op is one operation of a transaction (Queue.Commit). Path is relative
-// to the crawl root ("backlog/g000", no leading slash); its data, at most
+// to the crawl root ("area/a", no leading slash); its data, at most
 // ~1 MiB (ZooKeeper's jute.maxbuffer) for the whole transaction, is opaque
 // to coord.
 type Op struct {
