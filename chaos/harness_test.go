@@ -19,7 +19,6 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // sessionTimeout is the crawlers' ZooKeeper session timeout (testenv's
@@ -175,7 +174,7 @@ func newCrawl(t *testing.T, spec crawlSpec) *crawl {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.root, err = worker.Root(spec.name)
+	c.root, err = coord.Root(spec.name)
 	if err != nil {
 		t.Fatal(err)
 	}

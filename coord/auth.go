@@ -1,17 +1,11 @@
 package coord
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
-
-// ErrNotAuthorized means a znode's ACL refused this client (ZooKeeper
-// NoAuth): the crawl was created with credentials this client did not give
-// (WithAuth), or gave others.
-var ErrNotAuthorized = errors.New("coord: not authorized by the znode's ACL")
 
 // auth is one ZooKeeper authentication: a scheme and its credentials, sent
 // with AddAuth on every connection of the session (ZooKeeper Programmer's

@@ -110,7 +110,7 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 		}
 		if accept == nil {
 			// readItem did not use (nor take out) a cached entry, such as
-			// Group.Apply's for the items it creates: drop it.
+			// Commit's for the ready items it creates: drop it.
 			q.cache(shard, name, cachedItem{}, false)
 		}
 		cl, orphaned, err := q.createClaim(ctx, sess, fence, shard, name, it)

@@ -142,12 +142,13 @@ func (c *Client) groupCommit(ctx context.Context, orphan func([]zk.MultiResponse
 	}
 }
 
-// grouped reports whether a multi goes through group commit: only fenced
-// multis, which start with a check (the session-marker check of claim.go)
-// and nearly always succeed. A combined multi reveals only its first failed
-// op, so each failure costs a round trip while everything else queued
-// waits; Queue.Put's seen-set create, whose NodeExists is the normal answer
-// for a duplicate, made BenchmarkCrawlLoop 6x slower when grouped.
+// grouped reports whether a multi goes through group commit: only multis
+// that start with a check (a session-marker fence, or the parent check of
+// an unfenced Commit), which nearly always succeed. A combined multi
+// reveals only its first failed op, so each failure costs a round trip
+// while everything else queued waits; a test-only create (Queue.Put in
+// export_test.go) whose NodeExists is the normal answer for a duplicate
+// made BenchmarkCrawlLoop 6x slower when grouped.
 func grouped(ops []any) bool {
 	if len(ops) == 0 {
 		return false

@@ -9,7 +9,7 @@ import (
 // Sentinel errors. Callers branch on them with errors.Is.
 var (
 	// ErrSessionExpired means the ZooKeeper session the operation depended on
-	// has expired: its ephemeral znodes (claims, lock nodes, member nodes) are
+	// has expired: its ephemeral znodes (claims, fence markers, member nodes) are
 	// gone. Not recoverable within that session; obtain the new one with
 	// Client.Session and rebuild state (ZooKeeper Programmer's Guide,
 	// "Sessions").
@@ -27,14 +27,20 @@ var (
 	ErrNotFound = errors.New("coord: znode not found")
 
 	// ErrVersionConflict is returned by compare-and-set writes when the znode
-	// version differs from the expected one (ZooKeeper BadVersion): a config
-	// written by someone else meanwhile, or a shard group's cursor written by
-	// another owner (Group.Apply: open the group again).
+	// version differs from the expected one (ZooKeeper BadVersion), or a
+	// Commit op finds its znode already there or not empty: a config
+	// written by someone else meanwhile, or a store written by another
+	// session (reload it).
 	ErrVersionConflict = errors.New("coord: version conflict")
 
 	// ErrNotInitialized means the queue's parent znodes are missing: run
-	// Backlog.Init first.
+	// Queue.Init first.
 	ErrNotInitialized = errors.New("coord: queue not initialized")
+
+	// ErrNotAuthorized means a znode's ACL refused this client (ZooKeeper
+	// NoAuth): the crawl was created with credentials this client did not
+	// give (WithAuth), or gave others.
+	ErrNotAuthorized = errors.New("coord: not authorized by the znode's ACL")
 
 	// ErrClaimed means another worker (another session, or another goroutine
 	// of this Client) holds the claim on the item.

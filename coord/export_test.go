@@ -3,7 +3,8 @@ package coord
 // Test-only API: layout 1's exactly-once Put (a seen-set marker per key in
 // the same multi as the item, R/seen/<key[:2]>/<key>), which coord's own
 // tests use to fill queues, and accessors of internals. Production code
-// creates ready items through Group.Apply and Requeue only.
+// creates ready items through Commit's OpReady (frontier.Group.Apply) and
+// Requeue only.
 
 import (
 	"bytes"
@@ -37,9 +38,6 @@ func (c *Client) State() State {
 	defer c.mu.Unlock()
 	return c.state
 }
-
-// Init creates the queue's znodes (Backlog.Init does it in production).
-func (q *Queue) Init(ctx context.Context) error { return q.create(ctx) }
 
 // SetRecheck sets how long Take waits before looking again at items its
 // Reserve turned down.
@@ -202,12 +200,4 @@ func AuthOf(o Option) (scheme string, credentials []byte) {
 		return "", nil
 	}
 	return opts.auth.scheme, opts.auth.credentials
-}
-
-// TryLock makes one attempt: it returns true if the lock was free and is now
-// held, false (and no node left behind) if another contender holds it or is
-// queued before us. Errors as Lock. (Test-only: nothing in the crawl needs
-// a non-blocking lock.)
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	return m.acquire(ctx, false)
 }

@@ -1,16 +1,36 @@
 package coord
 
 import (
+	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 )
 
+// CrawlsRoot is the znode under which every crawl's root lives (under the
+// connect string's chroot, if any): R = /zkcrawl/<crawl name>.
+const CrawlsRoot = "/zkcrawl"
+
+// crawlName is what a crawl name may be (Root).
+var crawlName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Root returns the root znode path of the crawl named name,
+// "/zkcrawl/<name>". Errors (wrapping ErrInvalidArgument): the name is not
+// 1..128 characters of [A-Za-z0-9._-] starting with a letter or digit.
+func Root(name string) (string, error) {
+	if !crawlName.MatchString(name) {
+		return "", fmt.Errorf("crawl name %q: want 1..128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit: %w", name, ErrInvalidArgument)
+	}
+	return CrawlsRoot + "/" + name, nil
+}
+
 // The crawl's znode layout under its root R, in one place
 // (docs/design.md, "Znode layout"). Callers outside coord name no path of
-// the crawl: they use the recipes' verbs (Queue, Backlog, Join, Members,
-// Config, Drain).
+// the crawl: they use the recipes' verbs (Queue, Join, Members, Config,
+// Drain, Totals, Standby) and, for the frontier's store, Queue.Commit with
+// paths under the areas package frontier names (inbox/, backlog/).
 const (
 	queueDir    = "queue"    // R/queue/<shard>/u-NNNNNNNNNN: ready items (persistent-sequential); R/queue's data: {"shards":N}
 	claimsDir   = "claims"   // R/claims/<shard>/<item>: ephemeral claims
@@ -18,13 +38,9 @@ const (
 	sessionsDir = "sessions" // R/sessions/<session id>: ephemeral per-session fence markers
 	itemPrefix  = "u-"       // item name prefix; ZooKeeper appends a 10-digit sequence number
 
-	inboxDir    = "inbox"   // R/inbox/<g>/i-NNNNNNNNNN: posts (persistent-sequential)
-	backlogDir  = "backlog" // R/backlog/<g>: cursor; children b-N (batches) and s-N (seen chunks)
-	postPrefix  = "i-"
-	batchPrefix = "b-"
-	chunkPrefix = "s-"
-
 	workersDir = "workers" // R/workers/<id>: ephemeral member nodes, data = the member's status
+	totalsDir  = "totals"  // R/totals: the crawl's running totals (persistent, JSON); R/totals/<id>: older versions' per-worker totals
+	standbyDir = "standby" // R/standby/workers/<id>: members in standby (a membership root of its own)
 	configNode = "config"  // R/config: the crawl settings; its version is the config version
 	drainNode  = "drain"   // R/drain: present while a drain is requested; data = a note
 )
@@ -40,12 +56,36 @@ func Config(c *Client, root string) *ConfigStore { return NewConfigStore(c, root
 // it.
 func Drain(c *Client, root string) *ConfigStore { return NewConfigStore(c, root+"/"+drainNode) }
 
+// MemberNode returns the store of member id's status node R/workers/<id>
+// (created and updated by Join and Member.Update), for reading it without
+// joining: a worker checks with it whether its id is still held.
+func MemberNode(c *Client, root, id string) *ConfigStore {
+	return NewConfigStore(c, root+"/"+workersDir+"/"+id)
+}
+
+// Totals returns the store of the crawl's running totals R/totals (opaque
+// data; zkcrawl writes JSON), one znode for every worker and run: each
+// adds its counts with a compare-and-set (ConfigStore.Write at the read
+// version).
+func Totals(c *Client, root string) *ConfigStore {
+	return NewConfigStore(c, root+"/"+totalsDir)
+}
+
+// ReadAllTotals returns the per-worker totals nodes R/totals/* that older
+// versions wrote, data by worker id, read pipelined; an empty map when
+// there are none. Errors: ZooKeeper errors after retries.
+func ReadAllTotals(ctx context.Context, c *Client, root string) (map[string][]byte, error) {
+	return readNodes(ctx, c, root+"/"+totalsDir)
+}
+
+// StandbyRoot returns the membership root of the crawl rooted at root's
+// standby workers, R/standby: Join and Members under it keep their nodes at
+// R/standby/workers/<id>, out of the crawl's worker list.
+func StandbyRoot(root string) string { return root + "/" + standbyDir }
+
 // ShardName returns the znode name of shard i: "s000", "s001", ... (at least
 // three digits).
 func ShardName(i int) string { return fmt.Sprintf("s%03d", i) }
-
-// GroupName returns the znode name of shard group g: "g000", "g001", ...
-func GroupName(g int) string { return fmt.Sprintf("g%03d", g) }
 
 // itemSeq returns the sequence number of an item name ("u-0000000042" ->
 // 42), or -1.

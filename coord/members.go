@@ -170,15 +170,33 @@ func Members(ctx context.Context, c *Client, root string) ([]string, map[string]
 	if err := validatePath(root); err != nil {
 		return nil, nil, fmt.Errorf("coord: Members: root: %w", err)
 	}
-	dir := c.abs(root) + "/" + workersDir
-	ids, err := c.readChildren(ctx, dir)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, map[string][]byte{}, nil
-	}
+	status, err := readNodes(ctx, c, root+"/"+workersDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("coord: Members %s: %w", root, err)
 	}
-	sort.Strings(ids)
+	live := make([]string, 0, len(status))
+	for id := range status {
+		live = append(live, id)
+	}
+	sort.Strings(live)
+	return live, status, nil
+}
+
+// readNodes returns the data of every child of dir (not chrooted yet) by
+// name, the reads pipelined; children deleted meanwhile are left out, and
+// a missing dir has none. Errors: ZooKeeper errors after retries.
+func readNodes(ctx context.Context, c *Client, dir string) (map[string][]byte, error) {
+	if err := validatePath(dir); err != nil {
+		return nil, err
+	}
+	dir = c.abs(dir)
+	ids, err := c.readChildren(ctx, dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return map[string][]byte{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	data := make([][]byte, len(ids))
 	gone := make([]bool, len(ids))
 	err = parallel(ctx, len(ids), 64, func(ctx context.Context, i int) error {
@@ -191,17 +209,15 @@ func Members(ctx context.Context, c *Client, root string) ([]string, map[string]
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("coord: Members %s: %w", root, err)
+		return nil, err
 	}
-	live := make([]string, 0, len(ids))
-	status := make(map[string][]byte, len(ids))
+	out := make(map[string][]byte, len(ids))
 	for i, id := range ids {
 		if !gone[i] {
-			live = append(live, id)
-			status[id] = data[i]
+			out[id] = data[i]
 		}
 	}
-	return live, status, nil
+	return out, nil
 }
 
 // WatchMembers delivers the sorted live member ids under root/workers now

@@ -33,9 +33,9 @@ const createConcurrency = 256
 //	R/failed/<shard>-<item>        persistent dead letter
 //	R/sessions/<session id>        ephemeral fence marker of a claiming session
 //
-// Items are created by Group.Apply (moves) and Requeue. The shard count is
-// fixed when the queue is created (Backlog.Init stores it in R/queue's
-// data). Safe for concurrent use.
+// Items are created by Commit's OpReady (the frontier's moves) and Requeue.
+// The shard count is fixed when the queue is created (Init stores it in
+// R/queue's data). Safe for concurrent use.
 type Queue struct {
 	c       *Client
 	root    string // absolute (with chroot)
@@ -53,7 +53,7 @@ type Queue struct {
 
 // NewQueue returns the queue of a new crawl rooted at root (absolute path,
 // chroot applied) with shards shards (1..100,000). It does no I/O:
-// Backlog.Init creates the znodes (idempotent). An invalid root or shard
+// Init creates the znodes (idempotent). An invalid root or shard
 // count makes every call fail with ErrInvalidArgument.
 func NewQueue(c *Client, root string, shards int) *Queue {
 	q := &Queue{

@@ -134,12 +134,14 @@ func produce(ctx context.Context, q *coord.Queue, prefix string, from, to int) (
 // queueLeft returns the items and claims left in every shard.
 func queueLeft(t testing.TB, c *coord.Client, root string, shards int) (items, claims int) {
 	t.Helper()
+	ctx := ctxT(t, 30*time.Second)
+	q := coord.NewQueue(c, root, shards)
 	for s := 0; s < shards; s++ {
-		a, _, err := c.Conn().Children(fmt.Sprintf("%s/queue/%s", root, coord.ShardName(s)))
+		a, err := q.ReadyNames(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _, err := c.Conn().Children(fmt.Sprintf("%s/claims/%s", root, coord.ShardName(s)))
+		b, err := q.ShardClaims(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,7 +537,7 @@ func TestClaimQueuedAcrossExpiryIsFenced(t *testing.T) {
 	}
 	admin := connect(t, zkAddr(t))
 	time.Sleep(200 * time.Millisecond)
-	if kids, _, err := admin.Conn().Children(root + "/claims/s000"); err != nil || len(kids) != 0 {
+	if kids, err := coord.NewQueue(admin, root, 1).ShardClaims(ctx, 0); err != nil || len(kids) != 0 {
 		t.Fatalf("claims after fenced claim: %v, %v", kids, err)
 	}
 	st, _ := c.Session(ctx)

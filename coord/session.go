@@ -105,7 +105,7 @@ type Client struct {
 // Session is one ZooKeeper session of a Client, in the style of etcd's
 // concurrency.Session: a handle whose context is cancelled when that
 // session ends. Ephemeral znodes created under it live exactly as long as
-// it; the recipes bound to it (claims, Group, Member, Mutex) act only while
+// it; the recipes bound to it (claims, fenced commits, Member) act only while
 // it lives.
 type Session struct {
 	c      *Client
@@ -155,8 +155,8 @@ func (s *Session) expired(where string) error {
 // servers is a ZooKeeper connect string, "host:port,host:port[/chroot]"
 // (ZooKeeper Programmer's Guide, "Connecting"). go-zookeeper has no chroot
 // support, so coord applies the chroot itself to every path the recipes use
-// and creates the chroot znode if it is missing; paths seen through Conn()
-// and in raw zk.Event values are absolute (with the chroot).
+// and creates the chroot znode if it is missing; paths
+// in raw zk.Event values are absolute (with the chroot).
 //
 // Errors: ErrInvalidArgument for a malformed connect string or a
 // non-positive session timeout; ctx's error, naming the servers and the
@@ -352,10 +352,6 @@ func (c *Client) Session(ctx context.Context) (*Session, error) {
 		}
 	}
 }
-
-// Conn returns the underlying go-zookeeper connection, for operations coord
-// does not wrap. Paths given to it are absolute: the chroot is not applied.
-func (c *Client) Conn() *zk.Conn { return c.conn }
 
 // Close ends the session (the server deletes its ephemeral znodes at once)
 // and closes the connection. The current Session's context is cancelled

@@ -113,7 +113,7 @@ func TestConnectChroot(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := connect(t, zkAddr(t))
-	data, _, err := raw.Conn().Get(root + "/config")
+	data, _, err := coord.NewConfigStore(raw, root+"/config").Read(ctx)
 	if err != nil || string(data) != "x" {
 		t.Fatalf("chrooted write not at %s/config: %q, %v", root, data, err)
 	}

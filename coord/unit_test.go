@@ -64,10 +64,6 @@ func TestShardNameAndSort(t *testing.T) {
 	if strings.Join(names, ",") != "u-0000000001,u-0000000002,u-0000000010,u-0000000100" {
 		t.Errorf("sortFIFO = %v", names)
 	}
-	lk := sortedLockNodes([]string{"g2-lock-0000000005", "other", "g1-lock-0000000003", "g3-lock-0000000004"})
-	if len(lk) != 3 || lk[0].name != "g1-lock-0000000003" || lk[2].name != "g2-lock-0000000005" {
-		t.Errorf("sortedLockNodes = %v", lk)
-	}
 }
 
 func TestRetry(t *testing.T) {

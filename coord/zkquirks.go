@@ -53,7 +53,7 @@ import (
 // "create", "set", "delete", "multi"; reported to the WithObserver hook) on
 // its own goroutine so that the caller returns as soon as ctx is done
 // (quirk 1). Non-idempotent calls pass orphan to undo an effect nobody will
-// own (a lock node, a claim): orphan is called, on another goroutine,
+// own (a claim): orphan is called, on another goroutine,
 // exactly when call returns ctx.Err(); it receives fn's result once known,
 // or ctx.Err() if fn was never started.
 func call[T any](ctx context.Context, c *Client, op string, fn func() (T, error), orphan func(T, error)) (T, error) {

@@ -9,7 +9,7 @@ import (
 )
 
 // Create creates the crawl's frontier at root if it does not exist: the
-// queue's and the frontier store's znodes (coord.Backlog.Init) and the
+// queue's and the frontier store's znodes (Backlog.Init) and the
 // layout in root's data. It is
 // idempotent; for an existing crawl it returns that crawl's frontier and
 // ignores layout (the layout is fixed at creation). created reports whether

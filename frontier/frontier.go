@@ -31,7 +31,7 @@ const postTimeout = time.Minute
 // concurrent use.
 type Frontier struct {
 	q      *coord.Queue
-	b      *coord.Backlog
+	b      *Backlog
 	layout Layout
 	seen   *lru.Cache[uint64, struct{}]
 	known  *seenset.Set // loaded by LoadKnown (~8 B a key); read-only after
@@ -53,14 +53,14 @@ func New(q *coord.Queue, layout Layout, cacheSize int) *Frontier {
 		cacheSize = DefaultSeenCacheSize
 	}
 	c, _ := lru.New[uint64, struct{}](cacheSize) // error only for size <= 0
-	return &Frontier{q: q, b: coord.NewBacklog(q, layout.Groups(), RecordKey), layout: layout, seen: c}
+	return &Frontier{q: q, b: NewBacklog(q, layout.Groups(), RecordKey), layout: layout, seen: c}
 }
 
 // Queue returns the ready queue.
 func (f *Frontier) Queue() *coord.Queue { return f.q }
 
 // Backlog returns the groups' compact store.
-func (f *Frontier) Backlog() *coord.Backlog { return f.b }
+func (f *Frontier) Backlog() *Backlog { return f.b }
 
 // EnqueueResult counts what one Enqueue call did with its items.
 type EnqueueResult struct {
@@ -278,7 +278,7 @@ func (p Pending) Empty() bool {
 // HeldBacklog returns the backlog records group g's owner last wrote as
 // held by host budgets (HostCounts.Held of st.Annex), at most st.Backlog;
 // 0 when the annex does not decode.
-func HeldBacklog(st coord.GroupStats) int {
+func HeldBacklog(st GroupStats) int {
 	held, _, err := DecodeHostTotals(st.Annex)
 	if err != nil {
 		return 0
@@ -304,8 +304,8 @@ func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
 }
 
 // BacklogPending sums the groups' part of Pending (Backlog, Posts, Held)
-// from their stats (coord.Backlog.Stats); Ready and Claimed are left 0.
-func BacklogPending(groups []coord.GroupStats) Pending {
+// from their stats (Backlog.Stats); Ready and Claimed are left 0.
+func BacklogPending(groups []GroupStats) Pending {
 	var out Pending
 	for _, g := range groups {
 		out.Backlog += g.Backlog

@@ -127,7 +127,7 @@ func DecodeRecord(data []byte) (Item, error) {
 }
 
 // RecordKey returns the fingerprint of a record's URL (the key function
-// of coord.NewBacklog),
+// of NewBacklog),
 // reading only the record's first fields (no decode, no allocation: it runs
 // for every record when a group is loaded and for every accepted one); a
 // record whose URL field cannot be read gets the fingerprint of its bytes,

@@ -65,7 +65,13 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 		t.Fatalf("only %d pages crawled with auth", n)
 	}
 
-	owner := c.client.Conn()
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	owner, err := testenv.RawConn(rctx, zks.Addr(), "digest:crawler:s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
 	nodes := walk(t, owner, "/zkcrawl") // the test client has no chroot
 	if len(nodes) < 10 {
 		t.Fatalf("only %d znodes under /zkcrawl", len(nodes))
@@ -85,13 +91,17 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 
 	wrong, _ := coord.WithAuth("digest:crawler:guess")
 	for name, opts := range map[string][]coord.Option{"no credentials": nil, "wrong password": {wrong}} {
+		rawAuth := map[string]string{"no credentials": "", "wrong password": "digest:crawler:guess"}[name]
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		other, err := coord.Connect(cctx, zks.Addr(), append(opts, coord.WithLogger(testLogger(t)))...)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn := other.Conn()
+		conn, err := testenv.RawConn(rctx, zks.Addr(), rawAuth)
+		if err != nil {
+			t.Fatal(err)
+		}
 		// refused: ErrNoAuth, or ErrNoNode for an ephemeral claim that
 		// finished meanwhile (nothing leaked either way).
 		refused := func(err error) bool { return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrNoNode) }
@@ -114,6 +124,7 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 			t.Errorf("%s: opened the crawl's frontier", name)
 		}
 		other.Close()
+		conn.Close()
 	}
 }
 

@@ -64,11 +64,11 @@ func readyItem(t *testing.T, ctx context.Context, c *crawlEnv, sess *coord.Sessi
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := grp.Apply(ctx, coord.Step{Accept: [][]byte{rec}})
+	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = grp.Apply(ctx, coord.Step{Move: []coord.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}})
+	res, err = grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}})
 	if err != nil || len(res.Ready) != 1 {
 		t.Fatalf("move: %v, %v", res, err)
 	}

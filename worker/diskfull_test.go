@@ -42,7 +42,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // liveStatus reads worker id's status node, in the worker list or in
 // standby (standby true); false while it has none.
 func liveStatus(c *crawlEnv, id string) (st Status, standby, ok bool) {
-	for _, root := range []string{c.root, StandbyRoot(c.root)} {
+	for _, root := range []string{c.root, coord.StandbyRoot(c.root)} {
 		_, data, err := coord.Members(context.Background(), c.client, root)
 		if err != nil {
 			continue

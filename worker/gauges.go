@@ -44,12 +44,8 @@ func (w *Worker) feedGauges(ctx context.Context) {
 		cancel()
 		if err == nil {
 			// Queue depth: the ready items of the owned shards plus the
-			// backlog the owned groups' managers hold (groups.go).
-			backlog := 0
-			w.groups.m.Range(func(_, v any) bool {
-				backlog += int(v.(*groupSignal).backlog.Load())
-				return true
-			})
+			// backlog the owned groups' owner loops hold (frontier.Owner).
+			backlog := int(w.owner.Totals().Backlog)
 			cur.Store(&GaugeValues{QueueDepth: c.Queued + backlog, ClaimsHeld: c.Claimed, DeadLetters: c.Failed})
 		} else if ctx.Err() == nil {
 			w.log.Debug("gauge refresh failed", "error", err)

@@ -45,7 +45,7 @@ func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, layout front
 // zkOpts (e.g. coord.WithAuth).
 func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout frontier.Layout, seeds []string, zkOpts []coord.Option) *crawlEnv {
 	t.Helper()
-	root, err := Root(name)
+	root, err := coord.Root(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestHostBudgetKeep(t *testing.T) {
 	if !p.Empty() || p.Backlog != 40 || p.Held != 40 {
 		t.Fatalf("pending %+v; want done with the 40 other pages of the big host held", p)
 	}
-	if st.HostsAtBudget != 1 || st.HeldByBudget != 40 || st.Dropped[dropHostBudget] != 0 {
+	if st.HostsAtBudget != 1 || st.HeldByBudget != 40 || st.Dropped[frontier.DropHostBudget] != 0 {
 		t.Errorf("last status: %d hosts at budget, %d held, dropped %v; want 1, 40 and nothing for host_budget", st.HostsAtBudget, st.HeldByBudget, st.Dropped)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -157,7 +157,7 @@ func TestHostBudgetKeep(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := c.front.Pending(context.Background())
-	if st := status4(); err != nil || p.Backlog != 0 || st.Dropped[dropHostBudget] != 35 || pagesOf(c, big) != 15 {
+	if st := status4(); err != nil || p.Backlog != 0 || st.Dropped[frontier.DropHostBudget] != 35 || pagesOf(c, big) != 15 {
 		t.Fatalf("after switching to drop: pending %+v (%v), dropped %v, %d pages; want the 35 held URLs dropped", p, err, st.Dropped, pagesOf(c, big))
 	}
 }
@@ -172,7 +172,7 @@ func TestHostBudgetDrop(t *testing.T) {
 	if !p.Empty() || p.Backlog != 0 || p.Held != 0 {
 		t.Fatalf("pending %+v; want everything done, nothing held", p)
 	}
-	if st.Dropped[dropHostBudget] != 40 || st.HostsAtBudget != 1 || st.HeldByBudget != 0 {
+	if st.Dropped[frontier.DropHostBudget] != 40 || st.HostsAtBudget != 1 || st.HeldByBudget != 0 {
 		t.Errorf("last status: dropped %v, %d hosts at budget, %d held; want host_budget 40, 1 host, 0 held", st.Dropped, st.HostsAtBudget, st.HeldByBudget)
 	}
 }

@@ -38,20 +38,17 @@ func (w *Worker) preflight(ctx context.Context) error {
 	return w.checkIDFree(ctx)
 }
 
-// memberPath is this worker's status node R/workers/<id>.
-func (w *Worker) memberPath() string { return w.root + "/workers/" + w.opts.ID }
-
 // checkIDFree reads R/workers/<id>; if it exists it watches it for two
 // heartbeat intervals and a second: a node whose data changes meanwhile
 // belongs to a live worker (ErrIDInUse, naming its host and pid).
 func (w *Worker) checkIDFree(ctx context.Context) error {
-	store := coord.NewConfigStore(w.client, w.memberPath())
+	store := coord.MemberNode(w.client, w.root, w.opts.ID)
 	data, v0, err := store.Read(ctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 		return nil
 	case err != nil:
-		return fmt.Errorf("worker: read %s: %w", w.memberPath(), err)
+		return fmt.Errorf("worker: read %s: %w", store, err)
 	}
 	var st Status
 	_ = json.Unmarshal(data, &st)
@@ -77,7 +74,7 @@ func (w *Worker) checkIDFree(ctx context.Context) error {
 		case errors.Is(err, coord.ErrNotFound):
 			return nil
 		case err != nil:
-			return fmt.Errorf("worker: read %s: %w", w.memberPath(), err)
+			return fmt.Errorf("worker: read %s: %w", store, err)
 		case v != v0:
 			return fmt.Errorf("%w: id %q runs on host %s, pid %d (session %s); give each crawler of crawl %q its own --id",
 				ErrIDInUse, w.opts.ID, st.Host, st.PID, st.Session, w.opts.Crawl)

@@ -169,10 +169,23 @@ type pipeline struct {
 	calls *calls
 	store *memStore
 	links *memLinks
+	owner *memOwner
 	// fetchedAt is how many seam calls had been made when the last run
 	// first called process's fetched (its host claim slot freed); -1: never.
 	fetchedAt int
 }
+
+// memOwner records the ready items the pipeline reports finished, per
+// group (the groupOwner seam).
+type memOwner struct {
+	freed map[int][]string
+}
+
+func (o *memOwner) Run(context.Context, *coord.Session, int) {}
+func (o *memOwner) Finished(g, shard int, name string) {
+	o.freed[g] = append(o.freed[g], coord.ShardName(shard)+"/"+name)
+}
+func (o *memOwner) Totals() frontier.OwnerTotals { return frontier.OwnerTotals{} }
 
 // newPipeline returns a worker with cfg in force whose fetches answer from
 // pages. No dead-letter cap (counting R/failed would ask ZooKeeper), no
@@ -183,8 +196,8 @@ func newPipeline(t *testing.T, cfg config.Config, pages map[string]memPage) *pip
 	w := newWorker(Options{ID: "p1", Logger: testLogger(t)}, "/zkcrawl/pipeline")
 	w.layout = frontier.DefaultLayout
 	c := &calls{}
-	p := &pipeline{w: w, calls: c, store: &memStore{calls: c}, links: &memLinks{calls: c}}
-	w.fetcher, w.store, w.links = &memFetcher{calls: c, pages: pages}, p.store, p.links
+	p := &pipeline{w: w, calls: c, store: &memStore{calls: c}, links: &memLinks{calls: c}, owner: &memOwner{freed: map[int][]string{}}}
+	w.fetcher, w.store, w.links, w.owner = &memFetcher{calls: c, pages: pages}, p.store, p.links, p.owner
 	w.applyConfig(cfg.Encode(), 1)
 	if w.current() == nil {
 		t.Fatalf("config rejected: %s", *w.cfgErr.Load())
@@ -252,7 +265,7 @@ func TestProcessPage(t *testing.T) {
 	if pages := p.w.counters.pages.Load(); pages != 1 {
 		t.Errorf("pages = %d, want 1", pages)
 	}
-	freed := p.w.groups.get(frontier.DefaultLayout.GroupOf(claimShard)).take() // the group of the claim's shard
+	freed := p.owner.freed[frontier.DefaultLayout.GroupOf(claimShard)] // the group of the claim's shard
 	if !slices.Equal(freed, []string{"s003/u-0000000007"}) {
 		t.Errorf("group manager told %q, want the item's ready slot", freed)
 	}

@@ -65,7 +65,7 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 			name:     "per host",
 			link:     func(page string, i int) string { return fmt.Sprintf("%s/%d", strings.TrimSuffix(page, "/"), i) },
 			tune:     func(c *config.Config) { c.MaxQueuedPerHost = 50 },
-			reason:   dropPerHost,
+			reason:   frontier.DropPerHost,
 			bound:    func(p frontier.Pending) bool { return p.Ready+p.Backlog <= 50 },
 			minPages: 20,
 		},
@@ -73,7 +73,7 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 			name:     "long URLs",
 			link:     func(page string, i int) string { return "/l/" + strings.Repeat("a", 300) + fmt.Sprint(rand.Int()) },
 			tune:     func(c *config.Config) { c.MaxURLLength = 200 },
-			reason:   dropURLLength,
+			reason:   frontier.DropURLLength,
 			bound:    func(p frontier.Pending) bool { return p.Ready+p.Backlog <= 1 },
 			minPages: 1, // every link is dropped: only the seed is fetched
 		},
@@ -85,7 +85,7 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 				c.MaxQueuedTotal = 100
 				c.MaxAttempts = 1
 			},
-			reason:   dropTotal,
+			reason:   frontier.DropTotal,
 			bound:    func(p frontier.Pending) bool { return p.Ready+p.Backlog <= 100 },
 			minPages: 20,
 		},
@@ -95,7 +95,7 @@ func TestQuotasBoundCrawlerTraps(t *testing.T) {
 			tune: func(c *config.Config) {
 				c.MaxFrontierBytes = 1 << 20 // 256 KiB per group of 4
 			},
-			reason:   dropBytes,
+			reason:   frontier.DropBytes,
 			bound:    func(p frontier.Pending) bool { return p.Ready+p.Backlog <= (1<<20)/1500 },
 			minPages: 5,
 		},

@@ -121,7 +121,7 @@ func (w *Worker) followMembers(ctx context.Context, own *ownership, ids []string
 		own.claimers.start(s, func(ctx context.Context) { w.claimLoop(ctx, own.work, own.sess, s, own.inflight, view) })
 	}
 	for g := range groups {
-		own.managers.start(g, func(ctx context.Context) { w.manageGroup(ctx, own.sess, g) })
+		own.managers.start(g, func(ctx context.Context) { w.owner.Run(ctx, own.sess, g) })
 	}
 	w.log.Info("shard ownership", "members", len(ids), "owned", len(shards))
 }
@@ -340,7 +340,7 @@ func memberView(ids []string) string {
 // when its fetch ends: writing the records, the group fsync and the
 // completion multi (about 5 ms, far longer than a fetch on a fast server)
 // no longer keep the host's next item from being claimed; the host's ready
-// window (ReadyWindow) bounds its claims in all. It also
+// window (frontier.ReadyWindow) bounds its claims in all. It also
 // remembers which shards turned a busy host's items away, oldest first, so
 // a freed slot wakes the shard that waited longest.
 type hostSlots struct {

@@ -15,11 +15,6 @@ import (
 // probe succeeds it joins the worker list again and gains shards like a new
 // worker (waiting for their previous owners' claims).
 
-// StandbyRoot returns the root under which standby workers keep their
-// status nodes: R/standby (nodes at R/standby/workers/<id>, as coord.Join
-// lays them out). crawlctl status lists them.
-func StandbyRoot(root string) string { return root + "/standby" }
-
 // presence is where this worker's status node is: in the worker list
 // (member) or in standby; exactly one is set.
 type presence struct {
@@ -45,7 +40,7 @@ func (w *Worker) updatePresence(ctx context.Context, p *presence) {
 	switch {
 	case blocked && p.member != nil:
 		w.standby.Store(true) // before leaving: our own ownership then excludes us
-		sb, err := coord.Join(jctx, sess, StandbyRoot(w.root), w.opts.ID, w.status(sess))
+		sb, err := coord.Join(jctx, sess, coord.StandbyRoot(w.root), w.opts.ID, w.status(sess))
 		if err != nil {
 			w.standby.Store(false)
 			w.log.Warn("could not move to standby", "error", err)
@@ -56,7 +51,7 @@ func (w *Worker) updatePresence(ctx context.Context, p *presence) {
 		}
 		p.member, p.standby = nil, sb
 		w.log.Warn("left the worker list while output writes fail: other workers take this worker's shards",
-			"standby_node", StandbyRoot(w.root)+"/workers/"+w.opts.ID)
+			"standby_node", coord.MemberNode(w.client, coord.StandbyRoot(w.root), w.opts.ID).String())
 	case !blocked && p.standby != nil:
 		w.standby.Store(false) // before joining: our own ownership then includes us
 		m, err := w.join(jctx, sess)

@@ -110,11 +110,8 @@ func (w *Worker) status(sess *coord.Session) []byte {
 		Dropped: w.counters.dropCounts(),
 		Version: w.opts.Version,
 	}
-	w.groups.m.Range(func(_, v any) bool {
-		st.HostsAtBudget += v.(*groupSignal).atBudget.Load()
-		st.HeldByBudget += v.(*groupSignal).held.Load()
-		return true
-	})
+	totals := w.owner.Totals()
+	st.HostsAtBudget, st.HeldByBudget = totals.AtBudget, totals.Held
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
 	}

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/zkcrawl/zkcrawl/coord"
 )
 
@@ -48,11 +46,6 @@ func (t Totals) sub(o Totals) Totals {
 	t.DeadLetters -= o.DeadLetters
 	return t
 }
-
-// TotalsDir returns the totals znode R/totals. Its data is a totalsDoc;
-// children R/totals/<worker-id> are left by zkcrawl versions that kept one
-// node per worker id (no longer written; ReadTotals adds them in).
-func TotalsDir(root string) string { return root + "/totals" }
 
 // totalsInterval is how often a running worker adds its new counts to
 // R/totals.
@@ -119,7 +112,7 @@ type totalsWrite struct {
 func newTotalsKeeper(c *coord.Client, root, id string) *totalsKeeper {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
-	return &totalsKeeper{store: coord.NewConfigStore(c, TotalsDir(root)), id: id, run: id + "-" + hex.EncodeToString(nonce[:])}
+	return &totalsKeeper{store: coord.Totals(c, root), id: id, run: id + "-" + hex.EncodeToString(nonce[:])}
 }
 
 // publish makes R/totals hold the run's counts now (counts: cumulative for
@@ -191,7 +184,7 @@ func (w *Worker) keepTotals(ctx context.Context) (final func()) {
 	k := newTotalsKeeper(w.client, w.root, w.opts.ID)
 	write := func(ctx context.Context) {
 		if err := k.publish(ctx, w.runTotals()); err != nil && ctx.Err() == nil {
-			w.log.Warn("could not add this worker's counts to the totals", "znode", TotalsDir(w.root), "error", err)
+			w.log.Warn("could not add this worker's counts to the totals", "znode", coord.Totals(w.client, w.root).String(), "error", err)
 		}
 	}
 	stop := make(chan struct{})
@@ -223,7 +216,7 @@ func (w *Worker) keepTotals(ctx context.Context) (final func()) {
 			write(fctx)
 		}
 		if k.pending != nil {
-			w.log.Warn("this worker's last totals write may not have gone in", "znode", TotalsDir(w.root))
+			w.log.Warn("this worker's last totals write may not have gone in", "znode", coord.Totals(w.client, w.root).String())
 		}
 	}
 }
@@ -246,14 +239,15 @@ func (w *Worker) runTotals() Totals {
 // totals (no worker ran yet) has zero Totals. Errors: ZooKeeper errors
 // after retries, an unreadable R/totals; unreadable old nodes are skipped.
 func ReadTotals(ctx context.Context, c *coord.Client, root string) (Totals, int, error) {
-	data, _, err := coord.NewConfigStore(c, TotalsDir(root)).Read(ctx)
+	store := coord.Totals(c, root)
+	data, _, err := store.Read(ctx)
 	if errors.Is(err, coord.ErrNotFound) {
 		return Totals{}, 0, nil
 	}
 	if err != nil {
 		return Totals{}, 0, err
 	}
-	doc, err := parseTotalsDoc(TotalsDir(root), data)
+	doc, err := parseTotalsDoc(store.String(), data)
 	if err != nil {
 		return Totals{}, 0, err
 	}
@@ -261,35 +255,18 @@ func ReadTotals(ctx context.Context, c *coord.Client, root string) (Totals, int,
 	for _, m := range doc.Marks {
 		ids[m.Worker] = true
 	}
-	names, err := coord.Children(ctx, c, TotalsDir(root))
-	if err != nil && !errors.Is(err, coord.ErrNotFound) {
-		return Totals{}, 0, err
-	}
-	// The old nodes' reads are pipelined on the one connection (one round
-	// trip); none are written any more, so the sum is consistent.
-	parts := make([]Totals, len(names))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
-	for i, n := range names {
-		g.Go(func() error {
-			data, _, err := coord.NewConfigStore(c, TotalsDir(root)+"/"+n).Read(gctx)
-			if errors.Is(err, coord.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			_ = json.Unmarshal(data, &parts[i]) // unreadable: skipped (zero)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	// Older versions' per-worker-id nodes: none are written any more, so
+	// the sum is consistent.
+	old, err := coord.ReadAllTotals(ctx, c, root)
+	if err != nil {
 		return Totals{}, 0, err
 	}
 	sum := doc.Totals
-	for i, t := range parts {
+	for id, data := range old {
+		var t Totals
+		_ = json.Unmarshal(data, &t) // unreadable: skipped (zero)
 		sum = sum.Add(t)
-		ids[names[i]] = true
+		ids[id] = true
 	}
 	return sum, len(ids), nil
 }

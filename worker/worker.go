@@ -26,7 +26,7 @@ import (
 type Options struct {
 	// Servers is the ZooKeeper connect string "host:port,host:port[/chroot]".
 	Servers string
-	// Crawl is the crawl name; its root znode is Root(Crawl).
+	// Crawl is the crawl name; its root znode is coord.Root(Crawl).
 	Crawl string
 	// OutDir receives the WARC files and crawl.log; created if missing.
 	OutDir string
@@ -75,21 +75,8 @@ type Options struct {
 	ForbidPrivateNetworks bool
 }
 
-// CrawlsRoot is the znode under which every crawl's root lives (under the
-// connect string's chroot, if any).
-const CrawlsRoot = "/zkcrawl"
-
-var crawlName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
-// Root returns the crawl's root znode path, "/zkcrawl/<name>". Errors: the
-// name is not 1..128 characters of [A-Za-z0-9._-] starting with a letter or
-// digit.
-func Root(name string) (string, error) {
-	if !crawlName.MatchString(name) {
-		return "", fmt.Errorf("crawl name %q: want 1..128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", name)
-	}
-	return CrawlsRoot + "/" + name, nil
-}
+// workerID is what a worker id may be: as a crawl name (coord.Root).
+var workerID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // ErrCrawlNotFound is returned by Run when the crawl's znodes do not exist:
 // run the seeder first.
@@ -127,10 +114,7 @@ type Worker struct {
 	view   atomic.Pointer[string]     // the member list shard ownership follows (memberView)
 	wake   broadcast                  // fired when the config or a host slot changes
 	slots  *hostSlots                 // claims held per host, and shards waiting for them
-	groups groupWakes                 // wakes the manager of an owned shard group
-
-	dropLogMu  sync.Mutex
-	dropLogged map[string]bool // "reason host" already logged
+	owner  groupOwner                 // runs the owned shard groups (*frontier.Owner)
 
 	counters counters
 	metrics  *Metrics
@@ -179,7 +163,7 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 	}
 	w.queue = w.front.Queue()
 	w.layout, w.links = w.front.Layout(), w.front
-	w.front.SetLocalOwner(w.groups.offer) // links of our own groups skip the inbox
+	w.owner = w.newOwner() // links of our own groups skip the inbox
 	if err := w.preflight(ctx); err != nil {
 		w.client.Close()
 		return nil, err
@@ -196,7 +180,7 @@ func checkOptions(opts Options) (Options, string, error) {
 	if opts.OutDir == "" {
 		return opts, "", errors.New("worker: no output directory given (--out DIR)")
 	}
-	root, err := Root(opts.Crawl)
+	root, err := coord.Root(opts.Crawl)
 	if err != nil {
 		return opts, "", fmt.Errorf("worker: %w", err)
 	}
@@ -204,7 +188,7 @@ func checkOptions(opts Options) (Options, string, error) {
 		h, _ := os.Hostname()
 		opts.ID = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
-	if !crawlName.MatchString(opts.ID) {
+	if !workerID.MatchString(opts.ID) {
 		return opts, "", fmt.Errorf("worker: id %q: want 1..128 characters of A-Z a-z 0-9 . _ -", opts.ID)
 	}
 	if opts.SessionTimeout <= 0 {

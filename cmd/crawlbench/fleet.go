@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
+	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/testenv"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // seed runs bin/seeder (testenv.RunSeeder: cfg over the defaults; seeds
@@ -185,7 +185,7 @@ func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n 
 // crawlRoot is the znode root of crawl name (worker.Root); the driver's
 // names are valid crawl names, so an error here is a bug.
 func crawlRoot(name string) string {
-	root, err := worker.Root(name)
+	root, err := coord.Root(name)
 	if err != nil {
 		panic(err)
 	}

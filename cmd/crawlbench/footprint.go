@@ -20,7 +20,6 @@ import (
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/frontier"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // The sizes of parts 3a and 3c.
@@ -32,7 +31,7 @@ const (
 // runQueued runs part 3a.
 func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	// The crawl runs the default config but for paused: the workers' window.
-	res := &report.Queued{Hosts: queuedHosts, URLs: queuedHosts * queuedPaths, Window: worker.ReadyWindow(config.Default())}
+	res := &report.Queued{Hosts: queuedHosts, URLs: queuedHosts * queuedPaths, Window: frontier.ReadyWindow(config.Default())}
 	dir := filepath.Join(b.opts.outDir, "queued")
 	var seeds strings.Builder // the seeder's --seeds file, host by host
 	for i := range res.URLs {

@@ -223,26 +223,19 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 // batch, records whether that happened, and fills in the seen-set's keys
 // and chunks from the last reading and their bytes (Backlog.SeenBytes).
 func seenChunks(ctx context.Context, front *frontier.Frontier, run *report.SynthRun) error {
-	var groups []int
 	if _, err := poll(ctx, 200*time.Millisecond, 15*time.Second, func() (bool, error) {
 		st, err := front.Backlog().Stats(ctx)
-		run.Retired, run.SeenKeys, run.SeenChunks, groups = err == nil, 0, 0, nil
+		run.Retired, run.SeenKeys, run.SeenChunks = err == nil, 0, 0
 		for _, g := range st {
 			run.Retired = run.Retired && g.Batches == 0
 			run.SeenKeys += g.Seen
 			run.SeenChunks += g.SeenChunks
-			groups = append(groups, g.Group)
 		}
 		return run.Retired, err
 	}); err != nil {
 		return err
 	}
-	for _, g := range groups {
-		n, err := front.Backlog().SeenBytes(ctx, g)
-		if err != nil {
-			return err
-		}
-		run.SeenChunkBytes += n
-	}
-	return nil
+	n, err := front.Backlog().SeenBytes(ctx)
+	run.SeenChunkBytes = n
+	return err
 }

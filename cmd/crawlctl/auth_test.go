@@ -11,7 +11,6 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 	"github.com/zkcrawl/zkcrawl/testenv"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 // A crawl created with credentials (under its team's chroot): crawlctl with
@@ -30,7 +29,7 @@ func TestCtlZKAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	root, _ := worker.Root("secure")
+	root, _ := coord.Root("secure")
 	if _, _, err := frontier.Create(ctx, client, root, frontier.Layout{Shards: 2, Spread: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
-
-// crawlsRoot is the parent of every crawl's root znode (worker.Root).
-const crawlsRoot = worker.CrawlsRoot
 
 var listCommand = &command{
 	name:    "list",
@@ -79,7 +75,7 @@ func (c *ctl) listCrawls(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	names, err := coord.Children(cctx, client, crawlsRoot)
+	names, err := coord.Children(cctx, client, coord.CrawlsRoot)
 	if errors.Is(err, coord.ErrNotFound) {
 		names = nil
 	} else if err != nil {
@@ -87,7 +83,7 @@ func (c *ctl) listCrawls(ctx context.Context) error {
 	}
 	sort.Strings(names)
 	if len(names) == 0 {
-		fmt.Fprintf(c.stdout(), "no crawls under %s in ZooKeeper %s (create one with seeder)\n", crawlsRoot, c.g.zk)
+		fmt.Fprintf(c.stdout(), "no crawls under %s in ZooKeeper %s (create one with seeder)\n", coord.CrawlsRoot, c.g.zk)
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout(), 0, 0, 2, ' ', 0)
@@ -111,7 +107,11 @@ func (c *ctl) listCrawls(ctx context.Context) error {
 // so one broken crawl does not hide the others.
 func (c *ctl) crawlRow(ctx context.Context, client *coord.Client, name string) crawlRow {
 	r := crawlRow{name: name}
-	root := crawlsRoot + "/" + name
+	root, err := coord.Root(name)
+	if err != nil {
+		r.err = err.Error()
+		return r
+	}
 	ids, _, err := coord.Members(ctx, client, root)
 	if err != nil && !errors.Is(err, coord.ErrNotFound) {
 		r.err = err.Error()
@@ -135,7 +135,7 @@ func (c *ctl) crawlRow(ctx context.Context, client *coord.Client, name string) c
 }
 
 func (c *ctl) deleteCrawl(ctx context.Context, name string, force bool) error {
-	root, err := worker.Root(name)
+	root, err := coord.Root(name)
 	if err != nil {
 		return cli.Usage("delete: %v", err)
 	}

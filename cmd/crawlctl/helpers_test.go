@@ -54,7 +54,7 @@ func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []
 	t.Helper()
 	zk := zkAddr(t)
 	name = fmt.Sprintf("%s-%d", name, crawlSeq.Add(1))
-	root, err := worker.Root(name)
+	root, err := coord.Root(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 const toolUsage = "crawlctl --zk HOST:PORT[,...] --crawl NAME <command> [args]"
@@ -204,7 +203,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return cli.Usage("--crawl NAME is required (or set %s)", cli.EnvName("crawl"))
 	default:
 		var err error
-		if root, err = worker.Root(g.crawl); err != nil {
+		if root, err = coord.Root(g.crawl); err != nil {
 			return cli.Usage("--crawl: %v", err)
 		}
 	}

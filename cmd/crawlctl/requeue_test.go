@@ -116,11 +116,11 @@ func makeDeadLetter(t *testing.T, c *crawl, it frontier.Item) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := grp.Apply(ctx, coord.Step{Accept: [][]byte{record}})
+	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{record}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := grp.Apply(ctx, coord.Step{Move: []coord.Move{{Ref: res.Accepted[0], Shard: shard, Data: data}}}); err != nil {
+	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: shard, Data: data}}}); err != nil {
 		t.Fatal(err)
 	}
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)

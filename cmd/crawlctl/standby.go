@@ -11,10 +11,10 @@ import (
 )
 
 // standbyWorkers returns the workers in standby under root
-// (worker.StandbyRoot: out of the worker list because their output writes
+// (coord.StandbyRoot: out of the worker list because their output writes
 // fail), as status rows marked Standby; now dates their heartbeats.
 func standbyWorkers(ctx context.Context, client *coord.Client, root string, now time.Time) ([]workerDoc, error) {
-	ids, statuses, err := coord.Members(ctx, client, worker.StandbyRoot(root))
+	ids, statuses, err := coord.Members(ctx, client, coord.StandbyRoot(root))
 	if err != nil {
 		return nil, fmt.Errorf("list standby workers: %w", err)
 	}

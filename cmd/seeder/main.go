@@ -19,7 +19,6 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
-	"github.com/zkcrawl/zkcrawl/worker"
 )
 
 const about = `Creates the crawl NAME in ZooKeeper (root /zkcrawl/NAME) if it does not exist,
@@ -142,7 +141,7 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 	if *timeout <= 0 {
 		return nil, cli.Usage("--timeout %v: must be positive", *timeout)
 	}
-	if job.root, err = worker.Root(*crawl); err != nil {
+	if job.root, err = coord.Root(*crawl); err != nil {
 		return nil, cli.Usage("--crawl: %v", err)
 	}
 	if *cfgFile != "" {

@@ -1,12 +1,10 @@
-package worker
+package frontier
 
 import (
 	"bytes"
 	"math"
 
 	"github.com/zkcrawl/zkcrawl/config"
-	"github.com/zkcrawl/zkcrawl/coord"
-	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
 // Per-host budgets (max_pages_per_host, host_budget_action): the owner of
@@ -17,10 +15,10 @@ import (
 // "Per-host budgets").
 
 // stepMaxDrops bounds the backlog records one step drops for host budgets
-// (coord.Step.Drop: bits in the cursor, no ZooKeeper op each).
+// (Step.Drop: bits in the cursor, no ZooKeeper op each).
 const stepMaxDrops = 4096
 
-// hostIDCache bounds the host -> frontier.HostID cache of a hostBudget.
+// hostIDCache bounds the host -> HostID cache of a hostBudget.
 const hostIDCache = 10_000
 
 // hostBudget is the owner's count per host of one group: the URLs moved
@@ -30,10 +28,10 @@ const hostIDCache = 10_000
 // the ready window; each ready item is fetched (or sent to the dead
 // letters) once, so the count bounds the pages fetched.
 type hostBudget struct {
-	counts frontier.HostCounts
-	ids    map[string]uint64 // host key -> frontier.HostID
+	counts HostCounts
+	ids    map[string]uint64 // host key -> HostID
 	group  int               // the shard group, for log lines
-	// written: a step of this manager has compared the counts with the
+	// written: a step of this loop has compared the counts with the
 	// cursor's annex (a failed step reloads the group and so this value).
 	written bool
 }
@@ -41,17 +39,17 @@ type hostBudget struct {
 // loadBudget reads the counts of grp's annex; an annex that does not decode
 // is logged and counted from zero (the budget may then be exceeded by the
 // counts lost; it never blocks the crawl).
-func (w *Worker) loadBudget(grp *coord.Group, g int) *hostBudget {
-	counts, err := frontier.DecodeHostCounts(grp.Annex())
+func (o *Owner) loadBudget(grp *Group, g int) *hostBudget {
+	counts, err := DecodeHostCounts(grp.Annex())
 	if err != nil {
-		w.log.Warn("host page counts of the shard group's cursor do not decode; counting from zero",
-			"group", coord.GroupName(g), "error", err)
-		counts = frontier.HostCounts{Pages: map[uint64]int64{}}
+		o.log.Warn("host page counts of the shard group's cursor do not decode; counting from zero",
+			"group", GroupName(g), "error", err)
+		counts = HostCounts{Pages: map[uint64]int64{}}
 	}
 	return &hostBudget{counts: counts, ids: map[string]uint64{}, group: g}
 }
 
-// id returns host's frontier.HostID.
+// id returns host's HostID.
 func (b *hostBudget) id(host string) uint64 {
 	if id, ok := b.ids[host]; ok {
 		return id
@@ -59,7 +57,7 @@ func (b *hostBudget) id(host string) uint64 {
 	if len(b.ids) >= hostIDCache {
 		b.ids = map[string]uint64{}
 	}
-	id := frontier.HostID(host)
+	id := HostID(host)
 	b.ids[host] = id
 	return id
 }
@@ -82,11 +80,11 @@ func (plan *stepPlan) budgetLeft(host string) int {
 // (fillWindows): it counts the moves; under host_budget_action drop it
 // adds the remaining backlog records of hosts at max_pages_per_host to
 // step.Drop (counted and logged once per host); it computes the held
-// records and the hosts at budget (also published in sig for the status
+// records and the hosts at budget (also published in og for the status
 // node) and sets step.Annex when the counts to write differ from the
 // cursor's. The in-memory counts include the step's moves at once: a
-// step that fails makes the manager load the group again, counts included.
-func (w *Worker) settleBudget(plan *stepPlan, sig *groupSignal) {
+// step that fails makes the loop load the group again, counts included.
+func (o *Owner) settleBudget(plan *stepPlan, og *ownedGroup) {
 	cfg, v, b := plan.cfg, plan.view, plan.budget
 	counts := &b.counts
 	before := [2]int64{counts.Held, counts.AtBudget}
@@ -112,12 +110,12 @@ func (w *Worker) settleBudget(plan *stepPlan, sig *groupSignal) {
 				}
 				if n > 0 {
 					plan.dropped = append(plan.dropped, hostMove{host, n})
-					plan.drops[dropHostBudget] += n
+					plan.drops[DropHostBudget] += n
 					example := ""
-					if u, err := frontier.RecordURL(plan.grp.Record(rest[0].ref)); err == nil {
+					if u, err := RecordURL(plan.grp.Record(rest[0].ref)); err == nil {
 						example = u
 					}
-					w.logDrop(host, dropHostBudget, example)
+					o.logDrop(host, DropHostBudget, example)
 				}
 				left -= n
 			}
@@ -129,16 +127,16 @@ func (w *Worker) settleBudget(plan *stepPlan, sig *groupSignal) {
 			}
 		}
 	}
-	trimmed := len(counts.Pages) > frontier.MaxHostCounts
+	trimmed := len(counts.Pages) > MaxHostCounts
 	if trimmed {
-		forgot := counts.Trim(frontier.MaxHostCounts * 7 / 8)
-		w.log.Warn("too many hosts with a page count in one shard group: the smallest counts are forgotten (those hosts may be fetched up to max_pages_per_host again)",
-			"group", coord.GroupName(plan.budget.group), "forgotten", forgot, "limit", frontier.MaxHostCounts)
+		forgot := counts.Trim(MaxHostCounts * 7 / 8)
+		o.log.Warn("too many hosts with a page count in one shard group: the smallest counts are forgotten (those hosts may be fetched up to max_pages_per_host again)",
+			"group", GroupName(plan.budget.group), "forgotten", forgot, "limit", MaxHostCounts)
 	}
-	sig.atBudget.Store(counts.AtBudget)
-	sig.held.Store(counts.Held)
+	og.atBudget.Store(counts.AtBudget)
+	og.held.Store(counts.Held)
 	if len(plan.moved) == 0 && !trimmed && before == [2]int64{counts.Held, counts.AtBudget} && b.written {
-		return // nothing counted changed since the annex this manager last wrote or loaded
+		return // nothing counted changed since the annex this loop last wrote or loaded
 	}
 	b.written = true
 	annex := counts.Encode()

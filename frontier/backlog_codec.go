@@ -1,4 +1,4 @@
-package coord
+package frontier
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ const maxRecordBytes = 64 << 10
 const maxDecodedBytes = 16 << 20
 
 // errBadEncoding is wrapped by every decode error of this file.
-var errBadEncoding = errors.New("coord: bad frontier encoding")
+var errBadEncoding = errors.New("frontier: bad frontier encoding")
 
 // Record-list encodings: a first byte tells whether the rest is flate.
 const (

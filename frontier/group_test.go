@@ -1,4 +1,4 @@
-package coord_test
+package frontier_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
@@ -23,10 +24,10 @@ func recKey(r []byte) uint64 {
 
 // newBacklog creates a queue and backlog with groups groups (one shard
 // each) under a fresh root.
-func newBacklog(t testing.TB, c *coord.Client, root string, groups int) *coord.Backlog {
+func newBacklog(t testing.TB, c *coord.Client, root string, groups int) *frontier.Backlog {
 	t.Helper()
 	q := newQueue(t, c, root, groups)
-	b := coord.NewBacklog(q, groups, recKey)
+	b := frontier.NewBacklog(q, groups, recKey)
 	if err := b.Init(ctxT(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +38,9 @@ func newBacklog(t testing.TB, c *coord.Client, root string, groups int) *coord.B
 // inbox (dedup by key), move everything pending to the ready shard g. It
 // reopens the group after any error, as the worker does. It returns the
 // number of step errors it recovered from.
-func owner(ctx context.Context, t testing.TB, c *coord.Client, b *coord.Backlog, g int) int {
+func owner(ctx context.Context, t testing.TB, c *coord.Client, b *frontier.Backlog, g int) int {
 	recovered := 0
-	var grp *coord.Group
+	var grp *frontier.Group
 	for ctx.Err() == nil {
 		if grp == nil {
 			sess, err := c.Session(ctx)
@@ -59,7 +60,7 @@ func owner(ctx context.Context, t testing.TB, c *coord.Client, b *coord.Backlog,
 			recovered++
 			continue
 		}
-		var s coord.Step
+		var s frontier.Step
 		inStep := map[uint64]bool{}
 		for _, p := range posts {
 			s.Drained = append(s.Drained, p.Name)
@@ -72,9 +73,9 @@ func owner(ctx context.Context, t testing.TB, c *coord.Client, b *coord.Backlog,
 				s.Accept = append(s.Accept, r)
 			}
 		}
-		grp.Pending(func(ref coord.Ref, rec []byte) {
+		grp.Pending(func(ref frontier.Ref, rec []byte) {
 			if len(s.Move) < 300 {
-				s.Move = append(s.Move, coord.Move{Ref: ref, Shard: g, Data: rec})
+				s.Move = append(s.Move, frontier.Move{Ref: ref, Shard: g, Data: rec})
 			}
 		})
 		if len(s.Drained) == 0 && len(s.Move) == 0 && !grp.Retirable() {
@@ -96,14 +97,18 @@ func owner(ctx context.Context, t testing.TB, c *coord.Client, b *coord.Backlog,
 // readyRecords returns the data of every ready item of shard g.
 func readyRecords(t testing.TB, c *coord.Client, root string, g int) []string {
 	t.Helper()
-	dir := fmt.Sprintf("%s/queue/%s", root, coord.ShardName(g))
-	names, _, err := c.Conn().Children(dir)
+	ctx := ctxT(t, 30*time.Second)
+	q, err := coord.OpenQueue(ctx, c, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := q.ReadyNames(ctx, g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, n := range names {
-		d, _, err := c.Conn().Get(dir + "/" + n)
+		d, err := q.Get(ctx, g, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +134,7 @@ func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			pc := connect(t, zkAddr(t))
-			pb := coord.NewBacklog(coord.NewQueue(pc, root, 2), 2, recKey)
+			pb := frontier.NewBacklog(coord.NewQueue(pc, root, 2), 2, recKey)
 			for i := 0; i < keys; i += 100 {
 				var recs [][]byte
 				for j := i; j < i+100; j++ {
@@ -145,10 +150,10 @@ func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 	// Ownership moves twice while the posters write (the inbox holds posts
 	// at each move): owner c, then c2, then c again.
 	c2 := connect(t, zkAddr(t))
-	b2 := coord.NewBacklog(coord.NewQueue(c2, root, 2), 2, recKey)
+	b2 := frontier.NewBacklog(coord.NewQueue(c2, root, 2), 2, recKey)
 	for i, oc := range []struct {
 		c *coord.Client
-		b *coord.Backlog
+		b *frontier.Backlog
 	}{{c, b}, {c2, b2}} {
 		octx, stop := context.WithTimeout(ctx, time.Duration(150+100*i)*time.Millisecond)
 		owner(octx, t, oc.c, oc.b, 1)
@@ -200,7 +205,7 @@ func TestGroupSecondOwnerIsFenced(t *testing.T) {
 	p1, c1 := proxied(t, zkAddr(t))
 	c2 := connect(t, zkAddr(t))
 	b1 := newBacklog(t, c1, root, 1)
-	b2 := coord.NewBacklog(coord.NewQueue(c2, root, 1), 1, recKey)
+	b2 := frontier.NewBacklog(coord.NewQueue(c2, root, 1), 1, recKey)
 	ctx := ctxT(t, 30*time.Second)
 	s1, _ := c1.Session(ctx)
 	s2, _ := c2.Session(ctx)
@@ -212,22 +217,22 @@ func TestGroupSecondOwnerIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g1.Apply(ctx, coord.Step{Accept: [][]byte{[]byte("a"), []byte("b")}}); err != nil {
+	if _, err := g1.Apply(ctx, frontier.Step{Accept: [][]byte{[]byte("a"), []byte("b")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g2.Apply(ctx, coord.Step{Accept: [][]byte{[]byte("a")}}); !errors.Is(err, coord.ErrVersionConflict) {
+	if _, err := g2.Apply(ctx, frontier.Step{Accept: [][]byte{[]byte("a")}}); !errors.Is(err, coord.ErrVersionConflict) {
 		t.Fatalf("stale owner's Apply = %v, want ErrVersionConflict", err)
 	}
 	if g2, err = b2.Open(ctx, s2, 0); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	g2.Pending(func(coord.Ref, []byte) { n++ })
+	g2.Pending(func(frontier.Ref, []byte) { n++ })
 	if n != 2 || !g2.Seen(recKey([]byte("a"))) {
 		t.Fatalf("reopened group: %d pending, want the other owner's 2", n)
 	}
 	// A Move of a record that is not pending is refused, naming the ref.
-	if _, err := g2.Apply(ctx, coord.Step{Move: []coord.Move{{Ref: coord.Ref{Batch: 99}, Data: []byte("x")}}}); !errors.Is(err, coord.ErrInvalidArgument) {
+	if _, err := g2.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: frontier.Ref{Batch: 99}, Data: []byte("x")}}}); !errors.Is(err, coord.ErrInvalidArgument) {
 		t.Fatalf("bad move: %v", err)
 	}
 	// An expired session's step is fenced: nothing is written.
@@ -239,7 +244,7 @@ func TestGroupSecondOwnerIsFenced(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("session 1 never reported its expiry")
 	}
-	if _, err := g1.Apply(ctx, coord.Step{Accept: [][]byte{[]byte("c")}}); !errors.Is(err, coord.ErrSessionExpired) {
+	if _, err := g1.Apply(ctx, frontier.Step{Accept: [][]byte{[]byte("c")}}); !errors.Is(err, coord.ErrSessionExpired) {
 		t.Fatalf("Apply after expiry = %v, want ErrSessionExpired", err)
 	}
 }
@@ -255,8 +260,8 @@ func TestGroupStepsUnderConnectionLoss(t *testing.T) {
 	newBacklog(t, admin, root, 1)
 	op, oc := proxied(t, zkAddr(t))
 	pp, pc := proxied(t, zkAddr(t))
-	ob := coord.NewBacklog(coord.NewQueue(oc, root, 1), 1, recKey)
-	pb := coord.NewBacklog(coord.NewQueue(pc, root, 1), 1, recKey)
+	ob := frontier.NewBacklog(coord.NewQueue(oc, root, 1), 1, recKey)
+	pb := frontier.NewBacklog(coord.NewQueue(pc, root, 1), 1, recKey)
 	ctx := ctxT(t, 90*time.Second)
 	octx, stop := context.WithCancel(ctx)
 	recovered := make(chan int)
@@ -307,5 +312,52 @@ func TestGroupStepsUnderConnectionLoss(t *testing.T) {
 	t.Logf("%d cuts, owner recovered from %d step errors; %d ready", cuts, n, len(got))
 	if len(got) != keys {
 		t.Fatalf("%d ready records, want %d", len(got), keys)
+	}
+}
+
+// SeenBytes sums the data of the groups' seen chunks as ZooKeeper stores
+// them: 0 before any batch retired, then at least a byte per key folded
+// in and no more than the 8 bytes of a raw key each (delta + uvarint).
+func TestBacklogSeenBytes(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	c := connect(t, zkAddr(t))
+	ctx := ctxT(t, 30*time.Second)
+	b := newBacklog(t, c, root, 2)
+	if n, err := b.SeenBytes(ctx); err != nil || n != 0 {
+		t.Fatalf("SeenBytes of a new crawl: %d, %v", n, err)
+	}
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp, err := b.Open(ctx, sess, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs [][]byte
+	for i := range 100 {
+		recs = append(recs, []byte(fmt.Sprintf("record-%d", i)))
+	}
+	res, err := grp.Apply(ctx, frontier.Step{Accept: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s frontier.Step
+	for i, ref := range res.Accepted {
+		s.Move = append(s.Move, frontier.Move{Ref: ref, Shard: 1, Data: recs[i]})
+	}
+	if _, err := grp.Apply(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grp.Apply(ctx, frontier.Step{}); err != nil { // retires the batch into a seen chunk
+		t.Fatal(err)
+	}
+	st, err := b.Stats(ctx)
+	if err != nil || st[1].Seen != 100 || st[1].SeenChunks != 1 {
+		t.Fatalf("stats of group 1: %+v, %v", st, err)
+	}
+	if n, err := b.SeenBytes(ctx); err != nil || n < 100 || n > 8*100+16 {
+		t.Fatalf("SeenBytes after 100 keys: %d, %v", n, err)
 	}
 }

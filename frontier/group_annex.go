@@ -1,9 +1,11 @@
-package coord
+package frontier
 
 import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/zkcrawl/zkcrawl/coord"
 )
 
 // maxAnnexBytes bounds the annex an owner keeps in a group's cursor
@@ -27,7 +29,7 @@ func (next *cursorState) applyDropAnnex(s Step) error {
 	}
 	if s.Annex != nil {
 		if len(s.Annex) > maxAnnexBytes {
-			return fmt.Errorf("annex of %d bytes: the limit is %d: %w", len(s.Annex), maxAnnexBytes, ErrInvalidArgument)
+			return fmt.Errorf("annex of %d bytes: the limit is %d: %w", len(s.Annex), maxAnnexBytes, coord.ErrInvalidArgument)
 		}
 		next.annex = slices.Clone(s.Annex)
 		if len(next.annex) == 0 {

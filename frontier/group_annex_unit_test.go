@@ -1,9 +1,11 @@
-package coord
+package frontier
 
 import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/zkcrawl/zkcrawl/coord"
 )
 
 // A cursor without an annex is written in format 2, byte for byte as
@@ -46,11 +48,11 @@ func TestApplyDropAnnex(t *testing.T) {
 		t.Fatalf("after the drop: %+v", next)
 	}
 	for _, r := range []Ref{{Batch: 1, Index: 0}, {Batch: 1, Index: 1}, {Batch: 1, Index: 3}, {Batch: 2}} {
-		if err := next.applyDropAnnex(Step{Drop: []Ref{r}}); !errors.Is(err, ErrInvalidArgument) {
+		if err := next.applyDropAnnex(Step{Drop: []Ref{r}}); !errors.Is(err, coord.ErrInvalidArgument) {
 			t.Errorf("drop of %v: %v, want ErrInvalidArgument", r, err)
 		}
 	}
-	if err := next.applyDropAnnex(Step{Annex: make([]byte, maxAnnexBytes+1)}); !errors.Is(err, ErrInvalidArgument) {
+	if err := next.applyDropAnnex(Step{Annex: make([]byte, maxAnnexBytes+1)}); !errors.Is(err, coord.ErrInvalidArgument) {
 		t.Errorf("oversized annex: %v, want ErrInvalidArgument", err)
 	}
 	if err := next.applyDropAnnex(Step{Annex: []byte{}}); err != nil || next.annex != nil {

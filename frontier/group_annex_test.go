@@ -1,4 +1,4 @@
-package coord_test
+package frontier_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
 // Step.Drop retires backlog records without ready items (their keys stay
@@ -28,23 +29,23 @@ func TestGroupDropAndAnnex(t *testing.T) {
 	if grp.Annex() != nil {
 		t.Fatalf("new group's annex %q, want nil", grp.Annex())
 	}
-	res, err := grp.Apply(ctx, coord.Step{Accept: [][]byte{[]byte("a"), []byte("b"), []byte("c")}})
+	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{[]byte("a"), []byte("b"), []byte("c")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	refs := res.Accepted
 	// A record both moved and dropped is refused; nothing is written.
-	if _, err := grp.Apply(ctx, coord.Step{Move: []coord.Move{{Ref: refs[0], Data: []byte("a")}}, Drop: refs[:1]}); !errors.Is(err, coord.ErrInvalidArgument) {
+	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: refs[0], Data: []byte("a")}}, Drop: refs[:1]}); !errors.Is(err, coord.ErrInvalidArgument) {
 		t.Fatalf("move and drop of one record: %v, want ErrInvalidArgument", err)
 	}
-	res, err = grp.Apply(ctx, coord.Step{Move: []coord.Move{{Ref: refs[2], Data: []byte("c")}}, Drop: refs[:2], Annex: []byte("counts")})
+	res, err = grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: refs[2], Data: []byte("c")}}, Drop: refs[:2], Annex: []byte("counts")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Ready) != 1 || len(readyRecords(t, c, root, 0)) != 1 || res.Retired != 1 {
 		t.Fatalf("step result %+v, ready items %v; want only the moved one, and the batch retired", res, readyRecords(t, c, root, 0))
 	}
-	if _, err := grp.Apply(ctx, coord.Step{Accept: [][]byte{[]byte("d")}}); err != nil {
+	if _, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{[]byte("d")}}); err != nil {
 		t.Fatal(err) // the annex stays
 	}
 	st, err := b.Stats(ctx)
@@ -61,7 +62,7 @@ func TestGroupDropAndAnnex(t *testing.T) {
 	if string(again.Annex()) != "counts" || !again.Seen(recKey([]byte("a"))) || again.SeenCount() != 4 {
 		t.Fatalf("reloaded group: annex %q, %d seen", again.Annex(), again.SeenCount())
 	}
-	if _, err := again.Apply(ctx, coord.Step{Annex: []byte{}}); err != nil || again.Annex() != nil {
+	if _, err := again.Apply(ctx, frontier.Step{Annex: []byte{}}); err != nil || again.Annex() != nil {
 		t.Fatalf("clearing the annex: %v, annex %q", err, again.Annex())
 	}
 }

@@ -1,4 +1,4 @@
-package coord_test
+package frontier_test
 
 import (
 	"math/rand/v2"

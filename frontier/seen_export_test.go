@@ -1,9 +1,11 @@
-package coord
+package frontier
 
 import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/zkcrawl/zkcrawl/coord"
 )
 
 // PutSeenChunks writes keys (sorted here) as new seen chunks of group g,
@@ -11,7 +13,7 @@ import (
 // crawl's owner leaves, without the steps that fold it. keys must be new
 // to the group. Errors: a cursor that does not decode; ZooKeeper errors.
 func (b *Backlog) PutSeenChunks(ctx context.Context, g int, keys []uint64) error {
-	data, stat, err := b.q.c.readData(ctx, b.cursorPath(g))
+	data, version, err := b.q.Read(ctx, b.cursorPath(g))
 	if err != nil {
 		return err
 	}
@@ -22,13 +24,15 @@ func (b *Backlog) PutSeenChunks(ctx context.Context, g int, keys []uint64) error
 	slices.Sort(keys)
 	for len(keys) > 0 {
 		n := min(chunkKeys, len(keys))
-		if _, err := b.q.c.create(ctx, b.chunkPath(g, cur.nextChunk), encodeKeys(keys[:n]), 0, nil); err != nil {
+		op := coord.Op{Kind: coord.OpCreate, Path: b.chunkPath(g, cur.nextChunk), Data: encodeKeys(keys[:n])}
+		if _, err := b.q.Commit(ctx, "test_put_seen", nil, []coord.Op{op}, nil); err != nil {
 			return err
 		}
 		cur.chunks = append(cur.chunks, chunkState{seq: cur.nextChunk, count: n})
 		cur.nextChunk++
 		keys = keys[n:]
 	}
-	_, err = b.q.c.set(ctx, b.cursorPath(g), encodeCursor(cur), stat.Version)
+	op := coord.Op{Kind: coord.OpSet, Path: b.cursorPath(g), Data: encodeCursor(cur), Version: version}
+	_, err = b.q.Commit(ctx, "test_put_seen", nil, []coord.Op{op}, nil)
 	return err
 }

@@ -1,13 +1,13 @@
-package coord
+package frontier
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/internal/seenset"
 )
 
@@ -23,14 +23,32 @@ const (
 	maxPostBytes = 256 << 10
 )
 
+// The znodes of the compact store under the crawl root R (docs/design.md,
+// "Znodes of layout 2"), named relative to R for coord.Queue's store verbs.
+const (
+	inboxDir    = "inbox"   // R/inbox/<g>/i-NNNNNNNNNN: posts (persistent-sequential)
+	backlogDir  = "backlog" // R/backlog/<g>: cursor; children b-N (batches) and s-N (seen chunks)
+	postPrefix  = "i-"
+	batchPrefix = "b-"
+	chunkPrefix = "s-"
+)
+
+// maxGroups bounds the group count of a Backlog (as coord bounds shards).
+const maxGroups = 100_000
+
+// GroupName returns the znode name of shard group g: "g000", "g001", ...
+func GroupName(g int) string { return fmt.Sprintf("g%03d", g) }
+
 // Backlog is the frontier store of layout 2 for groups shard groups: per
 // group an inbox of posts that anyone may write, and a backlog of accepted
 // records with the group's seen-set that only the group's owner writes,
-// through a Group. It shares the crawl root, the ready queue and the session
-// fence with q. coord knows nothing of URLs: records are opaque bytes and
-// their keys come from key. Safe for concurrent use.
+// through a Group. It lives under the crawl root of q and writes through
+// q's store verbs (coord.Queue.Commit: one fenced multi per step), which
+// also create the ready items. Records are item records (Item.Record) and
+// their keys come from key (RecordKey in production). Safe for concurrent
+// use.
 type Backlog struct {
-	q      *Queue
+	q      *coord.Queue
 	groups int
 	key    func(record []byte) uint64
 }
@@ -40,22 +58,19 @@ type Backlog struct {
 // 64-bit dedup key (fingerprint) of a record; it must be a pure function of
 // the record's identity (for a crawl item: its normalized URL), so that a
 // record and its retried or re-posted copies share a key.
-func NewBacklog(q *Queue, groups int, key func(record []byte) uint64) *Backlog {
+func NewBacklog(q *coord.Queue, groups int, key func(record []byte) uint64) *Backlog {
 	return &Backlog{q: q, groups: groups, key: key}
 }
 
 func (b *Backlog) checkGroup(op string, g int) error {
-	if b.q.initErr != nil {
-		return b.q.initErr
-	}
-	if g < 0 || g >= b.groups || b.groups > maxShards {
-		return fmt.Errorf("coord: %s: group %d: must be in [0, %d): %w", op, g, b.groups, ErrInvalidArgument)
+	if g < 0 || g >= b.groups || b.groups > maxGroups {
+		return fmt.Errorf("frontier: %s: group %d: must be in [0, %d): %w", op, g, b.groups, coord.ErrInvalidArgument)
 	}
 	return nil
 }
 
-func (b *Backlog) inboxPath(g int) string  { return b.q.root + "/" + inboxDir + "/" + GroupName(g) }
-func (b *Backlog) cursorPath(g int) string { return b.q.root + "/" + backlogDir + "/" + GroupName(g) }
+func (b *Backlog) inboxPath(g int) string  { return inboxDir + "/" + GroupName(g) }
+func (b *Backlog) cursorPath(g int) string { return backlogDir + "/" + GroupName(g) }
 func (b *Backlog) batchPath(g int, seq uint64) string {
 	return fmt.Sprintf("%s/%s%010d", b.cursorPath(g), batchPrefix, seq)
 }
@@ -73,17 +88,15 @@ func (b *Backlog) chunkPath(g int, seq uint64) string {
 // Errors: ErrInvalidArgument if R/queue exists with a different shard
 // count; ZooKeeper errors after retries.
 func (b *Backlog) Init(ctx context.Context) error {
-	if err := b.q.create(ctx); err != nil {
-		return err
+	if b.groups < 1 || b.groups > maxGroups {
+		return fmt.Errorf("frontier: Backlog.Init: %d groups: must be in [1, %d]: %w", b.groups, maxGroups, coord.ErrInvalidArgument)
 	}
 	var paths []string
 	for g := 0; g < b.groups; g++ {
 		paths = append(paths, b.inboxPath(g), b.cursorPath(g))
 	}
-	for _, set := range [][]string{{b.q.root + "/" + inboxDir, b.q.root + "/" + backlogDir}, paths} {
-		if err := b.q.c.createAll(ctx, set); err != nil {
-			return fmt.Errorf("coord: Backlog.Init %s: %w", b.q.name, err)
-		}
+	if err := b.q.Init(ctx, []string{inboxDir, backlogDir}, paths); err != nil {
+		return fmt.Errorf("frontier: Backlog.Init: %w", err)
 	}
 	return nil
 }
@@ -96,11 +109,10 @@ func (b *Backlog) Init(ctx context.Context) error {
 // after connection loss Post is simply retried. Records beyond
 // maxPostBytes encoded are split over several posts.
 //
-// Errors: ErrInvalidArgument (bad group, a record over 64 KiB);
-// ErrNotInitialized; ctx errors and connection loss after retries (the post
-// may or may not exist; posting again is safe).
+// Errors: coord.ErrInvalidArgument (bad group, a record over 64 KiB);
+// coord.ErrNotInitialized; ctx errors and connection loss after retries
+// (the post may or may not exist; posting again is safe).
 func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error) {
-	defer b.q.c.observed("backlog_post", time.Now(), &err)
 	if err := b.checkGroup("Backlog.Post", g); err != nil {
 		return err
 	}
@@ -108,7 +120,7 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 		n, size := 0, 0
 		for n < len(records) && (n == 0 || size+len(records[n]) <= 4*maxPostBytes) {
 			if len(records[n]) > maxRecordBytes {
-				return fmt.Errorf("coord: Backlog.Post: record of %d bytes, limit %d: %w", len(records[n]), maxRecordBytes, ErrInvalidArgument)
+				return fmt.Errorf("frontier: Backlog.Post: record of %d bytes, limit %d: %w", len(records[n]), maxRecordBytes, coord.ErrInvalidArgument)
 			}
 			size += len(records[n])
 			n++
@@ -126,19 +138,15 @@ func (b *Backlog) Post(ctx context.Context, g int, records [][]byte) (err error)
 				continue
 			}
 		}
-		// A multi of check(inbox) and the create, so that the post rides in
-		// the group commit with the process's other writes (coord/commit.go).
-		err := b.q.c.retry(ctx, func(ctx context.Context) error {
-			_, _, err := b.q.c.multi(ctx, nil,
-				&zk.CheckVersionRequest{Path: b.inboxPath(g), Version: -1},
-				&zk.CreateRequest{Path: b.inboxPath(g) + "/" + postPrefix, Data: data, Acl: b.q.c.acl(), Flags: zk.FlagSequence})
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			return fmt.Errorf("coord: Backlog.Post %s group %s: %w", b.q.name, GroupName(g), ErrNotInitialized)
+		// Unfenced: anyone may post, and a post sent twice after connection
+		// loss is harmless (the owner drops the repeats). It rides in the
+		// group commit with the process's other writes.
+		_, err := b.q.Commit(ctx, "backlog_post", nil, []coord.Op{{Kind: coord.OpCreateSeq, Path: b.inboxPath(g) + "/" + postPrefix, Data: data}}, nil)
+		if errors.Is(err, coord.ErrNotFound) {
+			return fmt.Errorf("frontier: Backlog.Post group %s: %w", GroupName(g), coord.ErrNotInitialized)
 		}
 		if err != nil {
-			return fmt.Errorf("coord: Backlog.Post group %s: %w", GroupName(g), err)
+			return fmt.Errorf("frontier: Backlog.Post group %s: %w", GroupName(g), err)
 		}
 		records = records[n:]
 	}
@@ -163,19 +171,16 @@ type GroupStats struct {
 // result is a snapshot, not atomic across groups. Errors: ZooKeeper errors
 // after retries; a cursor that does not decode.
 func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
-	if b.q.initErr != nil {
-		return nil, b.q.initErr
-	}
 	out := make([]GroupStats, b.groups)
 	err := parallel(ctx, b.groups, 64, func(ctx context.Context, g int) error {
 		s := &out[g]
 		s.Group, s.Name = g, GroupName(g)
 		var err error
-		if s.Posts, err = b.q.numChildren(ctx, b.inboxPath(g)); err != nil {
+		if s.Posts, _, err = b.q.Stat(ctx, b.inboxPath(g)); err != nil {
 			return err
 		}
-		data, _, err := b.q.c.readData(ctx, b.cursorPath(g))
-		if errors.Is(err, zk.ErrNoNode) {
+		data, _, err := b.q.Read(ctx, b.cursorPath(g))
+		if errors.Is(err, coord.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -183,7 +188,7 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 		}
 		cur, err := decodeCursor(data)
 		if err != nil {
-			return fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
+			return fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
 		}
 		s.Batches, s.SeenChunks, s.Annex = len(cur.batches), len(cur.chunks), cur.annex
 		for _, bt := range cur.batches {
@@ -199,50 +204,44 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("coord: Backlog.Stats %s: %w", b.q.name, err)
+		return nil, fmt.Errorf("frontier: Backlog.Stats: %w", err)
 	}
 	return out, nil
 }
 
-// SeenBytes returns the data bytes of group g's seen chunks: the sum of the
-// DataLength of every R/backlog/<g>/s-N znode its cursor lists, what the
-// group's seen-set costs ZooKeeper beyond each znode's path and fixed
-// overhead. Read without a session and without ownership: one read of the
-// cursor, then one stat per chunk (a chunk gone meanwhile counts 0), so its
-// cost grows with the chunks, for benchmarks and tools, not the crawl's
-// hot path. Errors: g out of range (ErrInvalidArgument); ZooKeeper errors
-// after retries; a cursor that does not decode.
-func (b *Backlog) SeenBytes(ctx context.Context, g int) (int64, error) {
-	if err := b.checkGroup("Backlog.SeenBytes", g); err != nil {
-		return 0, err
-	}
-	data, _, err := b.q.c.readData(ctx, b.cursorPath(g))
-	if errors.Is(err, zk.ErrNoNode) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("coord: Backlog.SeenBytes %s group %s: %w", b.q.name, GroupName(g), err)
-	}
-	cur, err := decodeCursor(data)
-	if err != nil {
-		return 0, fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
-	}
-	var total int64
-	for _, c := range cur.chunks {
-		var st *zk.Stat
-		err := b.q.c.retry(ctx, func(ctx context.Context) error {
-			var err error
-			_, st, err = b.q.c.exists(ctx, b.chunkPath(g, c.seq))
-			return err
-		})
+// SeenBytes returns the data bytes of every group's seen chunks
+// (R/backlog/<g>/s-N) as ZooKeeper stores them: one cursor read per group
+// and one stat per chunk, pipelined. A benchmark reports it as the
+// seen-set's ZooKeeper footprint; the cursors hold key counts only.
+// Errors: ZooKeeper errors after retries; a cursor that does not decode.
+func (b *Backlog) SeenBytes(ctx context.Context) (int64, error) {
+	sizes := make([]int64, b.groups)
+	err := parallel(ctx, b.groups, 16, func(ctx context.Context, g int) error {
+		data, _, err := b.q.Read(ctx, b.cursorPath(g))
+		if errors.Is(err, coord.ErrNotFound) {
+			return nil
+		}
 		if err != nil {
-			return 0, fmt.Errorf("coord: Backlog.SeenBytes %s group %s: %w", b.q.name, GroupName(g), err)
+			return err
 		}
-		if st != nil {
-			total += int64(st.DataLength)
+		cur, err := decodeCursor(data)
+		if err != nil {
+			return fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
 		}
+		for _, c := range cur.chunks {
+			_, n, err := b.q.Stat(ctx, b.chunkPath(g, c.seq))
+			if err != nil {
+				return err
+			}
+			sizes[g] += int64(n)
+		}
+		return nil
+	})
+	var total int64
+	for _, n := range sizes {
+		total += n
 	}
-	return total, nil
+	return total, err
 }
 
 // Keys returns every key group g holds so far: its seen-set (the records
@@ -270,4 +269,17 @@ func (b *Backlog) Keys(ctx context.Context, g int) (*seenset.Set, error) {
 		}
 	}
 	return st.seen, nil
+}
+
+// parallel runs fn(ctx, i) for i in [0, n) with at most limit in flight
+// (errgroup.SetLimit: the reads are pipelined on the one connection) and
+// returns the first error; the calls still running then see ctx
+// cancelled.
+func parallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	for i := range n {
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	return g.Wait()
 }

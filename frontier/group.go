@@ -1,36 +1,32 @@
-package coord
+package frontier
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path"
 	"slices"
 	"sync"
-	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/internal/seenset"
 )
 
 // Group is the owner's handle on one shard group's compact frontier store
-// (docs/design.md, "Frontier layout 2"), bound to a Session like etcd's
-// concurrency recipes: it holds the group's cursor as last written, the
-// records of its live batches and its seen-set (seenset.Set, about 8 bytes
-// per key) in memory, and writes every change as one fenced multi (Apply).
-// A Group is used by one goroutine.
+// (docs/design.md, "Frontier layout 2"), bound to a coord.Session like
+// etcd's concurrency recipes: it holds the group's cursor as last written,
+// the records of its live batches and its seen-set (seenset.Set, about 8
+// bytes per key) in memory, and writes
+// every change as one multi fenced by the session (Apply, through
+// coord.Queue.Commit). A Group is used by one goroutine.
 type Group struct {
-	b       *Backlog
-	sess    *Session
-	g       int
-	fence   string
-	st      *groupState
-	watch   <-chan zk.Event // armed child watch on the inbox, nil when none
-	watchAt <-chan struct{} // reconnect epoch when the watch was armed
-	peek    bool            // a reader, not the owner: Inbox arms no watch
-	more    bool            // the last Inbox stopped at maxBytes with posts left
+	b     *Backlog
+	sess  *coord.Session
+	g     int
+	st    *groupState
+	watch <-chan struct{} // armed child watch on the inbox (closed once it fired or a reconnect may have lost it), nil when none
+	peek  bool            // a reader, not the owner: Inbox arms no watch
+	more  bool            // the last Inbox stopped at maxBytes with posts left
 }
 
 // groupState is a group as loaded from ZooKeeper.
@@ -101,38 +97,41 @@ type StepResult struct {
 // batch and every seen chunk (pipelined reads). Call it when the group is
 // taken over and again after Apply returned ErrVersionConflict.
 //
-// Errors: ErrInvalidArgument; ErrSessionExpired; ErrNotInitialized when the
-// group's znodes are missing (a crawl of another layout); a znode that does
-// not decode; ZooKeeper errors after retries.
-func (b *Backlog) Open(ctx context.Context, sess *Session, g int) (*Group, error) {
+// Errors: coord.ErrInvalidArgument; coord.ErrSessionExpired;
+// coord.ErrNotInitialized when the group's znodes are missing (a crawl of
+// another layout); a znode that does not decode; ZooKeeper errors after
+// retries.
+func (b *Backlog) Open(ctx context.Context, sess *coord.Session, g int) (*Group, error) {
 	if err := b.checkGroup("Backlog.Open", g); err != nil {
 		return nil, err
 	}
-	fence, err := b.q.fence(ctx, sess)
-	if err != nil {
-		return nil, err
+	if sess == nil {
+		return nil, fmt.Errorf("frontier: Backlog.Open: nil session: %w", coord.ErrInvalidArgument)
+	}
+	if err := sess.Ctx().Err(); err != nil {
+		return nil, fmt.Errorf("frontier: Backlog.Open: session %s: %w", sess, coord.ErrSessionExpired)
 	}
 	st, err := b.load(ctx, g)
 	if err != nil {
 		return nil, err
 	}
-	return &Group{b: b, sess: sess, g: g, fence: fence, st: st}, nil
+	return &Group{b: b, sess: sess, g: g, st: st}, nil
 }
 
 // load reads group g's cursor, batches and seen chunks.
 func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
-	data, stat, err := b.q.c.readData(ctx, b.cursorPath(g))
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("coord: group %s of %s: %w", GroupName(g), b.q.name, ErrNotInitialized)
+	data, version, err := b.q.Read(ctx, b.cursorPath(g))
+	if errors.Is(err, coord.ErrNotFound) {
+		return nil, fmt.Errorf("frontier: group %s: %w", GroupName(g), coord.ErrNotInitialized)
 	}
 	if err != nil {
 		return nil, err
 	}
 	cur, err := decodeCursor(data)
 	if err != nil {
-		return nil, fmt.Errorf("coord: cursor of group %s: %w", GroupName(g), err)
+		return nil, fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
 	}
-	st := &groupState{cur: cur, version: stat.Version, batches: map[uint64][][]byte{},
+	st := &groupState{cur: cur, version: version, batches: map[uint64][][]byte{},
 		rawSize: map[uint64]int{}}
 	batchRecs := make([][][]byte, len(cur.batches))
 	n, total := len(cur.batches), 0
@@ -151,9 +150,9 @@ func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
 		} else {
 			p = b.chunkPath(g, cur.chunks[i-n].seq)
 		}
-		d, _, err := b.q.c.readData(ctx, p)
+		d, _, err := b.q.Read(ctx, p)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
+			return err
 		}
 		if i < n {
 			batchRecs[i], err = decodeRecords(d)
@@ -173,7 +172,7 @@ func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("coord: load group %s: %w", GroupName(g), err)
+		return nil, fmt.Errorf("frontier: load group %s: %w", GroupName(g), err)
 	}
 	for i, bt := range cur.batches {
 		st.batches[bt.seq] = batchRecs[i]
@@ -229,26 +228,25 @@ func (gr *Group) Retirable() bool {
 }
 
 // inboxDue reports whether Inbox may find posts it has not returned yet:
-// no watch is armed, the armed watch fired, a reconnect happened since it
-// was armed (then the watch is dropped: the next listing arms a new one),
-// or the last Inbox call left posts unread.
+// no watch is armed, the armed watch fired or a reconnect happened since
+// it was armed (then the watch is dropped: the next listing arms a new
+// one), or the last Inbox call left posts unread.
 func (gr *Group) inboxDue() bool {
 	if gr.watch != nil {
 		select {
 		case <-gr.watch:
 			gr.watch = nil // fired: re-armed by the next listing
-		case <-gr.watchAt:
-			gr.watch = nil // a reconnect may have lost it
 		default:
 		}
 	}
 	return gr.watch == nil || gr.more
 }
 
-// InboxEvent returns a channel that receives an event when the inbox's
-// children change after the last Inbox call (nil before the first). One
-// child watch is armed at a time, re-armed only after it fired.
-func (gr *Group) InboxEvent() <-chan zk.Event { return gr.watch }
+// InboxEvent returns a channel that is closed when the inbox's children
+// change after the last Inbox call (or a reconnect may have lost the
+// watch); nil before the first. One child watch is armed at a time,
+// re-armed only after it fired.
+func (gr *Group) InboxEvent() <-chan struct{} { return gr.watch }
 
 // Inbox returns the group's oldest inbox posts, in sequence order, at most
 // about maxBytes of post data plus their decoded records (at least one
@@ -263,7 +261,7 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 	}
 	names, err := gr.listInbox(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("coord: inbox of group %s: %w", GroupName(gr.g), err)
+		return nil, fmt.Errorf("frontier: inbox of group %s: %w", GroupName(gr.g), err)
 	}
 	var out []Post
 	read := 0
@@ -272,7 +270,7 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 		n := min(len(names), 8)
 		batch, sizes, err := gr.readPosts(ctx, names[:n])
 		if err != nil {
-			return nil, fmt.Errorf("coord: inbox of group %s: %w", GroupName(gr.g), err)
+			return nil, fmt.Errorf("frontier: inbox of group %s: %w", GroupName(gr.g), err)
 		}
 		taken := 0
 		for i, po := range batch {
@@ -297,25 +295,11 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 // listInbox returns the inbox's post names in sequence order, arming a
 // child watch unless one stands (or the Group only peeks).
 func (gr *Group) listInbox(ctx context.Context) ([]string, error) {
-	c := gr.b.q.c
-	armed := gr.watch != nil || gr.peek
-	var names []string
-	p := gr.b.inboxPath(gr.g)
-	err := c.retry(ctx, func(ctx context.Context) error {
-		var err error
-		if armed {
-			names, _, err = c.children(ctx, p)
-			return err
-		}
-		epoch := c.reconnected()
-		var ev <-chan zk.Event
-		names, _, ev, err = c.childrenW(ctx, p)
-		if err == nil {
-			gr.watch, gr.watchAt = ev, epoch
-		}
-		return err
-	})
-	sortFIFO(names)
+	arm := gr.watch == nil && !gr.peek
+	names, ev, err := gr.b.q.List(ctx, gr.b.inboxPath(gr.g), arm)
+	if err == nil && arm {
+		gr.watch = ev
+	}
 	return names, err
 }
 
@@ -323,12 +307,11 @@ func (gr *Group) listInbox(ctx context.Context) ([]string, error) {
 // by someone else meanwhile comes back with Name "". sizes[i] is post i's
 // data plus its decoded records: what it takes once accepted.
 func (gr *Group) readPosts(ctx context.Context, names []string) (posts []Post, sizes []int, err error) {
-	c := gr.b.q.c
 	p := gr.b.inboxPath(gr.g)
 	posts, sizes = make([]Post, len(names)), make([]int, len(names))
 	err = parallel(ctx, len(names), len(names), func(ctx context.Context, i int) error {
-		d, _, err := c.readData(ctx, p+"/"+names[i])
-		if errors.Is(err, zk.ErrNoNode) {
+		d, _, err := gr.b.q.Read(ctx, p+"/"+names[i])
+		if errors.Is(err, coord.ErrNotFound) {
 			return nil // drained by someone else meanwhile
 		}
 		if err != nil {
@@ -358,71 +341,63 @@ func (gr *Group) readPosts(ctx context.Context, names []string) (posts []Post, s
 // means it committed (StepResult.Ready is then nil); the old version means
 // it did not, and it is sent again.
 //
-// Errors: ErrSessionExpired (the fence failed; nothing written);
-// ErrVersionConflict (another process wrote the group's cursor since this
-// Group loaded it: a second owner during a handoff, or an earlier step of
-// ours whose outcome was lost and then overtaken; nothing written: Open
-// again); ErrInvalidArgument (a Move names no pending record); ctx errors
-// and connection loss after retries (outcome unknown: Open again).
+// Errors: coord.ErrSessionExpired (the fence failed; nothing written);
+// coord.ErrVersionConflict (another process wrote the group's cursor since
+// this Group loaded it: a second owner during a handoff, or an earlier step
+// of ours whose outcome was lost and then overtaken; nothing written: Open
+// again); coord.ErrInvalidArgument (a Move names no pending record); ctx
+// errors and connection loss after retries (outcome unknown: Open again).
 func (gr *Group) Apply(ctx context.Context, s Step) (res StepResult, err error) {
-	defer gr.b.q.c.observed("group_step", time.Now(), &err)
-	where := "coord: Group.Apply " + GroupName(gr.g)
+	where := "frontier: Group.Apply " + GroupName(gr.g)
 	p, err := gr.plan(s)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", where, err)
 	}
-	err = gr.b.q.c.retryWrite(ctx, func(ctx context.Context) error {
-		if !gr.sess.alive() {
-			return fmt.Errorf("session %s: %w", gr.sess, ErrSessionExpired)
-		}
-		resp, idx, err := gr.b.q.c.multi(ctx, nil, p.ops...)
-		switch {
-		case err == nil:
-			res = gr.commit(p, resp)
-		case idx == 0:
-			return fmt.Errorf("session %s fence gone: %w", gr.sess, ErrSessionExpired)
-		case idx > 0:
-			return fmt.Errorf("op %d: %v: group changed by another owner: %w", idx, err, ErrVersionConflict)
-		}
-		return err
-	}, func(ctx context.Context) (bool, error) {
+	settled := false
+	names, err := gr.b.q.Commit(ctx, "group_step", gr.sess, p.ops, func(ctx context.Context) (bool, error) {
 		committed, err := gr.settle(ctx, p)
-		if committed {
-			res = gr.commit(p, nil)
-		}
+		settled = committed
 		return committed || err != nil, err
 	})
+	switch {
+	case err == nil && settled:
+		res = gr.commit(p, nil)
+	case err == nil:
+		res = gr.commit(p, names)
+	case errors.Is(err, coord.ErrNotFound) && !errors.Is(err, coord.ErrSessionExpired):
+		// A batch or chunk of the cursor we loaded is gone: another owner.
+		err = fmt.Errorf("%w: group changed by another owner: %w", err, coord.ErrVersionConflict)
+	}
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", where, err)
 	}
 	return res, nil
 }
 
-// stepPlan is a Step turned into one multi, with what the group's state
+// writePlan is a Step turned into one multi, with what the group's state
 // becomes once it commits.
-type stepPlan struct {
+type writePlan struct {
 	step      Step
-	ops       []any
+	ops       []coord.Op
 	next      cursorState         // the cursor written
 	newRecs   map[uint64][][]byte // batch -> its records after the appends
 	newSize   map[uint64]int      // batch -> raw bytes appended
 	touched   map[uint64]bool     // batches appended to
 	created   []uint64            // batches created
 	accepted  []Ref               // where each accepted record went
-	firstMove int                 // index in ops of the first ready create
 	retired   []uint64            // batches retired
 	lastChunk []uint64            // keys of the newest seen chunk afterwards
 }
 
-// plan builds the multi of step s (Apply's doc): the fence check and the
-// cursor write first, then appends, moves, retirement and drains.
-// Errors: ErrInvalidArgument for a Move of no pending record.
-func (gr *Group) plan(s Step) (*stepPlan, error) {
-	p := &stepPlan{step: s, next: gr.st.cur.clone(), newRecs: map[uint64][][]byte{},
+// plan builds the multi of step s (Apply's doc): the cursor write first
+// (coord.Queue.Commit puts the fence check before it), then appends,
+// moves, retirement and drains. Errors: coord.ErrInvalidArgument for a
+// Move of no pending record.
+func (gr *Group) plan(s Step) (*writePlan, error) {
+	p := &writePlan{step: s, next: gr.st.cur.clone(), newRecs: map[uint64][][]byte{},
 		newSize: map[uint64]int{}, touched: map[uint64]bool{}, lastChunk: gr.st.lastChunk}
 	p.next.nonce = rand.Uint64()
 	gr.planAppends(p)
-	p.firstMove = len(p.ops) + 2
 	if err := gr.planMoves(p); err != nil {
 		return nil, err
 	}
@@ -431,11 +406,10 @@ func (gr *Group) plan(s Step) (*stepPlan, error) {
 	}
 	gr.planRetirement(p)
 	for _, name := range s.Drained {
-		p.ops = append(p.ops, &zk.DeleteRequest{Path: gr.b.inboxPath(gr.g) + "/" + name, Version: -1})
+		p.ops = append(p.ops, coord.Op{Kind: coord.OpDelete, Path: gr.b.inboxPath(gr.g) + "/" + name, Version: -1})
 	}
-	p.ops = append([]any{
-		&zk.CheckVersionRequest{Path: gr.fence, Version: -1},
-		&zk.SetDataRequest{Path: gr.b.cursorPath(gr.g), Data: encodeCursor(p.next), Version: gr.st.version},
+	p.ops = append([]coord.Op{
+		{Kind: coord.OpSet, Path: gr.b.cursorPath(gr.g), Data: encodeCursor(p.next), Version: gr.st.version},
 	}, p.ops...)
 	return p, nil
 }
@@ -444,7 +418,7 @@ func (gr *Group) plan(s Step) (*stepPlan, error) {
 // holds less than batchRawBytes of raw records, to new batches beyond:
 // setData of a batch appended to (raw while it is open, flate once it is
 // full), create of a new one.
-func (gr *Group) planAppends(p *stepPlan) {
+func (gr *Group) planAppends(p *writePlan) {
 	st, b, g := gr.st, gr.b, gr.g
 	for _, r := range p.step.Accept {
 		var last *batchState
@@ -470,20 +444,20 @@ func (gr *Group) planAppends(p *stepPlan) {
 		full := st.rawSize[seq]+p.newSize[seq] >= batchRawBytes
 		data := encodeRecords(p.newRecs[seq], full)
 		if slices.Contains(p.created, seq) {
-			p.ops = append(p.ops, &zk.CreateRequest{Path: b.batchPath(g, seq), Data: data, Acl: b.q.c.acl(), Flags: zk.FlagPersistent})
+			p.ops = append(p.ops, coord.Op{Kind: coord.OpCreate, Path: b.batchPath(g, seq), Data: data})
 		} else {
-			p.ops = append(p.ops, &zk.SetDataRequest{Path: b.batchPath(g, seq), Data: data, Version: -1})
+			p.ops = append(p.ops, coord.Op{Kind: coord.OpSet, Path: b.batchPath(g, seq), Data: data, Version: -1})
 		}
 	}
 }
 
 // planMoves creates a ready item per Move and marks its record moved.
-func (gr *Group) planMoves(p *stepPlan) error {
+func (gr *Group) planMoves(p *writePlan) error {
 	for _, m := range p.step.Move {
 		if err := p.next.markMoved(m.Ref, "move"); err != nil {
 			return err
 		}
-		p.ops = append(p.ops, gr.b.q.readyCreate(m.Shard, m.Data))
+		p.ops = append(p.ops, coord.Op{Kind: coord.OpReady, Shard: m.Shard, Data: m.Data})
 	}
 	return nil
 }
@@ -493,7 +467,7 @@ func (gr *Group) planMoves(p *stepPlan) error {
 func (next *cursorState) markMoved(r Ref, what string) error {
 	i := slices.IndexFunc(next.batches, func(bt batchState) bool { return bt.seq == r.Batch })
 	if i < 0 || r.Index < 0 || r.Index >= next.batches[i].count || next.batches[i].isMoved(r.Index) {
-		return fmt.Errorf("%s of %v: no such pending record: %w", what, r, ErrInvalidArgument)
+		return fmt.Errorf("%s of %v: no such pending record: %w", what, r, coord.ErrInvalidArgument)
 	}
 	next.batches[i].setMoved(r.Index)
 	return nil
@@ -502,7 +476,7 @@ func (next *cursorState) markMoved(r Ref, what string) error {
 // planRetirement deletes the batches whose records are all moved (and
 // that this step did not append to) and folds their keys into the seen
 // chunks.
-func (gr *Group) planRetirement(p *stepPlan) {
+func (gr *Group) planRetirement(p *writePlan) {
 	keep := p.next.batches[:0]
 	var fold []uint64
 	for _, bt := range p.next.batches {
@@ -514,7 +488,7 @@ func (gr *Group) planRetirement(p *stepPlan) {
 		for _, r := range gr.st.batches[bt.seq] {
 			fold = append(fold, gr.b.key(r))
 		}
-		p.ops = append(p.ops, &zk.DeleteRequest{Path: gr.b.batchPath(gr.g, bt.seq), Version: -1})
+		p.ops = append(p.ops, coord.Op{Kind: coord.OpDelete, Path: gr.b.batchPath(gr.g, bt.seq), Version: -1})
 	}
 	p.next.batches = keep
 	slices.Sort(fold)
@@ -523,7 +497,7 @@ func (gr *Group) planRetirement(p *stepPlan) {
 
 // planFold merges sorted keys into the newest seen chunk while it holds
 // fewer than chunkKeys, and into new chunks beyond.
-func (gr *Group) planFold(p *stepPlan, fold []uint64) {
+func (gr *Group) planFold(p *writePlan, fold []uint64) {
 	b, g := gr.b, gr.g
 	for len(fold) > 0 {
 		k := len(p.next.chunks)
@@ -532,25 +506,24 @@ func (gr *Group) planFold(p *stepPlan, fold []uint64) {
 			merged := append(slices.Clone(p.lastChunk), fold[:n]...)
 			slices.Sort(merged)
 			merged = slices.Compact(merged)
-			p.ops = append(p.ops, &zk.SetDataRequest{Path: b.chunkPath(g, p.next.chunks[k-1].seq), Data: encodeKeys(merged), Version: -1})
+			p.ops = append(p.ops, coord.Op{Kind: coord.OpSet, Path: b.chunkPath(g, p.next.chunks[k-1].seq), Data: encodeKeys(merged), Version: -1})
 			p.next.chunks[k-1].count = len(merged)
 			p.lastChunk, fold = merged, fold[n:]
 			continue
 		}
 		n := min(chunkKeys, len(fold))
 		p.lastChunk = slices.Clone(fold[:n])
-		p.ops = append(p.ops, &zk.CreateRequest{Path: b.chunkPath(g, p.next.nextChunk), Data: encodeKeys(p.lastChunk), Acl: b.q.c.acl(), Flags: zk.FlagPersistent})
+		p.ops = append(p.ops, coord.Op{Kind: coord.OpCreate, Path: b.chunkPath(g, p.next.nextChunk), Data: encodeKeys(p.lastChunk)})
 		p.next.chunks = append(p.next.chunks, chunkState{seq: p.next.nextChunk, count: n})
 		p.next.nextChunk++
 		fold = fold[n:]
 	}
 }
 
-// commit makes the group's state what p wrote and reports it. resp is the
-// multi's reply, nil when the commit was learnt by reading back (the ready
-// items' names are then unknown). Ready items this process created are
-// remembered for Take (their data is known: no read to claim them).
-func (gr *Group) commit(p *stepPlan, resp []zk.MultiResponse) StepResult {
+// commit makes the group's state what p wrote and reports it. names is
+// the commit's per-op names (coord.Queue.Commit), nil when the commit was
+// learnt by reading back (the ready items' names are then unknown).
+func (gr *Group) commit(p *writePlan, names []string) StepResult {
 	st := gr.st
 	for seq, recs := range p.newRecs {
 		st.batches[seq] = recs
@@ -565,12 +538,10 @@ func (gr *Group) commit(p *stepPlan, resp []zk.MultiResponse) StepResult {
 	}
 	st.cur, st.version, st.lastChunk = p.next, st.version+1, p.lastChunk
 	out := StepResult{Retired: len(p.retired), Accepted: p.accepted}
-	if resp != nil {
-		for i, m := range p.step.Move {
-			name := path.Base(resp[p.firstMove+i].String)
-			out.Ready = append(out.Ready, name)
-			if m.Shard >= 0 && m.Shard < len(gr.b.q.cursors) {
-				gr.b.q.cache(m.Shard, name, cachedItem{data: m.Data, version: 0}, true)
+	if names != nil {
+		for i, o := range p.ops {
+			if o.Kind == coord.OpReady {
+				out.Ready = append(out.Ready, names[i])
 			}
 		}
 	}
@@ -581,17 +552,17 @@ func (gr *Group) commit(p *stepPlan, resp []zk.MultiResponse) StepResult {
 // cursor back: our nonce at the next version means it committed; another
 // version means another process wrote (ErrVersionConflict); the old version
 // means it did not commit (send it again).
-func (gr *Group) settle(ctx context.Context, p *stepPlan) (committed bool, err error) {
-	data, stat, err := gr.b.q.c.readData(ctx, gr.b.cursorPath(gr.g))
+func (gr *Group) settle(ctx context.Context, p *writePlan) (committed bool, err error) {
+	data, version, err := gr.b.q.Read(ctx, gr.b.cursorPath(gr.g))
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("outcome unknown: %w", err)
-	case stat.Version == gr.st.version+1:
+	case version == gr.st.version+1:
 		if have, derr := decodeCursor(data); derr == nil && have.nonce == p.next.nonce {
 			return true, nil
 		}
-	case stat.Version == gr.st.version:
+	case version == gr.st.version:
 		return false, nil
 	}
-	return false, fmt.Errorf("cursor at version %d, had %d: group changed by another owner: %w", stat.Version, gr.st.version, ErrVersionConflict)
+	return false, fmt.Errorf("cursor at version %d, had %d: group changed by another owner: %w", version, gr.st.version, coord.ErrVersionConflict)
 }

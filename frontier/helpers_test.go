@@ -1,0 +1,89 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// testSessionTimeout is the session timeout of every test client.
+const testSessionTimeout = 1500 * time.Millisecond
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// zkAddr returns the shared server's address (testenv.SharedZooKeeper).
+func zkAddr(t testing.TB) string { return testenv.SharedZooKeeper(t).Addr() }
+
+// connect opens a client with the test session timeout, closed at cleanup.
+func connect(t testing.TB, servers string, opts ...coord.Option) *coord.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts = append([]coord.Option{coord.WithSessionTimeout(testSessionTimeout), coord.WithLogger(testenv.Logger())}, opts...)
+	c, err := coord.Connect(ctx, servers, opts...)
+	if err != nil {
+		t.Fatalf("connect %s: %v", servers, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// proxied starts a proxy to target and a client through it.
+func proxied(t testing.TB, target string, opts ...coord.Option) (*testenv.Proxy, *coord.Client) {
+	t.Helper()
+	p := testenv.ProxyFor(t, target)
+	return p, connect(t, p.Addr(), opts...)
+}
+
+var rootSeq atomic.Int64
+
+// testRoot returns a fresh znode root for a test.
+func testRoot(t testing.TB) string {
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	return fmt.Sprintf("/frontiertest/%s-%d-%d", name, time.Now().UnixNano()%1e6, rootSeq.Add(1))
+}
+
+// eventually polls cond every 20ms until it holds or d passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ctxT returns a context bounded by d and cancelled at cleanup.
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newQueue creates the queue of a fresh crawl root with shards shards.
+func newQueue(t testing.TB, c *coord.Client, root string, shards int) *coord.Queue {
+	t.Helper()
+	q := coord.NewQueue(c, root, shards)
+	if err := q.Init(ctxT(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// sleepCtx sleeps d or until ctx ends; it reports whether it slept fully.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
