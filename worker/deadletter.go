@@ -18,8 +18,8 @@ const deadLetterPause = time.Second
 // (decodeErr) to the dead letters with Claim.Fail, retried through connection
 // loss like every finisher (persist). If Fail still fails (for example the
 // dead letter's znode already exists, or its ACL refuses us), the claim is
-// released, so the item is not held for the rest of the session's life (issue
-// 10 item 12), and the loop pauses deadLetterPause before claiming again.
+// released, so the item is not held for the rest of the session's life,
+// and the loop pauses deadLetterPause before claiming again.
 // It reports whether the item left the queue.
 func (w *Worker) failUndecodable(ctx context.Context, claim *coord.Claim, decodeErr error) bool {
 	w.log.Error("undecodable queue item moved to failed", "item", claim.Name(), "error", decodeErr)

@@ -9,7 +9,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// Disconnection guard (issue 10 item 3). The server expires a session one
+// Disconnection guard. The server expires a session one
 // session timeout after it last heard from the client, and then another
 // worker may claim our items. So once the client is Disconnected, the worker
 // cancels every in-flight fetch and claim loop of the session when 2/3 of

@@ -12,7 +12,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// Shard handoff politeness (issue 10 item 4). When this worker gains a shard
+// Shard handoff politeness. When this worker gains a shard
 // from another one, awaitHandoff waits until the previous owner's claims are
 // gone (they end with its session, so the wait lasts as long as that session
 // does) and records the time (handoffs). The previous owner's last request

@@ -119,7 +119,7 @@ func (w *Worker) current() *liveConfig { return w.live.Load() }
 // retryAt is when an item that failed its attempt-th try may be tried
 // again, on ZooKeeper's clock (coord.Client.Now): every worker compares
 // not_before with that one clock, so a worker whose own clock is off does
-// not stall the items it retries (issue 10 item 6).
+// not stall the items it retries.
 func (w *Worker) retryAt(cfg config.Config, attempt int) time.Time {
 	return w.clusterNow().Add(cfg.RetryDelay(attempt))
 }

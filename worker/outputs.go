@@ -13,7 +13,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/storage"
 )
 
-// Output health (issue 10 items 1 and 2): an item is completed only after its
+// Output health: an item is completed only after its
 // crawl-log line and WARC records are written and fsynced. When a write or
 // fsync fails, the item is released uncompleted, the worker stops claiming,
 // says why in its status node (storage_error, shown by crawlctl status), and

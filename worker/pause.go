@@ -10,7 +10,7 @@ import (
 // errPaused is why an item claimed before a pause is released unfetched.
 var errPaused = errors.New("crawl paused before the fetch started")
 
-// pausedRelease enforces pause at the last moment (issue 10 item 5): if the
+// pausedRelease enforces pause at the last moment: if the
 // config in force is paused, it frees the politeness slot (release, if not
 // nil), releases the claim uncompleted and returns true, so no fetch
 // (robots.txt or page) starts once the worker runs, and so reports, a paused

@@ -1,6 +1,6 @@
 // Command crawlbench is zkcrawl's benchmark driver (`make bench` runs it
-// through scripts/bench.sh). It measures, on this machine, against issue
-// 9's targets (every ZooKeeper runs with forceSync=yes, production's
+// through scripts/bench.sh). It measures, on this machine, against the
+// benchmark targets (every ZooKeeper runs with forceSync=yes, production's
 // default; write and speed figures are also taken with forceSync=no):
 //
 //  1. the synthetic web crawled by 1, 2 and 3 bin/crawler processes with
@@ -42,7 +42,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 )
 
-const about = `Runs zkcrawl's benchmark against the targets of issue 9, on ZooKeeper with
+const about = `Runs zkcrawl's benchmark against its targets, on ZooKeeper with
 forceSync=yes (production's default) and, for every write and speed figure,
 also forceSync=no: (1) the synthetic web crawled by 1, 2 and 3 worker
 processes (pages/s, ZooKeeper writes per page, group commit, correctness);

@@ -1,6 +1,6 @@
 // Package report holds what crawlbench measured, the shape of its
-// results.json, and renders it: the one table of every figure against issue
-// 9's targets and BENCHMARKS.md around it. Nothing here measures; the
+// results.json, and renders it: the one table of every figure against the
+// benchmark targets and BENCHMARKS.md around it. Nothing here measures; the
 // driver (package main) fills these structs, and --from-json renders an
 // earlier run's file again.
 package report

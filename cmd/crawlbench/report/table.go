@@ -1,7 +1,7 @@
 package report
 
-// The one results table (GitHub markdown): issue 9's targets first in each
-// part, then the figures that explain them.
+// The one results table (GitHub markdown): the benchmark targets first in
+// each part, then the figures that explain them.
 
 import (
 	"cmp"
