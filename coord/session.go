@@ -13,10 +13,10 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// defaultSessionTimeout is the session timeout requested when
+// DefaultSessionTimeout is the session timeout requested when
 // WithSessionTimeout is not given. The server clamps it to
 // [2*tickTime, 20*tickTime].
-const defaultSessionTimeout = 10 * time.Second
+const DefaultSessionTimeout = 10 * time.Second
 
 // Option configures Connect.
 type Option func(*options)
@@ -42,9 +42,10 @@ func WithObserver(f func(op string, d time.Duration, err error)) Option {
 	return func(o *options) { o.observe = f }
 }
 
-// WithSessionTimeout sets the requested session timeout (default 10s). The
-// server negotiates it into [2*tickTime, 20*tickTime]; a session survives a
-// connection loss that lasts less than the timeout.
+// WithSessionTimeout sets the requested session timeout (default
+// DefaultSessionTimeout). The server negotiates it into [2*tickTime,
+// 20*tickTime]; a session survives a connection loss that lasts less than
+// the timeout.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = d }
 }
@@ -160,7 +161,7 @@ func (s *Session) expired(where string) error {
 // non-positive session timeout; ctx's error, naming the servers and the
 // last dial error, when no session was established in time.
 func Connect(ctx context.Context, servers string, opts ...Option) (*Client, error) {
-	o := options{timeout: defaultSessionTimeout, logger: slog.Default(), dialer: net.DialTimeout}
+	o := options{timeout: DefaultSessionTimeout, logger: slog.Default(), dialer: net.DialTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -33,22 +33,25 @@ type Options struct {
 	// ID names this worker in R/workers, claims and the crawl log; default
 	// "<hostname>-<pid>".
 	ID string
-	// SessionTimeout is the ZooKeeper session timeout (default 10s): how
-	// long a killed worker's claims outlive it.
+	// SessionTimeout is the ZooKeeper session timeout (default
+	// coord.DefaultSessionTimeout): how long a killed worker's claims
+	// outlive it.
 	SessionTimeout time.Duration
 	// ExitWhenDone makes Run return nil once the whole crawl is done: every
 	// queue shard empty and no claim held anywhere for QuietPeriod.
 	ExitWhenDone bool
 	// QuietPeriod is how long the crawl must look done before ExitWhenDone
-	// exits (default 2s).
+	// exits (default DefaultQuietPeriod).
 	QuietPeriod time.Duration
 	// StopTimeout bounds how long in-flight items may finish after Run's
-	// context is cancelled before they are abandoned (default 10s).
+	// context is cancelled before they are abandoned (default
+	// DefaultStopTimeout).
 	StopTimeout time.Duration
 	// HeartbeatInterval is how often the R/workers status node is
-	// refreshed (default 2s).
+	// refreshed (default DefaultHeartbeatInterval).
 	HeartbeatInterval time.Duration
-	// WARCMaxBytes rotates WARC files past this size (default 1 GiB).
+	// WARCMaxBytes rotates WARC files past this size (default
+	// storage.DefaultMaxFileBytes).
 	WARCMaxBytes int64
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
@@ -72,6 +75,20 @@ type Options struct {
 	// point this worker at its own network.
 	ForbidPrivateNetworks bool
 }
+
+// Defaults of Options, applied by New to zero fields; cmd/crawler's flags
+// default to them too.
+const (
+	// DefaultQuietPeriod is Options.QuietPeriod's default: long enough for a
+	// page in flight elsewhere to post its links.
+	DefaultQuietPeriod = 2 * time.Second
+	// DefaultStopTimeout is Options.StopTimeout's default, a third of the
+	// default fetch_timeout_ms (config.DefaultFetchTimeoutMS): a fetch
+	// slower than that is abandoned at a stop and its item stays queued.
+	DefaultStopTimeout = 10 * time.Second
+	// DefaultHeartbeatInterval is Options.HeartbeatInterval's default.
+	DefaultHeartbeatInterval = 2 * time.Second
+)
 
 // CrawlsRoot is the znode under which every crawl's root lives (under the
 // connect string's chroot, if any).
@@ -210,16 +227,16 @@ func checkOptions(opts Options) (Options, string, error) {
 		return opts, "", fmt.Errorf("worker: id %q: want 1..128 characters of A-Z a-z 0-9 . _ -", opts.ID)
 	}
 	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = 10 * time.Second
+		opts.SessionTimeout = coord.DefaultSessionTimeout
 	}
 	if opts.QuietPeriod <= 0 {
-		opts.QuietPeriod = 2 * time.Second
+		opts.QuietPeriod = DefaultQuietPeriod
 	}
 	if opts.StopTimeout <= 0 {
-		opts.StopTimeout = 10 * time.Second
+		opts.StopTimeout = DefaultStopTimeout
 	}
 	if opts.HeartbeatInterval <= 0 {
-		opts.HeartbeatInterval = 2 * time.Second
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if opts.ProgressInterval == 0 {
 		opts.ProgressInterval = DefaultProgressInterval
