@@ -40,7 +40,7 @@ func (w *Worker) feedGauges(ctx context.Context) {
 			shards = *p
 		}
 		rctx, cancel := context.WithTimeout(ctx, gaugeInterval)
-		c, err := w.queue.CountShards(rctx, shards)
+		c, err := w.front.Queue().CountShards(rctx, shards)
 		cancel()
 		if err == nil {
 			// Queue depth: the ready items of the owned shards plus the

@@ -94,7 +94,9 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		AllowPrivateNetworks: cfg.AllowPrivateNetworks && !w.opts.ForbidPrivateNetworks,
 		Logger:               w.log,
 	}
-	w.http.SetOptions(fopts)
+	if f, ok := w.fetcher.(fetchConfigurer); ok {
+		f.SetOptions(fopts)
+	}
 	if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
 		w.log.Error("politeness limits rejected", "error", err) // config.Validate checked the ranges
 	}

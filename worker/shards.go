@@ -17,10 +17,10 @@ import (
 // runSession runs the worker under one ZooKeeper session until the session
 // ends or claimCtx is cancelled: it joins R/workers, keeps its status node
 // fresh, follows the member list and runs one claim loop per owned shard
-// (rendezvous hashing over shard groups: a host's shards stay together,
-// docs/design.md "Shard ownership"). In-flight items
-// run under a context derived from workCtx that is also cancelled when the
-// session ends, so a lost session abandons them uncompleted.
+// (rendezvous hashing over shard groups: a politeness key's shards stay
+// together, docs/design.md "Shard ownership"). In-flight items run under a
+// context derived from workCtx that is also cancelled when the session
+// ends, so a lost session abandons them uncompleted.
 func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Session, inflight *sync.WaitGroup) {
 	sctx, cancel := context.WithCancel(claimCtx)
 	defer cancel()
@@ -64,26 +64,26 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	}
 }
 
+// joinRetryInterval is the pause between tries to join the worker list,
+// e.g. while a previous incarnation's session still holds the id (it ends
+// within a session timeout).
+const joinRetryInterval = time.Second
+
 // joinRetrying joins the crawl's worker list under sess (join), trying
-// again every second while it fails, for example while the id is still
-// held by a previous incarnation's session that has not expired yet. It
-// returns nil once ctx ends.
+// again every joinRetryInterval while it fails. It returns nil once ctx
+// ends.
 func (w *Worker) joinRetrying(ctx context.Context, sess *coord.Session) *coord.Member {
-	for {
-		member, err := w.join(ctx, sess)
-		if err == nil {
-			return member
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		w.log.Error("could not join the crawl's worker list; retrying", "error", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
+	var member *coord.Member
+	err := retry(ctx, retryPolicy{pause: every(joinRetryInterval)}, anyError,
+		func(_ int, err error) { w.log.Error("could not join the crawl's worker list; retrying", "error", err) },
+		func(ctx context.Context) (err error) {
+			member, err = w.join(ctx, sess)
+			return err
+		})
+	if err != nil {
+		return nil
 	}
+	return member
 }
 
 // ownership is what runSession runs in one session for the shard groups
@@ -127,8 +127,8 @@ func (w *Worker) followMembers(ctx context.Context, own *ownership, ids []string
 }
 
 // ownedBy returns the shard groups this worker owns among the members ids
-// (rendezvous hashing over groups, so a host's shards stay together) and
-// their shards.
+// (rendezvous hashing over groups, so a politeness key's shards stay
+// together) and their shards.
 func (w *Worker) ownedBy(ids []string) (groups, shards map[int]bool) {
 	groups, shards = map[int]bool{}, map[int]bool{}
 	for _, g := range coord.OwnedShards(w.opts.ID, w.layout.Groups(), ids) {
@@ -142,10 +142,11 @@ func (w *Worker) ownedBy(ids []string) (groups, shards map[int]bool) {
 
 // claimLoop claims the items of one owned shard while ctx lives: while the
 // crawl is not paused it takes the first claimable item in FIFO order whose
-// not_before has passed and whose host has a free claim slot, waits for a
-// fetch slot (worker_concurrency) and starts processing it. No slot is held
-// while waiting for items, so an empty shard never starves a busy one; each
-// shard holds at most takersPerShard claims that wait for a slot.
+// not_before has passed and whose politeness key has a free claim slot
+// (keySlots), waits for a fetch slot (worker_concurrency) and starts
+// processing it. No slot is held while waiting for items, so an empty shard
+// never starves a busy one; each shard holds at most takersPerShard claims
+// that wait for a slot.
 func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup, view string) {
 	if err := w.awaitHandoff(ctx, shard, view); err != nil {
 		return
@@ -159,9 +160,13 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 
 // takersPerShard is how many claims one owned shard has under way at once.
 // A claim is a ZooKeeper write (about a millisecond with forceSync); one
-// taker per shard caps a single-host crawl at one page per claim round trip,
-// while concurrent takers' claims share one group-committed multi.
+// taker per shard caps a single-key crawl at one page per claim round trip,
+// while concurrent takers' claims are batched into one multi by coord.
 const takersPerShard = 4
+
+// claimRetryPause is how long a taker waits after a claim failed (other
+// than by session expiry) before it tries again.
+const claimRetryPause = time.Second
 
 // takeLoop is one of a shard's takers: claim, wait for a fetch slot, start
 // processing, repeat while ctx lives.
@@ -171,17 +176,13 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			return
 		}
 		var t taken
-		claim, err := w.queue.Take(ctx, sess, shard, w.reserveFor(shard, &t))
+		claim, err := w.front.Queue().Take(ctx, sess, shard, w.reserveFor(shard, &t))
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
 				return
 			}
 			w.log.Warn("claim failed; retrying", "shard", coord.ShardName(shard), "error", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
+			sleepCtx(ctx, claimRetryPause)
 			continue
 		}
 		w.metrics.claimed()
@@ -190,9 +191,9 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			w.failUndecodable(work, claim, t.err)
 			continue
 		}
-		it, host := t.item, t.host
+		it, key := t.item, t.key
 		if err := w.acquireSlot(ctx); err != nil {
-			w.freeHostSlot(host)
+			w.freeKeySlot(key)
 			w.abandon(work, claim, it, err)
 			return
 		}
@@ -200,9 +201,9 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 		go func() {
 			defer inflight.Done()
 			defer w.releaseSlot()
-			fetched := sync.OnceFunc(func() { w.freeHostSlot(host) })
+			fetched := sync.OnceFunc(func() { w.freeKeySlot(key) })
 			defer fetched()
-			w.process(work, claim, it, host, fetched)
+			w.process(work, claim, it, key, fetched)
 		}()
 	}
 }
@@ -211,27 +212,25 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 // there. It waits until (1) every other live worker has acknowledged the
 // member list this worker computed its ownership from (their status nodes
 // carry the view), so no worker still believes it owns the shard and is
-// still claiming in it (bounded by twice the session timeout plus a margin);
+// still claiming in it (bounded by handoffAckWait);
 // (2) no other worker holds a claim in the shard (the previous owner
 // finishes or releases its in-flight items; a dead owner's claims vanish
 // with its session), for as long as that takes: a claim lives only as long
 // as its owner's session, and a fetch longer than any fixed bound must not
 // overlap ours. If another worker was there, the shard is then recorded as
-// handed over (handedOver), so the first request to each of its hosts waits
-// one effective interval, Crawl-delay included (coolAfterHandoff). So a
-// host's request spacing holds across ownership changes, not only inside one
-// worker. If the member list changes meanwhile and the shard stays ours, the
+// handed over (handedOver), so the first request to each of its politeness
+// keys waits one effective interval, Crawl-delay included
+// (coolAfterHandoff). So a key's request spacing holds across ownership
+// changes, not only inside one worker. If the member list changes meanwhile and the shard stays ours, the
 // newest view counts; if the shard is lost, ctx is cancelled.
 func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error {
-	deadline := time.Now().Add(2*w.opts.SessionTimeout + 2*time.Second)
+	deadline := time.Now().Add(handoffAckWait(w.opts.SessionTimeout))
 	others := true // unknown until the member list is read: assume a handoff
 	pause := func() error {
-		select {
-		case <-ctx.Done():
+		if !sleepCtx(ctx, handoffPoll) {
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-			return nil
 		}
+		return nil
 	}
 	for time.Now().Before(deadline) {
 		ids, data, err := coord.Members(ctx, w.client, w.root)
@@ -269,6 +268,25 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 	}
 	return nil
 }
+
+// handoffAckWait bounds how long a worker gaining a shard waits for every
+// other live worker to acknowledge its member list: two session timeouts
+// plus handoffAckMargin. A worker that has not acknowledged by then is cut
+// off from ZooKeeper: its disconnection guard stopped its claim loops
+// after 2/3 of a session timeout, and its session, with its claims, has
+// expired.
+func handoffAckWait(sessionTimeout time.Duration) time.Duration {
+	return 2*sessionTimeout + handoffAckMargin
+}
+
+// handoffAckMargin covers the delays of the member-list watch and the
+// status node update that carries an acknowledgement.
+const handoffAckMargin = 2 * time.Second
+
+// handoffPoll is how often awaitHandoff reads the member list and the
+// gained shard's claims again (a children read and one get per member, or
+// one children read): claiming in the gained shard waits for it.
+const handoffPoll = 50 * time.Millisecond
 
 // loops are goroutines keyed by shard or group, each with its own
 // cancellable context under parent, counted in wg.
@@ -332,38 +350,75 @@ func memberView(ids []string) string {
 	return strconv.FormatUint(h.Sum64(), 36)
 }
 
-// hostSlots counts the claims this worker holds per host that wait for or
-// are in a fetch, so that a host never has more than
+// keySlots counts the claims this worker holds per politeness key that
+// wait for or are in a fetch, so that a key never has more than
 // per_host_max_in_flight + 1 of them here (one prefetched item waits on
 // politeness while another is fetched; worker_concurrency slots are not
-// spent on items that only wait for a busy host). A claim's slot is freed
-// when its fetch ends: writing the records, the group fsync and the
+// spent on items that only wait for a busy key). A claim's slot is freed
+// when its fetch ends: writing the records, the fsync batch and the
 // completion multi (about 5 ms, far longer than a fetch on a fast server)
-// no longer keep the host's next item from being claimed; the host's ready
-// window (ReadyWindow) bounds its claims in all. It also
-// remembers which shards turned a busy host's items away, oldest first, so
-// a freed slot wakes the shard that waited longest.
-type hostSlots struct {
+// no longer keep the key's next item from being claimed; the key's ready
+// window (ReadyWindow) bounds its claims in all. It also remembers which
+// shards turned a busy key's items away, oldest first, so a freed slot
+// wakes the shard that waited longest. Memory: one map entry per key with
+// a claim held or a shard waiting. Safe for concurrent use.
+type keySlots struct {
 	mu      sync.Mutex
-	held    map[string]int   // host -> claims held or reserved
-	waiting map[string][]int // host -> shards that turned its items away
+	held    map[string]int   // key -> claims held or reserved
+	waiting map[string][]int // key -> shards that turned its items away
 }
 
-func newHostSlots() *hostSlots {
-	return &hostSlots{held: map[string]int{}, waiting: map[string][]int{}}
+func newKeySlots() *keySlots {
+	return &keySlots{held: map[string]int{}, waiting: map[string][]int{}}
+}
+
+// reserve takes one of key's limit claim slots for an item of shard and
+// reports true; with none free it notes that shard waits for key and
+// reports false.
+func (ks *keySlots) reserve(key string, limit, shard int) bool {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.held[key] >= limit {
+		if !slices.Contains(ks.waiting[key], shard) {
+			ks.waiting[key] = append(ks.waiting[key], shard)
+		}
+		return false
+	}
+	ks.held[key]++
+	return true
+}
+
+// free gives one claim slot of key back and returns the shard that has
+// waited longest for one (forgetting it), or -1.
+func (ks *keySlots) free(key string) int {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.held[key]--; ks.held[key] <= 0 {
+		delete(ks.held, key)
+	}
+	q := ks.waiting[key]
+	if len(q) == 0 {
+		return -1
+	}
+	if len(q) == 1 {
+		delete(ks.waiting, key)
+	} else {
+		ks.waiting[key] = q[1:]
+	}
+	return q[0]
 }
 
 // reserveFor returns shard's Take filter (coord.Reserve): an item is taken
-// when its retry time has come and its host has a free claim slot, which
-// the filter reserves at once, so a host's several shards cannot all pass
-// at the same moment. coord gives the slot back if the item is not claimed
-// after all; a claimed item's slot is freed by freeHostSlot when it is done.
-// The filter stores what it admitted in *t (coord calls it for one
-// candidate at a time and gives an acceptance back before the next, and a
-// claim re-reads and re-admits an item that changed, so after Take returns
-// a claim *t is that item's): the caller uses the decoded item and frees
-// the very slot that was taken, without decoding the item or computing its
-// key again.
+// when its retry time has come and its politeness key has a free claim
+// slot, which the filter reserves at once (keySlots.reserve), so a key's
+// several shards cannot all pass at the same moment. coord gives the slot
+// back if the item is not claimed after all; a claimed item's slot is
+// freed by freeKeySlot when its fetch is over. The filter stores what it
+// admitted in *t (coord calls it for one candidate at a time and gives an
+// acceptance back before the next, and a claim re-reads and re-admits an
+// item that changed, so after Take returns a claim *t is that item's): the
+// caller uses the decoded item and frees the very slot that was taken,
+// without decoding the item or computing its key again.
 func (w *Worker) reserveFor(shard int, t *taken) coord.Reserve {
 	return func(_ string, data []byte) (func(), bool) {
 		it, err := frontier.DecodeItem(data)
@@ -374,67 +429,43 @@ func (w *Worker) reserveFor(shard int, t *taken) coord.Reserve {
 		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
 			return nil, false
 		}
-		if w.current().cfg.Paused {
+		cfg := w.current().cfg
+		if cfg.Paused {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
-		limit := w.current().cfg.PerHostMaxInFlight + 1
-		host := w.layout.Key(it.URL)
-		hs := w.slots
-		hs.mu.Lock()
-		defer hs.mu.Unlock()
-		if hs.held[host] >= limit {
-			if !slices.Contains(hs.waiting[host], shard) {
-				hs.waiting[host] = append(hs.waiting[host], shard)
-			}
+		key := w.layout.Key(it.URL)
+		if !w.slots.reserve(key, cfg.PerHostMaxInFlight+1, shard) {
 			return nil, false
 		}
-		hs.held[host]++
-		*t = taken{item: it, host: host}
-		return func() { w.freeHostSlot(host) }, true
+		*t = taken{item: it, key: key}
+		return func() { w.freeKeySlot(key) }, true
 	}
 }
 
 // taken is what a claim filter (reserveFor) admitted last: the decoded
-// item and the key whose claim slot it reserved, or why the data did not
-// decode (then no slot is reserved).
+// item and the politeness key whose claim slot it reserved, or why the
+// data did not decode (then no slot is reserved).
 type taken struct {
 	item frontier.Item
-	host string
+	key  string
 	err  error
 }
 
-// freeLocked frees one claim slot of host and pops the shard that has
-// waited longest for it (or -1). hs.mu must be held.
-func (w *Worker) freeLocked(host string) int {
-	hs := w.slots
-	if hs.held[host]--; hs.held[host] <= 0 {
-		delete(hs.held, host)
-	}
-	q := hs.waiting[host]
-	if len(q) == 0 {
-		return -1
-	}
-	if len(q) == 1 {
-		delete(hs.waiting, host)
-	} else {
-		hs.waiting[host] = q[1:]
-	}
-	return q[0]
-}
-
-// freeHostSlot frees the claim slot of a finished item and makes the shard that
-// waited longest for one of that host look at its items again at once
-// (instead of after coord's recheck interval).
-func (w *Worker) freeHostSlot(host string) {
-	w.slots.mu.Lock()
-	wake := w.freeLocked(host)
-	w.slots.mu.Unlock()
-	if wake >= 0 {
-		w.queue.Nudge(wake)
+// freeKeySlot frees the claim slot of an item whose fetch is over and makes
+// the shard that waited longest for one of that key look at its items
+// again at once (instead of after coord's recheck interval).
+func (w *Worker) freeKeySlot(key string) {
+	if wake := w.slots.free(key); wake >= 0 {
+		w.front.Queue().Nudge(wake)
 	}
 }
 
-// waitRunnable waits until the crawl is neither paused nor past max_pages.
+// capRecheck is how often waitRunnable looks at max_pages again: the
+// crawl-wide count changes with the heartbeat, which fires no wake.
+const capRecheck = time.Second
+
+// waitRunnable waits until the crawl is neither paused nor past max_pages
+// and the outputs take writes.
 func (w *Worker) waitRunnable(ctx context.Context) error {
 	for {
 		wake := w.wake.Wait()
@@ -446,7 +477,7 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-wake:
-		case <-time.After(time.Second): // max_pages is re-read from the member list
+		case <-time.After(capRecheck):
 		}
 	}
 }

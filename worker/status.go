@@ -214,7 +214,7 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			quietSince, pause = time.Time{}, donePoll
 			continue
 		}
-		st, err := w.queue.Pending(ctx)
+		st, err := w.front.Queue().Pending(ctx)
 		idle := err == nil && st.Queued == 0 && st.Claimed == 0 && w.counters.inFlight.Load() == 0
 		if idle {
 			// The ready queue is empty: only then read the groups' inboxes

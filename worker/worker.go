@@ -116,48 +116,87 @@ var ErrCrawlNotFound = errors.New("crawl not found in ZooKeeper (run the seeder 
 var ErrUnreachable = errors.New("ZooKeeper unreachable")
 
 // Worker is one running crawler worker. Create it with New, then call Run.
+//
+// It only wires its parts: the claimer (shards.go: claim loops per owned
+// shard, keySlots), the fetch pipeline (process.go, over the seams of
+// seams.go: fetch, store, links, finish, one attempt per claimed item), the
+// shard groups' owners (groups.go), the config in force (live.go) and what
+// reports on it (status.go, progress.go, metrics.go, gauges.go). Each part
+// is held once; the exceptions are the pipeline's links seam, which is
+// front in production (process_test.go puts a fake there), and
+// ownerState.queue, front's queue as the owner loop reads it.
 type Worker struct {
 	opts   Options
-	root   string
-	log    *slog.Logger
-	client *coord.Client
+	root   string             // the crawl's root znode, Root(opts.Crawl)
+	log    *slog.Logger       // opts.Logger with the worker id
+	client *coord.Client      // nil in the in-memory pipeline of process_test.go
+	front  *frontier.Frontier // the crawl's frontier: ready queue and backlog; nil in process_test.go
+	// layout is the crawl's frontier layout, fixed when the crawl was
+	// created (a value: front's, or a test's where there is no frontier).
+	layout frontier.Layout
+
+	fetchPipeline              // the pipeline's parts (process.go)
+	liveState                  // the config in force (live.go)
+	membership                 // this worker among the crawl's workers (shards.go, standby.go)
+	slots         *keySlots    // the claimer's claim slots per politeness key (shards.go)
+	ownerState                 // what the shard groups' owners keep (groups.go)
+	reporting                  // running totals, metrics and progress (status.go, progress.go)
+	outputs       outputHealth // whether writes to the outputs work (outputs.go)
+}
+
+// fetchPipeline is what process (process.go) runs an item through. The
+// network, the outputs and the frontier are reached only through the
+// seams (seams.go), so a test can put in-memory parts in their place;
+// robots.txt, politeness, handoff cooling and link normalization are
+// in-process state.
+type fetchPipeline struct {
+	fetcher pageFetcher   // *fetch.Fetcher, following the live config (fetchConfigurer); or a test's
+	store   exchangeStore // *diskStore while Run runs; or a test's
+	links   linkSink      // the Worker's frontier; or a test's
+	// robots answers robots.txt questions, fetching robots.txt with the
+	// *fetch.Fetcher that newWorker made the fetcher.
+	robots   *fetch.Robots
+	polite   *fetch.Politeness // request spacing and in-flight caps per politeness key
+	handoffs *handoffState     // shards handed over to us, keys already cooled for them
+	norm     *normCache        // link URL -> normalized (outlinks)
+}
+
+// liveState is the crawl config in force and what waits for it to change.
+type liveState struct {
+	live   atomic.Pointer[liveConfig] // the config in force; nil until the first valid version
+	cfgErr atomic.Pointer[string]     // why the last version was rejected; "" when none
+	wake   broadcast                  // fired when the config changes, a fetch slot frees or writes work again
+}
+
+// membership is this worker's place among the crawl's workers.
+type membership struct {
+	view    atomic.Pointer[string] // the member list shard ownership follows (memberView)
+	owned   atomic.Pointer[[]int]  // shards owned now, sorted (gauges.go)
+	standby atomic.Bool            // out of the worker list while output writes fail (standby.go)
+}
+
+// ownerState is what the owners of this worker's shard groups keep beside
+// the frontier (groups.go, hostbudget.go).
+type ownerState struct {
+	// queue is front's ready queue (front.Queue()), as the owner loop reads
+	// it; it leaves with the owner loop for package frontier.
 	queue  *coord.Queue
-	front  *frontier.Frontier
-	layout frontier.Layout // the crawl's frontier layout, fixed when it was created
-
-	// The pipeline's seams (seams.go): process reaches the network, the
-	// output directory and the frontier only through these.
-	fetcher pageFetcher   // http, or a test's
-	store   exchangeStore // disk, or a test's
-	links   linkSink      // front, or a test's
-
-	http    *fetch.Fetcher // the HTTP client; its options follow the config
-	robots  *fetch.Robots
-	polite  *fetch.Politeness
-	disk    *diskStore   // WARC files and crawl.log, open while Run runs
-	outputs outputHealth // whether writes to the outputs work
-
-	live   atomic.Pointer[liveConfig] // the config in force
-	cfgErr atomic.Pointer[string]     // last rejected config, "" when none
-	view   atomic.Pointer[string]     // the member list shard ownership follows (memberView)
-	wake   broadcast                  // fired when the config or a host slot changes
-	slots  *hostSlots                 // claims held per host, and shards waiting for them
-	groups groupWakes                 // wakes the manager of an owned shard group
+	groups groupWakes // wakes the manager of an owned shard group
 
 	dropLogMu  sync.Mutex
-	dropLogged map[string]bool // "reason host" already logged
+	dropLogged map[string]bool // "reason key" already logged (logDrop)
 
 	deadMu    sync.Mutex // guards deadCount, deadAt (deadLettersFull)
 	deadCount int64
 	deadAt    time.Time
+}
 
-	counters counters
-	metrics  *Metrics
-	progress *progress             // progress lines and the stop summary (progress.go)
-	owned    atomic.Pointer[[]int] // shards owned now, sorted (gauges.go)
-	handoffs *handoffState         // shards handed over to us, hosts spent for them
-	norm     *normCache            // link URL -> normalized (outlinks)
-	standby  atomic.Bool           // out of the worker list while output writes fail
+// reporting is what the status node, the progress lines and the metrics
+// show of this worker.
+type reporting struct {
+	counters counters  // running totals (status.go)
+	metrics  *Metrics  // nil: none recorded
+	progress *progress // progress lines and the stop summary (progress.go)
 }
 
 // liveConfig is one applied config version with what is derived from it.
@@ -196,8 +235,7 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		}
 		return nil, fmt.Errorf("worker: open the frontier of crawl %q: %w", opts.Crawl, err)
 	}
-	w.queue = w.front.Queue()
-	w.layout, w.links = w.front.Layout(), w.front
+	w.layout, w.links, w.queue = w.front.Layout(), w.front, w.front.Queue()
 	w.front.SetLocalOwner(w.groups.offer) // links of our own groups skip the inbox
 	if err := w.preflight(ctx); err != nil {
 		w.client.Close()
@@ -260,18 +298,18 @@ func newWorker(opts Options, root string) *Worker {
 		panic(err) // zero limits are valid
 	}
 	return &Worker{
-		opts:     opts,
-		root:     root,
-		log:      log,
-		fetcher:  http,
-		http:     http,
-		robots:   fetch.NewRobots(http, fetch.RobotsOptions{Logger: log}),
-		polite:   polite,
-		slots:    newHostSlots(),
-		metrics:  opts.Metrics,
-		progress: newProgress(),
-		handoffs: newHandoffState(),
-		norm:     newNormCache(),
+		opts: opts,
+		root: root,
+		log:  log,
+		fetchPipeline: fetchPipeline{
+			fetcher:  http,
+			robots:   fetch.NewRobots(http, fetch.RobotsOptions{Logger: log}),
+			polite:   polite,
+			handoffs: newHandoffState(),
+			norm:     newNormCache(),
+		},
+		slots:     newKeySlots(),
+		reporting: reporting{metrics: opts.Metrics, progress: newProgress()},
 	}
 }
 
@@ -415,18 +453,20 @@ func (w *Worker) openOutputs() error {
 		return err
 	}
 	disk.syncer.OnRound(w.metrics.outputSynced)
-	w.disk, w.store = disk, disk
+	w.store = disk
 	return nil
 }
 
-// closeOutputs closes the WARC writer and the crawl log, and the HTTP
-// client's idle connections.
+// closeOutputs closes the pipeline's store (storeCloser) and the fetcher's
+// idle connections (fetcherCloser).
 func (w *Worker) closeOutputs() error {
-	w.http.Close()
-	if w.disk == nil {
-		return nil
+	if f, ok := w.fetcher.(fetcherCloser); ok {
+		f.Close()
 	}
-	return w.disk.Close()
+	if s, ok := w.store.(storeCloser); ok {
+		return s.Close()
+	}
+	return nil
 }
 
 // broadcast wakes every waiter at once: Wait returns a channel that Fire
