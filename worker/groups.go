@@ -568,7 +568,7 @@ func (plan *stepPlan) overQuota(host, u string) string {
 // key under cfg: 4 x per_host_max_in_flight + 1. A ready item stays in the
 // window from its creation until its completion multi has deleted it and
 // the owner's next step has replaced it (waiting to be claimed, the claim
-// round trip, the fetch, the WARC write, the group fsync, the completion
+// round trip, the fetch, the WARC write, the fsync batch, the completion
 // multi and the refill step), so by Little's law the window must hold
 // per_host_max_in_flight items for that whole time, many times a fast
 // fetch (docs/design.md, "Move", gives the measurement). Bound: that many

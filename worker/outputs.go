@@ -82,7 +82,7 @@ func (d *diskStore) WriteExchange(ex storage.Exchange) (storage.ResponseInfo, er
 	return d.warc.WriteExchange(ex)
 }
 
-// Record writes the crawl-log line e and waits for the next group fsync of
+// Record writes the crawl-log line e and waits for the next fsync batch of
 // the crawl log and the WARC file.
 func (d *diskStore) Record(ctx context.Context, e storage.LogEntry) error {
 	if err := d.clog.Write(e); err != nil {
