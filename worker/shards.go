@@ -171,19 +171,26 @@ const claimRetryPause = time.Second
 // takeLoop is one of a shard's takers: claim, wait for a fetch slot, start
 // processing, repeat while ctx lives.
 func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
+	notExpired := func(err error) bool { return !errors.Is(err, coord.ErrSessionExpired) }
 	for ctx.Err() == nil {
-		if err := w.waitRunnable(ctx); err != nil {
-			return
-		}
 		var t taken
-		claim, err := w.front.Queue().Take(ctx, sess, shard, w.reserveFor(shard, &t))
+		var claim *coord.Claim
+		// Wait until claiming is allowed, then claim; a failed claim is
+		// tried again after claimRetryPause, until the session expires.
+		err := retry(ctx, retryPolicy{pause: every(claimRetryPause)}, notExpired,
+			func(_ int, err error) {
+				w.log.Warn("claim failed; retrying", "shard", coord.ShardName(shard), "error", err)
+			},
+			func(ctx context.Context) (err error) {
+				if err := w.waitRunnable(ctx); err != nil {
+					return err
+				}
+				t = taken{}
+				claim, err = w.front.Queue().Take(ctx, sess, shard, w.reserveFor(shard, &t))
+				return err
+			})
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
-				return
-			}
-			w.log.Warn("claim failed; retrying", "shard", coord.ShardName(shard), "error", err)
-			sleepCtx(ctx, claimRetryPause)
-			continue
+			return
 		}
 		w.metrics.claimed()
 		if t.err != nil {
