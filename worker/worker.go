@@ -117,14 +117,15 @@ var ErrUnreachable = errors.New("ZooKeeper unreachable")
 
 // Worker is one running crawler worker. Create it with New, then call Run.
 //
-// It only wires its parts: the claimer (shards.go: claim loops per owned
-// shard, keySlots), the fetch pipeline (process.go, over the seams of
-// seams.go: fetch, store, links, finish, one attempt per claimed item), the
-// shard groups' owners (groups.go), the config in force (live.go) and what
-// reports on it (status.go, progress.go, metrics.go, gauges.go). Each part
-// is held once; the exceptions are the pipeline's links seam, which is
-// front in production (process_test.go puts a fake there), and
-// ownerState.queue, front's queue as the owner loop reads it.
+// It only wires its parts: the claimer (claimer.go: claim loops per owned
+// shard, keySlots; shards.go: which shards it owns, handoffs), the fetch
+// pipeline (process.go, over the seams of seams.go: fetch, store, links,
+// finish, one attempt per claimed item), the shard groups' owners
+// (groups.go), the config in force (live.go) and what reports on it
+// (status.go, progress.go, metrics.go, gauges.go). Each part is held once;
+// the exceptions are the pipeline's links seam, which is front in
+// production (process_test.go puts a fake there), and ownerState.queue,
+// front's queue as the owner loop reads it.
 type Worker struct {
 	opts   Options
 	root   string             // the crawl's root znode, Root(opts.Crawl)
@@ -138,7 +139,7 @@ type Worker struct {
 	fetchPipeline              // the pipeline's parts (process.go)
 	liveState                  // the config in force (live.go)
 	membership                 // this worker among the crawl's workers (shards.go, standby.go)
-	slots         *keySlots    // the claimer's claim slots per politeness key (shards.go)
+	slots         *keySlots    // the claimer's claim slots per politeness key (claimer.go)
 	ownerState                 // what the shard groups' owners keep (groups.go)
 	reporting                  // running totals, metrics and progress (status.go, progress.go)
 	outputs       outputHealth // whether writes to the outputs work (outputs.go)
