@@ -9,8 +9,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/storage"
 )
 
 // The worker's parts alone: the Worker only wires them, keySlots and retry
@@ -112,5 +115,25 @@ func TestPersistRetriesConnectionLoss(t *testing.T) {
 	})
 	if !errors.Is(err, coord.ErrClaimLost) || calls != 1 {
 		t.Errorf("persist of a lost claim: %v after %d calls; want ErrClaimLost after 1", err, calls)
+	}
+}
+
+// One stage of an attempt alone: store writes the exchange through the
+// store seam and notes its status, size, digest and record position in the
+// attempt's crawl-log line, nothing else.
+func TestAttemptStoreStage(t *testing.T) {
+	p := newPipeline(t, config.Default(), nil)
+	a := &attempt{w: p.w, ctx: context.Background(), claim: &memClaim{calls: p.calls}, it: frontier.Item{URL: pipelinePage}, key: "a.example", live: p.w.current()}
+	res := &fetch.Result{URL: pipelinePage, Status: 200, MIME: "text/html", Body: []byte("<p>hi</p>"), RemoteIP: "192.0.2.1", Started: time.Now()}
+	if !a.store(res) {
+		t.Fatal("store reported failure")
+	}
+	p.wantCalls(t, "warc "+pipelinePage)
+	e := a.entry
+	if e.Status != 200 || e.Bytes != int64(len(res.Body)) || e.MIME != "text/html" || e.WARCFile != "mem.warc.gz" || e.WARCOffset != 1 || e.Digest != storage.Digest(res.Body) {
+		t.Errorf("crawl-log line after store: %+v", e)
+	}
+	if got := p.w.counters.bytes.Load(); got != int64(len(res.Body)) {
+		t.Errorf("bytes counted %d, want %d", got, len(res.Body))
 	}
 }
