@@ -213,7 +213,7 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 	for {
 		wake := w.wake.Wait()
 		cfg := w.current().cfg
-		if !cfg.Paused && !w.capped(cfg) && w.outputsWritable() {
+		if !cfg.Paused && !w.counters.capped(cfg) && w.outputsWritable() {
 			return nil
 		}
 		select {

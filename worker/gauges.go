@@ -13,13 +13,13 @@ var gaugeInterval = 5 * time.Second
 
 // setOwnedShards records the shards this worker owns now (runSession), for
 // the gauges.
-func (w *Worker) setOwnedShards(keep map[int]bool) {
+func (m *membership) setOwnedShards(keep map[int]bool) {
 	s := make([]int, 0, len(keep))
 	for k := range keep {
 		s = append(s, k)
 	}
 	slices.Sort(s)
-	w.owned.Store(&s)
+	m.owned.Store(&s)
 }
 
 // feedGauges installs the worker's GaugeSource (a cached GaugeValues) and

@@ -39,7 +39,7 @@ func newHandoffState() *handoffState {
 }
 
 // handedOver records that shard was handed over to this worker at t.
-func (w *Worker) handedOver(shard int, t time.Time) { w.handoffs.gained.Add(shard, t) }
+func (h *handoffState) handedOver(shard int, t time.Time) { h.gained.Add(shard, t) }
 
 // coolAfterHandoff spends the politeness bucket of the attempt's key as of
 // the handoff of the item's shard, once per handoff, so the first request

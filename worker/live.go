@@ -115,8 +115,8 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	w.wake.Fire()
 }
 
-// current returns the config in force.
-func (w *Worker) current() *liveConfig { return w.live.Load() }
+// current returns the config in force; nil before the first valid one.
+func (l *liveState) current() *liveConfig { return l.live.Load() }
 
 // retryAt is when an item that failed its attempt-th try may be tried
 // again, on ZooKeeper's clock (coord.Client.Now): every worker compares

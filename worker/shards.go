@@ -194,7 +194,7 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 		return err
 	}
 	if others {
-		w.handedOver(shard, time.Now())
+		w.handoffs.handedOver(shard, time.Now())
 	}
 	return nil
 }

@@ -188,8 +188,8 @@ func (w *Worker) refreshClusterPages(ctx context.Context) {
 // capped reports whether max_pages is reached (approximately: from the
 // last heartbeat's sum and totals up to totalsInterval old, so it can
 // overshoot by a few seconds of crawling).
-func (w *Worker) capped(cfg config.Config) bool {
-	return cfg.MaxPages > 0 && w.counters.cluster.Load() >= cfg.MaxPages
+func (c *counters) capped(cfg config.Config) bool {
+	return cfg.MaxPages > 0 && c.cluster.Load() >= cfg.MaxPages
 }
 
 // waitDone returns nil once the crawl is done: every queue shard empty, no
@@ -221,7 +221,7 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			// and backlogs (one cursor read per group).
 			idle = w.frontierEmpty(ctx)
 		}
-		if err == nil && !idle && w.capped(w.current().cfg) && st.Claimed == 0 && w.counters.inFlight.Load() == 0 {
+		if err == nil && !idle && w.counters.capped(w.current().cfg) && st.Claimed == 0 && w.counters.inFlight.Load() == 0 {
 			idle = true // max_pages reached: what is left queued stays for a later run
 		}
 		switch {
