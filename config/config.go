@@ -164,6 +164,16 @@ const (
 // as the default on a crawl that does not set allow_private_networks).
 const DefaultUserAgent = "zkcrawl/0.1 (+https://github.com/zkcrawl/zkcrawl; operator contact URL not set)"
 
+// DefaultFetchTimeoutMS is the fetch_timeout_ms of a crawl that sets none,
+// and the fetch client's default (fetch.DefaultTimeout): one whole fetch,
+// connect to last body byte, in ms.
+const DefaultFetchTimeoutMS = 30000
+
+// DefaultMaxBodyBytes is the max_body_bytes of a crawl that sets none, and
+// the fetch client's default (fetch.DefaultMaxBodyBytes): 10 MiB of body
+// per response, as transferred.
+const DefaultMaxBodyBytes int64 = 10 << 20
+
 // UserAgentHint is the one-line advice given when a public crawl runs with
 // DefaultUserAgent.
 const UserAgentHint = "user_agent is the default: name your crawler and give your contact URL, e.g. crawlctl config set 'user_agent=\"examplebot/1.0 (+https://example.org/bot)\"'"
@@ -185,8 +195,8 @@ func Default() Config {
 		MaxDepth:           20,
 		Scope:              ScopeSameHost,
 		HostBudgetAction:   HostBudgetKeep,
-		FetchTimeoutMS:     30000,
-		MaxBodyBytes:       10 << 20,
+		FetchTimeoutMS:     DefaultFetchTimeoutMS,
+		MaxBodyBytes:       DefaultMaxBodyBytes,
 		ObeyRobots:         true,
 		MaxAttempts:        3,
 		RetryBackoffMS:     5000,

@@ -16,8 +16,8 @@ import (
 // ZooKeeper stamps mtime with the leader's wall clock (ZooKeeper
 // internals: DataTree.setData takes the transaction's time from the
 // leader), so every worker that asks Client.Now compares retry times on one
-// clock, whatever its own says (issue 10 item 6: a clock an hour ahead left
-// retried items unclaimable for an hour).
+// clock, whatever its own says: a worker clock an hour ahead cannot leave
+// the items it retries unclaimable for an hour.
 type serverClock struct {
 	mu     sync.Mutex
 	offset time.Duration // server - local

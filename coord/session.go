@@ -13,10 +13,10 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// defaultSessionTimeout is the session timeout requested when
+// DefaultSessionTimeout is the session timeout requested when
 // WithSessionTimeout is not given. The server clamps it to
 // [2*tickTime, 20*tickTime].
-const defaultSessionTimeout = 10 * time.Second
+const DefaultSessionTimeout = 10 * time.Second
 
 // Option configures Connect.
 type Option func(*options)
@@ -42,7 +42,8 @@ func WithObserver(f func(op string, d time.Duration, err error)) Option {
 	return func(o *options) { o.observe = f }
 }
 
-// WithSessionTimeout sets the requested session timeout (default 10s). The
+// WithSessionTimeout sets the requested session timeout (default
+// DefaultSessionTimeout). The
 // server clamps it to [minSessionTimeout, maxSessionTimeout], by default
 // [2*tickTime, 20*tickTime]; Client.SessionTimeout reports the granted one.
 // A session survives a connection loss shorter than the granted timeout.
@@ -162,7 +163,7 @@ func (s *Session) expired(where string) error {
 // non-positive session timeout; ctx's error, naming the servers and the
 // last dial error, when no session was established in time.
 func Connect(ctx context.Context, servers string, opts ...Option) (*Client, error) {
-	o := options{timeout: defaultSessionTimeout, logger: slog.Default(), dialer: net.DialTimeout}
+	o := options{timeout: DefaultSessionTimeout, logger: slog.Default(), dialer: net.DialTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -19,19 +19,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
 )
 
-// Defaults applied by New and SetOptions to zero fields of Options.
+// Defaults applied by New and SetOptions to zero fields of Options. They are
+// the crawl config's defaults (package config is their one definition), so
+// a fetcher without options behaves as a crawl that sets none.
 const (
 	// DefaultUserAgent is sent when Options.UserAgent is empty. Its product
 	// token "zkcrawl" is what robots.txt groups match (RFC 9309 section 2.2.1).
-	DefaultUserAgent = "zkcrawl/0.1 (+https://github.com/zkcrawl/zkcrawl; operator contact URL not set)"
+	DefaultUserAgent = config.DefaultUserAgent
 	// DefaultTimeout bounds one whole fetch: dial, TLS, request, headers and
 	// body.
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = config.DefaultFetchTimeoutMS * time.Millisecond
 	// DefaultMaxBodyBytes caps the bytes of body read per response, as
 	// transferred (compressed if the server used Content-Encoding): 10 MiB.
-	DefaultMaxBodyBytes int64 = 10 << 20
+	DefaultMaxBodyBytes = config.DefaultMaxBodyBytes
 )
 
 // acceptHeader is the Accept request header, the one Heritrix 3 sends by

@@ -647,18 +647,15 @@ func (plan *stepPlan) overQuota(host, u string) string {
 	return ""
 }
 
-// ReadyWindow is how many ready items a group's owner keeps per host under
-// cfg: four times per_host_max_in_flight plus one. A ready item stays in
-// the window from its creation until its completion multi has deleted it
-// and the owner's next step has replaced it: waiting to be claimed, the
-// claim round trip,
-// the fetch, the WARC write, the group fsync, the completion multi and the
-// refill step. In A/B runs of the PostgreSQL manual benchmark (make bench,
-// part 2: per_host_max_in_flight 8, claim slots freed at the fetch's end in
-// both) 17 items (2 x 8 + 1) crawled the one host at about 1,050 pages/s,
-// i.e. (Little's law) each item spent about 16 ms in the window for a
-// 0.5 ms fetch; 33 items (4 x 8 + 1) reached about 1,150 pages/s. Each
-// extra item is one znode of ~100-200 B per host that has a backlog.
+// ReadyWindow is how many ready items a group's owner keeps per politeness
+// key under cfg: 4 x per_host_max_in_flight + 1. A ready item stays in the
+// window from its creation until its completion multi has deleted it and
+// the owner's next step has replaced it (waiting to be claimed, the claim
+// round trip, the fetch, the WARC write, the fsync batch, the completion
+// multi and the refill step), so by Little's law the window must hold
+// per_host_max_in_flight items for that whole time, many times a fast
+// fetch (docs/design.md, "Move", gives the measurement). Bound: that many
+// znodes of ~100-200 B per key that has a backlog.
 func ReadyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 
 // fillWindows adds the moves that fill the hosts' ready windows

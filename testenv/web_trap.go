@@ -19,7 +19,7 @@ import (
 // TrapFlavour selects the kind of URLs a trap page links to.
 type TrapFlavour string
 
-// The trap flavours (issue 9, "Targets"): what a quota must bound.
+// The trap flavours: what a quota must bound (docs/design.md, "Quotas").
 const (
 	// TrapRepetitive links to long, highly repetitive paths on the trap's
 	// own host ("/t/<page>-<i>/abcdefghij/abcdefghij/..."): they compress

@@ -13,13 +13,13 @@ var gaugeInterval = 5 * time.Second
 
 // setOwnedShards records the shards this worker owns now (runSession), for
 // the gauges.
-func (w *Worker) setOwnedShards(keep map[int]bool) {
+func (m *membership) setOwnedShards(keep map[int]bool) {
 	s := make([]int, 0, len(keep))
 	for k := range keep {
 		s = append(s, k)
 	}
 	slices.Sort(s)
-	w.owned.Store(&s)
+	m.owned.Store(&s)
 }
 
 // feedGauges installs the worker's GaugeSource (a cached GaugeValues) and
@@ -40,7 +40,7 @@ func (w *Worker) feedGauges(ctx context.Context) {
 			shards = *p
 		}
 		rctx, cancel := context.WithTimeout(ctx, gaugeInterval)
-		c, err := w.queue.CountShards(rctx, shards)
+		c, err := w.front.Queue().CountShards(rctx, shards)
 		cancel()
 		if err == nil {
 			// Queue depth: the ready items of the owned shards plus the

@@ -8,73 +8,75 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
-	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// Shard handoff politeness (issue 10 item 4). When this worker gains a shard
+// Shard handoff politeness. When this worker gains a shard
 // from another one, awaitHandoff waits until the previous owner's claims are
 // gone (they end with its session, so the wait lasts as long as that session
 // does) and records the time (handoffs). The previous owner's last request
-// to a host of that shard ended before then, so this worker's first request
-// to such a host waits one effective interval (the stricter of the rate and
+// to a politeness key of that shard ended before then, so this worker's
+// first request to such a key waits one effective interval (the stricter of the rate and
 // the Crawl-delay known so far) from that time: Politeness.Spend. The
 // robots.txt fetch that may come first goes through politeness as well
 // (robotsGate), and the Crawl-delay it reveals is set before its slot is freed, so the page
 // fetch after it waits the Crawl-delay.
 
-// handoffHostsRemembered bounds the hosts remembered as already spent after
-// a handoff (an LRU: a forgotten host is at worst spent once more).
-const handoffHostsRemembered = 100_000
+// handoffKeysRemembered bounds the politeness keys remembered as already
+// spent after a handoff (an LRU: a forgotten key is at worst spent once
+// more).
+const handoffKeysRemembered = 100_000
 
 // handoffState is what the worker remembers of shard handoffs.
 type handoffState struct {
 	gained *lru.Cache[int, time.Time]    // shard -> when it was handed over to us
-	spent  *lru.Cache[string, time.Time] // host -> the handoff its bucket was spent for
+	spent  *lru.Cache[string, time.Time] // politeness key -> the handoff its bucket was spent for
 }
 
 func newHandoffState() *handoffState {
 	g, _ := lru.New[int, time.Time](1 << 16) // sizes > 0: cannot fail
-	s, _ := lru.New[string, time.Time](handoffHostsRemembered)
+	s, _ := lru.New[string, time.Time](handoffKeysRemembered)
 	return &handoffState{gained: g, spent: s}
 }
 
 // handedOver records that shard was handed over to this worker at t.
-func (w *Worker) handedOver(shard int, t time.Time) { w.handoffs.gained.Add(shard, t) }
+func (h *handoffState) handedOver(shard int, t time.Time) { h.gained.Add(shard, t) }
 
-// coolAfterHandoff spends host's politeness bucket as of the handoff of
-// shard, once per handoff, so the first request to host after a handoff
-// waits the effective interval from it. A cached robots.txt Crawl-delay is
-// set first, so it counts.
-func (w *Worker) coolAfterHandoff(ctx context.Context, shard int, host, rawURL string, cfg config.Config) {
-	at, ok := w.handoffs.gained.Get(shard)
+// coolAfterHandoff spends the politeness bucket of the attempt's key as of
+// the handoff of the item's shard, once per handoff, so the first request
+// to the key after a handoff waits the effective interval from it. A cached
+// robots.txt Crawl-delay is set first, so it counts.
+func (a *attempt) coolAfterHandoff() {
+	w, cfg := a.w, a.live.cfg
+	at, ok := w.handoffs.gained.Get(a.claim.Shard())
 	if !ok {
 		return
 	}
-	if prev, ok := w.handoffs.spent.Get(host); ok && prev.Equal(at) {
+	if prev, ok := w.handoffs.spent.Get(a.key); ok && prev.Equal(at) {
 		return
 	}
 	if cfg.ObeyRobots {
-		if d, origin, ok := w.robots.CachedCrawlDelay(rawURL, cfg.UserAgent); ok {
-			w.polite.SetCrawlDelay(host, origin, d)
+		if d, origin, ok := w.robots.CachedCrawlDelay(a.it.URL, cfg.UserAgent); ok {
+			w.polite.SetCrawlDelay(a.key, origin, d)
 		}
 	}
-	w.polite.Spend(host, at)
-	w.handoffs.spent.Add(host, at)
+	w.polite.Spend(a.key, at)
+	w.handoffs.spent.Add(a.key, at)
 }
 
-// robotsAllowed asks robots.txt about it (Robots.Allowed) and sets the
-// host's Crawl-delay. A robots.txt that is not cached is fetched through
+// robotsAllowed asks robots.txt about the item (Robots.Allowed) and sets
+// its key's Crawl-delay. A robots.txt that is not cached is fetched through
 // robotsGate, each request in a politeness slot of its host. Errors:
 // Robots.Allowed's (ctx's while waiting for a slot among them).
-func (w *Worker) robotsAllowed(ctx context.Context, it frontier.Item, host string, cfg config.Config) (bool, error) {
-	ok, err := w.robots.Allowed(ctx, it.URL, cfg.UserAgent)
+func (a *attempt) robotsAllowed() (bool, error) {
+	w, url, ua := a.w, a.it.URL, a.live.cfg.UserAgent
+	ok, err := w.robots.Allowed(a.ctx, url, ua)
 	if err == nil && ok {
 		// Every origin's delay, none included: the key's is the largest
 		// of its origins' (Politeness.SetCrawlDelay).
-		d, origin := w.robots.CrawlDelay(ctx, it.URL, cfg.UserAgent)
-		w.polite.SetCrawlDelay(host, origin, d)
+		d, origin := w.robots.CrawlDelay(a.ctx, url, ua)
+		w.polite.SetCrawlDelay(a.key, origin, d)
 	}
 	return ok, err
 }
@@ -125,6 +127,11 @@ func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func
 	}, nil
 }
 
+// handoffWarnEvery is how often awaitOthersClaims says it is still waiting,
+// once the previous owner's claims have outlived two session timeouts
+// (they should have ended with its session by then).
+const handoffWarnEvery = 30 * time.Second
+
 // awaitOthersClaims returns once no other worker holds a claim in shard. It
 // has no deadline: a claim lives exactly as long as its owner's session, so
 // this waits out the previous owner's in-flight fetches however long they
@@ -133,14 +140,14 @@ func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func
 func (w *Worker) awaitOthersClaims(ctx context.Context, shard int, pause func() error) error {
 	started, warned := time.Now(), time.Time{}
 	for {
-		claims, err := w.queue.ShardClaims(ctx, shard)
+		claims, err := w.front.Queue().ShardClaims(ctx, shard)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err == nil && !slices.ContainsFunc(claims, func(c coord.ClaimInfo) bool { return c.Owner != w.opts.ID }) {
 			return nil
 		}
-		if time.Since(started) > 2*w.opts.SessionTimeout && time.Since(warned) > 30*time.Second {
+		if time.Since(started) > 2*w.opts.SessionTimeout && time.Since(warned) > handoffWarnEvery {
 			w.log.Warn("gained shard: still waiting for the previous owner's claims to end (they end with its session)",
 				"shard", coord.ShardName(shard), "waited", time.Since(started).Round(time.Second), "error", err)
 			warned = time.Now()

@@ -94,7 +94,9 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		AllowPrivateNetworks: cfg.AllowPrivateNetworks && !w.opts.ForbidPrivateNetworks,
 		Logger:               w.log,
 	}
-	w.http.SetOptions(fopts)
+	if f, ok := w.fetcher.(fetchConfigurer); ok {
+		f.SetOptions(fopts)
+	}
 	if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
 		w.log.Error("politeness limits rejected", "error", err) // config.Validate checked the ranges
 	}
@@ -113,13 +115,13 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	w.wake.Fire()
 }
 
-// current returns the config in force.
-func (w *Worker) current() *liveConfig { return w.live.Load() }
+// current returns the config in force; nil before the first valid one.
+func (l *liveState) current() *liveConfig { return l.live.Load() }
 
 // retryAt is when an item that failed its attempt-th try may be tried
 // again, on ZooKeeper's clock (coord.Client.Now): every worker compares
 // not_before with that one clock, so a worker whose own clock is off does
-// not stall the items it retries (issue 10 item 6).
+// not stall the items it retries.
 func (w *Worker) retryAt(cfg config.Config, attempt int) time.Time {
 	return w.clusterNow().Add(cfg.RetryDelay(attempt))
 }

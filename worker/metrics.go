@@ -29,7 +29,7 @@ type Metrics struct {
 	zkExpected     *prometheus.CounterVec   // by op and outcome
 	sessionState   prometheus.Gauge
 	linksDropped   *prometheus.CounterVec // by reason
-	outputSyncs    prometheus.Histogram   // group fsync rounds of the crawl log and WARC file
+	outputSyncs    prometheus.Histogram   // fsync batches of the crawl log and WARC file (storage.GroupSync)
 
 	gaugeMu sync.Mutex
 	gauges  GaugeSource // set by SetGaugeSource; nil: the gauges read 0
@@ -107,7 +107,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		outputSyncs: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "zkcrawl", Name: "output_fsync_duration_seconds",
-			Help:    "Group fsync rounds of crawl.log and the WARC file (one round serves every page finished in its 2 ms gather window; an item is completed in ZooKeeper only after its round), in seconds.",
+			Help:    "fsync batches of crawl.log and the WARC file (one batch serves every page finished in its 2 ms gather window; an item is completed in ZooKeeper only after its batch), in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 		zkOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -163,7 +163,7 @@ func (m *Metrics) fetched(res *fetch.Result, err error, d time.Duration) {
 	m.fetchLatency.Observe(d.Seconds())
 }
 
-// outputSynced records one group fsync round that took d.
+// outputSynced records one fsync batch that took d.
 func (m *Metrics) outputSynced(d time.Duration) {
 	if m != nil {
 		m.outputSyncs.Observe(d.Seconds())

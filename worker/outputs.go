@@ -13,7 +13,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/storage"
 )
 
-// Output health (issue 10 items 1 and 2): an item is completed only after its
+// Output health: an item is completed only after its
 // crawl-log line and WARC records are written and fsynced. When a write or
 // fsync fails, the item is released uncompleted, the worker stops claiming,
 // says why in its status node (storage_error, shown by crawlctl status), and
@@ -82,7 +82,7 @@ func (d *diskStore) WriteExchange(ex storage.Exchange) (storage.ResponseInfo, er
 	return d.warc.WriteExchange(ex)
 }
 
-// Record writes the crawl-log line e and waits for the next group fsync of
+// Record writes the crawl-log line e and waits for the next fsync batch of
 // the crawl log and the WARC file. It fails when that round fails, when a
 // round failed after the line was written (the mark is taken before), and
 // when an fsync of the WARC file holding the item's records (e.WARCFile,

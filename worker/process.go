@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/frontier"
@@ -22,89 +21,112 @@ const maxDecodedBody = 32 << 20
 
 // process runs one claimed item through the pipeline of docs/design.md:
 // robots.txt, politeness, fetch, WARC records, link extraction and enqueue,
-// crawl log line, then the fenced completion (or retry / dead letter). If ctx
-// ends first (session lost, hard stop) the item is abandoned uncompleted: it
-// stays queued for whoever claims it next (at-least-once). Each step either
-// hands the item on or finishes it itself (completed, retried, dead-lettered
-// or abandoned). The network, the outputs, the frontier and the claim are
-// reached through the seams of seams.go. host is the item's politeness
-// key (frontier.Layout.Key, as its claim slot was reserved under). fetched
-// is called once the fetch is over (the item then no longer holds its
-// host's claim slot, see hostSlots); it may be called again, and by the
-// caller afterwards.
-func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item, host string, fetched func()) {
+// crawl log line, then the fenced completion (or retry / dead letter), as
+// one attempt (attempt.run). If ctx ends first (session lost, hard stop)
+// the item is abandoned uncompleted: it stays queued for whoever claims it
+// next (at-least-once). The network, the outputs, the frontier and the
+// claim are reached through the seams of seams.go. key is the item's
+// politeness key (frontier.Layout.Key, as its claim slot was reserved
+// under). fetched is called once the fetch is over (the item then no
+// longer holds its key's claim slot, see keySlots); it may be called
+// again, and by the caller afterwards.
+func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item, key string, fetched func()) {
 	live := w.current()
-	entry := storage.LogEntry{
+	a := &attempt{w: w, ctx: ctx, claim: claim, it: it, key: key, live: live, entry: storage.LogEntry{
 		URL: it.URL, Depth: it.Depth, Via: it.Via, Hops: it.Hops, Worker: w.opts.ID,
 		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
-	}
-	if w.pausedRelease(ctx, claim, it, nil) {
+	}}
+	a.run(fetched)
+}
+
+// attempt is one fetch attempt of one claimed item: what the pipeline's
+// steps share, from the claim to its end. Each step either hands the item
+// on or ends the attempt itself, once: completed (finishDone), retried or
+// dead-lettered (finishFailed), or abandoned uncompleted (abandon). An
+// attempt belongs to one goroutine.
+type attempt struct {
+	w     *Worker
+	ctx   context.Context // the item's work context: ends with the claim's session and at a hard stop
+	claim itemClaim
+	it    frontier.Item
+	key   string      // the item's politeness key, whose claim slot it holds until the fetch ends
+	live  *liveConfig // the config in force when the attempt began (its crawl-log version)
+	// entry is the attempt's crawl-log line, filled in step by step and
+	// written by finishDone or finishFailed.
+	entry storage.LogEntry
+}
+
+// run takes the attempt through its steps; fetched is process's.
+func (a *attempt) run(fetched func()) {
+	if a.pausedRelease(nil) {
 		return
 	}
-	w.coolAfterHandoff(ctx, claim.Shard(), host, it.URL, live.cfg)
-	if live.cfg.ObeyRobots && !w.robotsPermit(ctx, claim, it, host, live.cfg, &entry) {
+	a.coolAfterHandoff()
+	if a.live.cfg.ObeyRobots && !a.robotsPermit() {
 		return
 	}
-	res := w.fetchItem(ctx, claim, it, host, &entry)
+	res := a.fetch()
 	fetched()
-	if res == nil || !w.storeExchange(ctx, claim, it, res, &entry) {
+	if res == nil || !a.store(res) {
 		return
 	}
 	if fetch.Retryable(res.Status) {
-		w.counters.errors.Add(1)
-		w.finishFailed(ctx, claim, it, entry, true)
+		a.w.counters.errors.Add(1)
+		a.finishFailed(true)
 		return
 	}
-	links := w.outlinks(it, res, live)
-	links = append(links, w.seedSitemaps(ctx, it, live)...)
+	links := a.w.outlinks(a.it, res, a.live)
+	links = append(links, a.w.seedSitemaps(a.ctx, a.it, a.live)...)
 	if len(links) > 0 {
-		if err := w.enqueue(ctx, links); err != nil {
-			w.abandon(ctx, claim, it, err)
+		if err := a.w.enqueue(a.ctx, links); err != nil {
+			a.abandon(err)
 			return
 		}
 	}
-	w.finishDone(ctx, claim, it, entry)
+	a.finishDone()
 }
 
-// robotsPermit asks robots.txt whether it may be fetched (robotsAllowed)
-// and reports true if so. Otherwise it finishes the item: abandoned when
-// ctx ended; a failed attempt when robots.txt could not be fetched at all;
-// logged with CodeRobotsPrecluded and completed when it is disallowed.
-func (w *Worker) robotsPermit(ctx context.Context, claim itemClaim, it frontier.Item, host string, cfg config.Config, entry *storage.LogEntry) bool {
-	ok, err := w.robotsAllowed(ctx, it, host, cfg)
+// robotsPermit asks robots.txt whether the item may be fetched
+// (robotsAllowed) and reports true if so. Otherwise it ends the attempt:
+// abandoned when ctx ended; a failed attempt when robots.txt could not be
+// fetched at all; logged with CodeRobotsPrecluded and completed when it is
+// disallowed.
+func (a *attempt) robotsPermit() bool {
+	ok, err := a.robotsAllowed()
 	switch {
-	case ctx.Err() != nil:
-		w.abandon(ctx, claim, it, ctx.Err())
+	case a.ctx.Err() != nil:
+		a.abandon(a.ctx.Err())
 	case errors.Is(err, errNotHeard):
-		w.abandon(ctx, claim, it, err) // not the host's fault: no attempt counted
+		a.abandon(err) // not the host's fault: no attempt counted
 	case err != nil:
 		// robots.txt could not be fetched at all (dead host: DNS,
 		// connect): status -61, retried like a network error, as
 		// Heritrix does with a failed prerequisite. A 5xx robots.txt
 		// is not an error: it disallows all (RFC 9309 2.3.1.4).
-		entry.Status, entry.Error = fetch.Code(err), "robots.txt: "+fetch.Reason(err)
-		w.finishFailed(ctx, claim, it, *entry, fetch.Retryable(entry.Status))
+		a.entry.Status, a.entry.Error = fetch.Code(err), "robots.txt: "+fetch.Reason(err)
+		a.finishFailed(fetch.Retryable(a.entry.Status))
 	case !ok:
-		entry.Status = fetch.CodeRobotsPrecluded
-		entry.Error = "robots.txt disallows this URL"
-		w.finishDone(ctx, claim, it, *entry)
+		a.entry.Status = fetch.CodeRobotsPrecluded
+		a.entry.Error = "robots.txt disallows this URL"
+		a.finishDone()
 	default:
 		return true
 	}
 	return false
 }
 
-// fetchItem fetches it inside a politeness slot of host, unless the crawl
-// was paused meanwhile, and notes the duration in entry. It returns the
-// response, or nil once it has finished the item: abandoned when paused or
-// when ctx ended, a failed attempt when no response came.
-func (w *Worker) fetchItem(ctx context.Context, claim itemClaim, it frontier.Item, host string, entry *storage.LogEntry) *fetch.Result {
-	release, err := w.polite.Acquire(ctx, host)
+// fetch fetches the item inside a politeness slot of its key, unless the
+// crawl was paused meanwhile, and notes the duration in the entry. It
+// returns the response, or nil once it has ended the attempt: abandoned
+// when paused or when ctx ended, a failed attempt when no response came.
+func (a *attempt) fetch() *fetch.Result {
+	w := a.w
+	release, err := w.polite.Acquire(a.ctx, a.key)
 	if err != nil {
-		w.abandon(ctx, claim, it, err)
+		a.abandon(err)
 		return nil
 	}
-	if w.pausedRelease(ctx, claim, it, release) {
+	if a.pausedRelease(release) {
 		return nil
 	}
 	// Last check before the request goes out: after a process pause the
@@ -112,37 +134,38 @@ func (w *Worker) fetchItem(ctx context.Context, claim itemClaim, it frontier.Ite
 	// disconnection guard has not run yet.
 	if err := w.checkHeard(); err != nil {
 		release()
-		w.abandon(ctx, claim, it, err)
+		a.abandon(err)
 		return nil
 	}
 	start := time.Now()
-	res, ferr := w.fetcher.Fetch(ctx, it.URL)
+	res, ferr := w.fetcher.Fetch(a.ctx, a.it.URL)
 	release()
 	took := time.Since(start)
-	entry.DurationMS = took.Milliseconds()
+	a.entry.DurationMS = took.Milliseconds()
 	w.metrics.fetched(res, ferr, took)
-	if ctx.Err() != nil {
-		w.abandon(ctx, claim, it, ctx.Err())
+	if a.ctx.Err() != nil {
+		a.abandon(a.ctx.Err())
 		return nil
 	}
 	if ferr != nil {
-		entry.Status, entry.Error = fetch.Code(ferr), fetch.Reason(ferr)
+		a.entry.Status, a.entry.Error = fetch.Code(ferr), fetch.Reason(ferr)
 		w.counters.errors.Add(1)
-		w.finishFailed(ctx, claim, it, *entry, fetch.Retryable(entry.Status))
+		a.finishFailed(fetch.Retryable(a.entry.Status))
 		return nil
 	}
 	return res
 }
 
-// storeExchange writes res's WARC records (every response is stored, error
+// store writes res's WARC records (every response is stored, error
 // statuses included, as Heritrix does) and notes the status, size and
-// record position in entry. If the write fails it reports false, having
-// released the item uncompleted and stopped claiming until writes work
+// record position in the entry. If the write fails it reports false,
+// having abandoned the attempt and stopped claiming until writes work
 // (outputFailed): a full disk must not lose the URL nor use up its
 // attempts.
-func (w *Worker) storeExchange(ctx context.Context, claim itemClaim, it frontier.Item, res *fetch.Result, entry *storage.LogEntry) bool {
+func (a *attempt) store(res *fetch.Result) bool {
+	w := a.w
 	info, err := w.store.WriteExchange(storage.Exchange{
-		TargetURI:         it.URL,
+		TargetURI:         a.it.URL,
 		IP:                res.RemoteIP,
 		Date:              res.Started,
 		RawRequest:        res.RawRequest,
@@ -152,14 +175,95 @@ func (w *Worker) storeExchange(ctx context.Context, claim itemClaim, it frontier
 		Truncated:         res.Truncated,
 	})
 	if err != nil {
-		w.outputFailed(ctx, err)
-		w.abandon(ctx, claim, it, err)
+		w.outputFailed(a.ctx, err)
+		a.abandon(err)
 		return false
 	}
-	entry.Status, entry.Bytes, entry.MIME = res.Status, int64(len(res.Body)), res.MIME
-	entry.Digest, entry.WARCFile, entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
+	a.entry.Status, a.entry.Bytes, a.entry.MIME = res.Status, int64(len(res.Body)), res.MIME
+	a.entry.Digest, a.entry.WARCFile, a.entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
 	w.counters.bytes.Add(int64(len(res.Body)))
 	return true
+}
+
+// finishDone logs the attempt and, once the line and the WARC records are
+// fsynced, completes the item (fenced multi). If the line cannot be written
+// or synced, the item is released uncompleted instead (outputFailed).
+func (a *attempt) finishDone() {
+	w := a.w
+	if err := w.record(a.ctx, a.entry); err != nil {
+		w.outputFailed(a.ctx, err)
+		a.abandon(err)
+		return
+	}
+	if err := w.persist(a.ctx, "complete", a.it, a.claim.Complete); err != nil {
+		a.lost("complete", err)
+		return
+	}
+	w.readyFreed(a.claim)
+	w.counters.pages.Add(1)
+	w.metrics.completed()
+}
+
+// finishFailed logs a failed attempt and either schedules a retry
+// (retryable and attempts left under the config in force now) or moves the
+// item to R/failed; as finishDone, only once the line is written and
+// fsynced.
+func (a *attempt) finishFailed(retryable bool) {
+	w, it, claim := a.w, a.it, a.claim
+	cfg := w.current().cfg
+	if err := w.record(a.ctx, a.entry); err != nil {
+		w.outputFailed(a.ctx, err)
+		a.abandon(err)
+		return
+	}
+	if retryable && it.Attempts+1 < cfg.MaxAttempts {
+		next := it
+		next.Attempts++
+		next.NotBefore = w.retryAt(cfg, next.Attempts).UTC()
+		data, err := next.Encode()
+		if err == nil {
+			err = w.persist(a.ctx, "retry", it, func(ctx context.Context) error { return claim.Reschedule(ctx, data) })
+		}
+		if err != nil {
+			a.lost("retry", err)
+		}
+		return
+	}
+	failed := failedRecord(claim.Data(), a.entry.Error+statusNote(a.entry.Status))
+	kept := false
+	if err := w.persist(a.ctx, "fail", it, func(ctx context.Context) (err error) {
+		kept, err = claim.FailCapped(ctx, failed, cfg.MaxDeadLetters)
+		return err
+	}); err != nil {
+		a.lost("fail", err)
+		return
+	}
+	if !kept {
+		// R/failed was at max_dead_letters: the crawl log line is the
+		// record; the item was completed instead.
+		w.counters.drop(dropDeadLetter, 1)
+		w.metrics.dropped(dropDeadLetter, 1)
+	}
+	w.readyFreed(claim)
+	w.progress.deadLettered()
+	w.counters.pages.Add(1)
+	w.metrics.completed()
+}
+
+// abandon ends the attempt uncompleted (Worker.abandon).
+func (a *attempt) abandon(why error) { a.w.abandon(a.ctx, a.claim, a.it, why) }
+
+// lost reports a finisher (op) that failed with err. When the fence
+// refused it (the session that held the claim is gone) the item stays
+// queued for its next claimer; after any other error the claim is
+// released.
+func (a *attempt) lost(op string, err error) {
+	if errors.Is(err, coord.ErrClaimLost) || errors.Is(err, coord.ErrSessionExpired) {
+		a.w.log.Warn("claim lost before "+op+": the item stays queued (at-least-once)", "url", a.it.URL)
+		return
+	}
+	a.w.log.Error(op+" failed; releasing the claim", "url", a.it.URL, "error", err)
+	a.abandon(err)
 }
 
 // maxEmbedChain is how many embed hops in a row are followed: a page's
@@ -257,96 +361,33 @@ func isHTML(mime string) bool {
 	return mime == "text/html" || mime == "application/xhtml+xml" || strings.HasPrefix(mime, "text/html;")
 }
 
-// enqueue puts links into the frontier, retrying connection trouble a few
-// times (Enqueue is safe to repeat: exactly-once through the seen-set).
+// enqueueRetry is how a post of links is retried: 5 calls with 200, 400,
+// 600 and 800 ms between them (2 s in all, about a ZooKeeper leader
+// election); then the item is abandoned and stays queued.
+var enqueueRetry = retryPolicy{attempts: 5, pause: func(n int) time.Duration { return time.Duration(n) * 200 * time.Millisecond }}
+
+// enqueue puts links into the frontier, retrying every failure but a
+// session expiry under enqueueRetry (Enqueue is safe to repeat:
+// exactly-once through the seen-set).
 func (w *Worker) enqueue(ctx context.Context, links []frontier.Item) error {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		var res frontier.EnqueueResult
-		res, err = w.links.Enqueue(ctx, links)
-		w.metrics.enqueued(res.Posted, res.Duplicates)
-		if err == nil || ctx.Err() != nil || errors.Is(err, coord.ErrSessionExpired) {
+	return retry(ctx, enqueueRetry,
+		func(err error) bool { return !errors.Is(err, coord.ErrSessionExpired) },
+		func(_ int, err error) { w.log.Warn("enqueue failed; retrying", "links", len(links), "error", err) },
+		func(ctx context.Context) error {
+			res, err := w.links.Enqueue(ctx, links)
+			w.metrics.enqueued(res.Posted, res.Duplicates)
 			return err
-		}
-		w.log.Warn("enqueue failed; retrying", "links", len(links), "error", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(200*(attempt+1)) * time.Millisecond):
-		}
-	}
-	return err
+		})
 }
 
-// finishDone logs the fetch and, once the line and the WARC records are
-// fsynced, completes the item (fenced multi). If the line cannot be written
-// or synced, the item is released uncompleted instead (outputFailed).
-func (w *Worker) finishDone(ctx context.Context, claim itemClaim, it frontier.Item, entry storage.LogEntry) {
-	if err := w.record(ctx, entry); err != nil {
-		w.outputFailed(ctx, err)
-		w.abandon(ctx, claim, it, err)
-		return
-	}
-	if err := w.persist(ctx, "complete", it, claim.Complete); err != nil {
-		w.lost(ctx, claim, it, "complete", err)
-		return
-	}
-	w.readyFreed(claim)
-	w.counters.pages.Add(1)
-	w.metrics.completed()
-}
-
-// readyFreed tells the manager of the item's group that its ready item is
-// gone (completed or dead-lettered), so the host's ready window has room.
+// readyFreed tells the manager of the item's shard group that its ready
+// item is gone (completed or dead-lettered), so the key's ready window has
+// room.
 func (w *Worker) readyFreed(claim itemClaim) {
 	if w.owner == nil {
 		return // no groups run here (process_test.go without an owner)
 	}
 	w.owner.Finished(w.layout.GroupOf(claim.Shard()), claim.Shard(), claim.Name())
-}
-
-// finishFailed logs a failed attempt and either schedules a retry
-// (retryable and attempts left) or moves the item to R/failed; as
-// finishDone, only once the line is written and fsynced.
-func (w *Worker) finishFailed(ctx context.Context, claim itemClaim, it frontier.Item, entry storage.LogEntry, retryable bool) {
-	cfg := w.current().cfg
-	if err := w.record(ctx, entry); err != nil {
-		w.outputFailed(ctx, err)
-		w.abandon(ctx, claim, it, err)
-		return
-	}
-	if retryable && it.Attempts+1 < cfg.MaxAttempts {
-		next := it
-		next.Attempts++
-		next.NotBefore = w.retryAt(cfg, next.Attempts).UTC()
-		data, err := next.Encode()
-		if err == nil {
-			err = w.persist(ctx, "retry", it, func(ctx context.Context) error { return claim.Reschedule(ctx, data) })
-		}
-		if err != nil {
-			w.lost(ctx, claim, it, "retry", err)
-		}
-		return
-	}
-	failed := failedRecord(claim.Data(), entry.Error+statusNote(entry.Status))
-	kept := false
-	if err := w.persist(ctx, "fail", it, func(ctx context.Context) (err error) {
-		kept, err = claim.FailCapped(ctx, failed, cfg.MaxDeadLetters)
-		return err
-	}); err != nil {
-		w.lost(ctx, claim, it, "fail", err)
-		return
-	}
-	if !kept {
-		// R/failed was at max_dead_letters: the crawl log line is the
-		// record; the item was completed instead.
-		w.counters.drop(dropDeadLetter, 1)
-		w.metrics.dropped(dropDeadLetter, 1)
-	}
-	w.readyFreed(claim)
-	w.progress.deadLettered()
-	w.counters.pages.Add(1)
-	w.metrics.completed()
 }
 
 func statusNote(status int) string {
@@ -373,16 +414,22 @@ func failedRecord(item []byte, lastError string) []byte {
 	return b
 }
 
+// releaseTimeout bounds the first release of an abandoned item: long
+// enough for coord's retries through a brief connection loss, short enough
+// that a stopping worker is not held; a release cut off by it is tried
+// again in the background (releaseWhenConnected).
+const releaseTimeout = 5 * time.Second
+
 // abandon gives an item up without completing it: its claim is released if
 // the session still lives, so another worker (or this one) takes it again.
 // ctx is the item's work context (it ends with the claim's session and at a
 // hard stop): while it lives, a release that fails because ZooKeeper is
 // unreachable is tried again (see persist); once it has ended, one attempt
-// of at most 5 s is made (a lost session took the claim with it; a stopping
-// worker closes its session next).
+// of at most releaseTimeout is made (a lost session took the claim with it;
+// a stopping worker closes its session next).
 func (w *Worker) abandon(ctx context.Context, claim itemClaim, it frontier.Item, why error) {
 	w.log.Info("item abandoned uncompleted; it stays queued", "url", it.URL, "reason", why)
-	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := claim.Release(rctx)
 	if coord.IsConnectionLoss(err) && ctx.Err() == nil {
@@ -408,42 +455,25 @@ const persistRetryInterval = time.Second
 // persist runs a claim finisher (Complete, Reschedule, Fail or Release) and,
 // while it fails with connection loss (ZooKeeper unreachable for longer
 // than coord's retry policy retries, e.g. a quorum loss), calls it again
-// every second for as long as ctx lives. Calling a finisher again is safe
-// (coord detects an earlier commit; docs/design.md "coord guarantees": "when
-// a finisher returns a context or connection-loss error, call it again").
-// Giving up instead would leave the item claimed by a session that may well
-// survive the outage (a restarted ensemble restores its sessions), and the
-// item would stay blocked until that session ends: a crawl that never
-// finishes. Other errors, and the last error once ctx ends, are returned.
+// every persistRetryInterval for as long as ctx lives. Calling a finisher
+// again is safe (coord detects an earlier commit; docs/design.md "coord
+// guarantees": "when a finisher returns a context or connection-loss
+// error, call it again"). Giving up instead would leave the item claimed
+// by a session that may well survive the outage (a restarted ensemble
+// restores its sessions), and the item would stay blocked until that
+// session ends: a crawl that never finishes. Other errors, and the last
+// error once ctx ends, are returned.
 func (w *Worker) persist(ctx context.Context, op string, it frontier.Item, finish func(context.Context) error) error {
 	warned := false
-	for {
-		err := finish(ctx)
-		if err == nil || !coord.IsConnectionLoss(err) || ctx.Err() != nil {
-			if err == nil && warned {
-				w.log.Info("ZooKeeper reachable again: "+op+" done", "url", it.URL)
+	err := retry(ctx, retryPolicy{pause: every(persistRetryInterval)}, coord.IsConnectionLoss,
+		func(_ int, err error) {
+			if !warned {
+				w.log.Warn("ZooKeeper unreachable: "+op+" will be retried until it is back or the session ends", "url", it.URL, "error", err)
+				warned = true
 			}
-			return err
-		}
-		if !warned {
-			w.log.Warn("ZooKeeper unreachable: "+op+" will be retried until it is back or the session ends", "url", it.URL, "error", err)
-			warned = true
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(persistRetryInterval):
-		}
+		}, finish)
+	if err == nil && warned {
+		w.log.Info("ZooKeeper reachable again: "+op+" done", "url", it.URL)
 	}
-}
-
-// lost reports a completion that the fence refused: the session that held
-// the claim is gone, so the item stays queued for its next claimer.
-func (w *Worker) lost(ctx context.Context, claim itemClaim, it frontier.Item, op string, err error) {
-	if errors.Is(err, coord.ErrClaimLost) || errors.Is(err, coord.ErrSessionExpired) {
-		w.log.Warn("claim lost before "+op+": the item stays queued (at-least-once)", "url", it.URL)
-		return
-	}
-	w.log.Error(op+" failed; releasing the claim", "url", it.URL, "error", err)
-	w.abandon(ctx, claim, it, err)
+	return err
 }

@@ -126,8 +126,8 @@ func (w *Worker) logSummary() {
 	elapsed := time.Since(w.progress.start)
 	pages := w.counters.pages.Load()
 	files := 0
-	if w.disk != nil {
-		files = w.disk.Files()
+	if s, ok := w.store.(storeCloser); ok {
+		files = s.Files()
 	}
 	w.progress.mu.Lock()
 	dead, reason := w.progress.deadLetters, w.progress.reason

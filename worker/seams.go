@@ -10,8 +10,11 @@ import (
 
 // The pipeline's seams. process (docs/design.md, "The worker pipeline", 4)
 // reaches the network, the disk and ZooKeeper only through the four small
-// interfaces below, so it can run alone with in-memory parts
-// (process_test.go). New and Run wire the real parts (fetch.Fetcher,
+// interfaces below, pageFetcher, exchangeStore, linkSink and itemClaim,
+// so each stage can run alone with in-memory parts
+// (process_test.go). A part may also implement an optional interface
+// (fetchConfigurer, fetcherCloser, storeCloser), as an http.ResponseWriter
+// may be an http.Flusher. New and Run wire the real parts (fetch.Fetcher,
 // diskStore, frontier.Frontier, coord.Claim), and the end-to-end tests keep
 // using them. robots.txt, politeness and the live config stay concrete:
 // they are in-process state, not seams.
@@ -30,6 +33,26 @@ import (
 // *fetch.Fetcher implements it.
 type pageFetcher interface {
 	Fetch(ctx context.Context, rawURL string) (*fetch.Result, error)
+}
+
+// fetchConfigurer is implemented by a pageFetcher whose request options
+// follow the crawl config. applyConfig calls SetOptions with each config
+// version it puts in force (user agent, fetch timeout, body cap, private
+// networks), before any fetch under that version; SetOptions must be safe
+// to call concurrently with Fetch, and fetches already started may finish
+// under the old options. A fetcher without it keeps its own options.
+//
+// *fetch.Fetcher implements it.
+type fetchConfigurer interface {
+	SetOptions(opts fetch.Options)
+}
+
+// fetcherCloser is implemented by a pageFetcher that holds connections:
+// Close drops the idle ones when Run returns; fetches after it still work.
+//
+// *fetch.Fetcher implements it.
+type fetcherCloser interface {
+	Close()
 }
 
 // exchangeStore keeps what one fetch attempt leaves: the exchange's WARC
@@ -52,6 +75,17 @@ type pageFetcher interface {
 type exchangeStore interface {
 	WriteExchange(ex storage.Exchange) (storage.ResponseInfo, error)
 	Record(ctx context.Context, e storage.LogEntry) error
+}
+
+// storeCloser is implemented by an exchangeStore that holds files: Run
+// calls Close once, when it returns, after every item has been finished or
+// abandoned; Files (for the stop summary) counts the WARC files written.
+// An error means some records may not be on stable storage.
+//
+// diskStore implements it.
+type storeCloser interface {
+	Close() error
+	Files() int
 }
 
 // linkSink hands the items found on a page (links, requisites, redirect

@@ -6,7 +6,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 )
 
-// Standby (issue 10 item 1): a worker whose crawl log or WARC writes fail
+// Standby: a worker whose crawl log or WARC writes fail
 // claims nothing, but its shards must not stall: at its next heartbeat it
 // moves its status node from the worker list R/workers/<id> to
 // R/standby/workers/<id> (still ephemeral, still refreshed, with

@@ -185,8 +185,8 @@ func (w *Worker) refreshClusterPages(ctx context.Context) {
 // capped reports whether max_pages is reached (approximately: from the
 // last heartbeat's sum and totals up to totalsInterval old, so it can
 // overshoot by a few seconds of crawling).
-func (w *Worker) capped(cfg config.Config) bool {
-	return cfg.MaxPages > 0 && w.counters.cluster.Load() >= cfg.MaxPages
+func (c *counters) capped(cfg config.Config) bool {
+	return cfg.MaxPages > 0 && c.cluster.Load() >= cfg.MaxPages
 }
 
 // waitDone returns nil once the crawl is done: every queue shard empty, no
@@ -196,8 +196,8 @@ func (w *Worker) waitDone(ctx context.Context) error {
 	// The crawl-wide reads (2 x shards exists, then a cursor per group) run
 	// only while this worker is idle, every donePoll at first; while they
 	// keep finding work elsewhere the pause doubles up to doneBackoff, so a
-	// worker idle for long during a big crawl asks rarely (issue: 20 idle
-	// workers made ~41,000 reads/s at a fixed 250 ms).
+	// worker idle for long during a big crawl makes at most about
+	// (2 x shards + groups) / doneBackoff reads per second.
 	var quietSince time.Time
 	pause := donePoll
 	for {
@@ -211,14 +211,14 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			quietSince, pause = time.Time{}, donePoll
 			continue
 		}
-		st, err := w.queue.Pending(ctx)
+		st, err := w.front.Queue().Pending(ctx)
 		idle := err == nil && st.Queued == 0 && st.Claimed == 0 && w.counters.inFlight.Load() == 0
 		if idle {
 			// The ready queue is empty: only then read the groups' inboxes
 			// and backlogs (one cursor read per group).
 			idle = w.frontierEmpty(ctx)
 		}
-		if err == nil && !idle && w.capped(w.current().cfg) && st.Claimed == 0 && w.counters.inFlight.Load() == 0 {
+		if err == nil && !idle && w.counters.capped(w.current().cfg) && st.Claimed == 0 && w.counters.inFlight.Load() == 0 {
 			idle = true // max_pages reached: what is left queued stays for a later run
 		}
 		switch {

@@ -34,23 +34,25 @@ type Options struct {
 	// "<hostname>-<pid>".
 	ID string
 	// SessionTimeout is the ZooKeeper session timeout asked for (default
-	// 10s): how long a killed worker's claims outlive it. The server may
-	// grant another (it clamps to [2, 20] x tickTime by default); the
-	// disconnection guard follows the granted one.
+	// coord.DefaultSessionTimeout): how long a killed worker's claims
+	// outlive it. The server may grant another (it clamps to [2, 20] x
+	// tickTime by default); the disconnection guard follows the granted one.
 	SessionTimeout time.Duration
 	// ExitWhenDone makes Run return nil once the whole crawl is done: every
 	// queue shard empty and no claim held anywhere for QuietPeriod.
 	ExitWhenDone bool
 	// QuietPeriod is how long the crawl must look done before ExitWhenDone
-	// exits (default 2s).
+	// exits (default DefaultQuietPeriod).
 	QuietPeriod time.Duration
 	// StopTimeout bounds how long in-flight items may finish after Run's
-	// context is cancelled before they are abandoned (default 10s).
+	// context is cancelled before they are abandoned (default
+	// DefaultStopTimeout).
 	StopTimeout time.Duration
 	// HeartbeatInterval is how often the R/workers status node is
-	// refreshed (default 2s).
+	// refreshed (default DefaultHeartbeatInterval).
 	HeartbeatInterval time.Duration
-	// WARCMaxBytes rotates WARC files past this size (default 1 GiB).
+	// WARCMaxBytes rotates WARC files past this size (default
+	// storage.DefaultMaxFileBytes).
 	WARCMaxBytes int64
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
@@ -75,6 +77,20 @@ type Options struct {
 	ForbidPrivateNetworks bool
 }
 
+// Defaults of Options, applied by New to zero fields; cmd/crawler's flags
+// default to them too.
+const (
+	// DefaultQuietPeriod is Options.QuietPeriod's default: long enough for a
+	// page in flight elsewhere to post its links.
+	DefaultQuietPeriod = 2 * time.Second
+	// DefaultStopTimeout is Options.StopTimeout's default, a third of the
+	// default fetch_timeout_ms (config.DefaultFetchTimeoutMS): a fetch
+	// slower than that is abandoned at a stop and its item stays queued.
+	DefaultStopTimeout = 10 * time.Second
+	// DefaultHeartbeatInterval is Options.HeartbeatInterval's default.
+	DefaultHeartbeatInterval = 2 * time.Second
+)
+
 // workerID is what a worker id may be: as a crawl name (coord.Root).
 var workerID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
@@ -88,41 +104,72 @@ var ErrCrawlNotFound = errors.New("crawl not found in ZooKeeper (run the seeder 
 var ErrUnreachable = errors.New("ZooKeeper unreachable")
 
 // Worker is one running crawler worker. Create it with New, then call Run.
+//
+// It only wires its parts: the claimer (claimer.go: claim loops per owned
+// shard, keySlots; shards.go: which shards it owns, handoffs), the fetch
+// pipeline (process.go, over the seams of seams.go: fetch, store, links,
+// finish, one attempt per claimed item), the shard groups' owners
+// (groups.go), the config in force (live.go) and what reports on it
+// (status.go, progress.go, metrics.go, gauges.go). Each part is held once;
+// the exceptions are the pipeline's links seam, which is front in
+// production (process_test.go puts a fake there), and ownerState.queue,
+// front's queue as the owner loop reads it.
 type Worker struct {
 	opts   Options
-	root   string
-	log    *slog.Logger
-	client *coord.Client
-	queue  *coord.Queue
-	front  *frontier.Frontier
-	layout frontier.Layout // the crawl's frontier layout, fixed when it was created
+	root   string             // the crawl's root znode, Root(opts.Crawl)
+	log    *slog.Logger       // opts.Logger with the worker id
+	client *coord.Client      // nil in the in-memory pipeline of process_test.go
+	front  *frontier.Frontier // the crawl's frontier: ready queue and backlog; nil in process_test.go
+	// layout is the crawl's frontier layout, fixed when the crawl was
+	// created (a value: front's, or a test's where there is no frontier).
+	layout frontier.Layout
 
-	// The pipeline's seams (seams.go): process reaches the network, the
-	// output directory and the frontier only through these.
-	fetcher pageFetcher   // http, or a test's
-	store   exchangeStore // disk, or a test's
-	links   linkSink      // front, or a test's
+	fetchPipeline              // the pipeline's parts (process.go)
+	liveState                  // the config in force (live.go)
+	membership                 // this worker among the crawl's workers (shards.go, standby.go)
+	slots         *keySlots    // the claimer's claim slots per politeness key (claimer.go)
+	owner         groupOwner   // runs the owned shard groups (*frontier.Owner; groups.go)
+	reporting                  // running totals, metrics and progress (status.go, progress.go)
+	outputs       outputHealth // whether writes to the outputs work (outputs.go)
+}
 
-	http    *fetch.Fetcher // the HTTP client; its options follow the config
-	robots  *fetch.Robots
-	polite  *fetch.Politeness
-	disk    *diskStore   // WARC files and crawl.log, open while Run runs
-	outputs outputHealth // whether writes to the outputs work
+// fetchPipeline is what process (process.go) runs an item through. The
+// network, the outputs and the frontier are reached only through the
+// seams (seams.go), so a test can put in-memory parts in their place;
+// robots.txt, politeness, handoff cooling and link normalization are
+// in-process state.
+type fetchPipeline struct {
+	fetcher pageFetcher   // *fetch.Fetcher, following the live config (fetchConfigurer); or a test's
+	store   exchangeStore // *diskStore while Run runs; or a test's
+	links   linkSink      // the Worker's frontier; or a test's
+	// robots answers robots.txt questions, fetching robots.txt with the
+	// *fetch.Fetcher that newWorker made the fetcher.
+	robots   *fetch.Robots
+	polite   *fetch.Politeness // request spacing and in-flight caps per politeness key
+	handoffs *handoffState     // shards handed over to us, keys already cooled for them
+	norm     *normCache        // link URL -> normalized (outlinks)
+}
 
-	live   atomic.Pointer[liveConfig] // the config in force
-	cfgErr atomic.Pointer[string]     // last rejected config, "" when none
-	view   atomic.Pointer[string]     // the member list shard ownership follows (memberView)
-	wake   broadcast                  // fired when the config or a host slot changes
-	slots  *hostSlots                 // claims held per host, and shards waiting for them
-	owner  groupOwner                 // runs the owned shard groups (*frontier.Owner)
+// liveState is the crawl config in force and what waits for it to change.
+type liveState struct {
+	live   atomic.Pointer[liveConfig] // the config in force; nil until the first valid version
+	cfgErr atomic.Pointer[string]     // why the last version was rejected; "" when none
+	wake   broadcast                  // fired when the config changes, a fetch slot frees or writes work again
+}
 
-	counters counters
-	metrics  *Metrics
-	progress *progress             // progress lines and the stop summary (progress.go)
-	owned    atomic.Pointer[[]int] // shards owned now, sorted (gauges.go)
-	handoffs *handoffState         // shards handed over to us, hosts spent for them
-	norm     *normCache            // link URL -> normalized (outlinks)
-	standby  atomic.Bool           // out of the worker list while output writes fail
+// membership is this worker's place among the crawl's workers.
+type membership struct {
+	view    atomic.Pointer[string] // the member list shard ownership follows (memberView)
+	owned   atomic.Pointer[[]int]  // shards owned now, sorted (gauges.go)
+	standby atomic.Bool            // out of the worker list while output writes fail (standby.go)
+}
+
+// reporting is what the status node, the progress lines and the metrics
+// show of this worker.
+type reporting struct {
+	counters counters  // running totals (status.go)
+	metrics  *Metrics  // nil: none recorded
+	progress *progress // progress lines and the stop summary (progress.go)
 }
 
 // liveConfig is one applied config version with what is derived from it.
@@ -161,7 +208,6 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		}
 		return nil, fmt.Errorf("worker: open the frontier of crawl %q: %w", opts.Crawl, err)
 	}
-	w.queue = w.front.Queue()
 	w.layout, w.links = w.front.Layout(), w.front
 	w.owner = w.newOwner() // links of our own groups skip the inbox
 	if err := w.preflight(ctx); err != nil {
@@ -192,16 +238,16 @@ func checkOptions(opts Options) (Options, string, error) {
 		return opts, "", fmt.Errorf("worker: id %q: want 1..128 characters of A-Z a-z 0-9 . _ -", opts.ID)
 	}
 	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = 10 * time.Second
+		opts.SessionTimeout = coord.DefaultSessionTimeout
 	}
 	if opts.QuietPeriod <= 0 {
-		opts.QuietPeriod = 2 * time.Second
+		opts.QuietPeriod = DefaultQuietPeriod
 	}
 	if opts.StopTimeout <= 0 {
-		opts.StopTimeout = 10 * time.Second
+		opts.StopTimeout = DefaultStopTimeout
 	}
 	if opts.HeartbeatInterval <= 0 {
-		opts.HeartbeatInterval = 2 * time.Second
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if opts.ProgressInterval == 0 {
 		opts.ProgressInterval = DefaultProgressInterval
@@ -225,17 +271,17 @@ func newWorker(opts Options, root string) *Worker {
 		panic(err) // zero limits are valid
 	}
 	w := &Worker{
-		opts:     opts,
-		root:     root,
-		log:      log,
-		fetcher:  http,
-		http:     http,
-		polite:   polite,
-		slots:    newHostSlots(),
-		metrics:  opts.Metrics,
-		progress: newProgress(),
-		handoffs: newHandoffState(),
-		norm:     newNormCache(),
+		opts: opts,
+		root: root,
+		log:  log,
+		fetchPipeline: fetchPipeline{
+			fetcher:  http,
+			polite:   polite,
+			handoffs: newHandoffState(),
+			norm:     newNormCache(),
+		},
+		slots:     newKeySlots(),
+		reporting: reporting{metrics: opts.Metrics, progress: newProgress()},
 	}
 	w.robots = fetch.NewRobots(http, fetch.RobotsOptions{Logger: log, Gate: w.robotsGate})
 	return w
@@ -381,18 +427,20 @@ func (w *Worker) openOutputs() error {
 		return err
 	}
 	disk.syncer.OnRound(w.metrics.outputSynced)
-	w.disk, w.store = disk, disk
+	w.store = disk
 	return nil
 }
 
-// closeOutputs closes the WARC writer and the crawl log, and the HTTP
-// client's idle connections.
+// closeOutputs closes the pipeline's store (storeCloser) and the fetcher's
+// idle connections (fetcherCloser).
 func (w *Worker) closeOutputs() error {
-	w.http.Close()
-	if w.disk == nil {
-		return nil
+	if f, ok := w.fetcher.(fetcherCloser); ok {
+		f.Close()
 	}
-	return w.disk.Close()
+	if s, ok := w.store.(storeCloser); ok {
+		return s.Close()
+	}
+	return nil
 }
 
 // broadcast wakes every waiter at once: Wait returns a channel that Fire

@@ -17,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
+	"github.com/zkcrawl/zkcrawl/storage"
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
@@ -104,11 +106,11 @@ func parseCrawlFlags(args []string, env func(string) (string, bool), stderr io.W
 	fs.StringVar(&opts.Crawl, "crawl", "", "crawl name (required), as given to seeder")
 	fs.StringVar(&opts.OutDir, "out", "", "output directory for WARC files and crawl.log (required; one per worker: a second worker on it stops at start)")
 	fs.StringVar(&opts.ID, "id", "", "worker id shown in status and logs (default <hostname>-<pid>)")
-	fs.DurationVar(&opts.SessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout: how long a dead worker's claims outlive it")
+	fs.DurationVar(&opts.SessionTimeout, "session-timeout", coord.DefaultSessionTimeout, "ZooKeeper session timeout: how long a dead worker's claims outlive it")
 	fs.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "exit 0 once the queue is empty and no claim is held anywhere (batch crawls)")
-	fs.DurationVar(&opts.QuietPeriod, "quiet-period", 2*time.Second, "with --exit-when-done: how long the crawl must look finished")
-	fs.DurationVar(&opts.StopTimeout, "stop-timeout", 10*time.Second, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
-	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", 1<<30, "rotate WARC files past this size, in bytes")
+	fs.DurationVar(&opts.QuietPeriod, "quiet-period", worker.DefaultQuietPeriod, "with --exit-when-done: how long the crawl must look finished")
+	fs.DurationVar(&opts.StopTimeout, "stop-timeout", worker.DefaultStopTimeout, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
+	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", storage.DefaultMaxFileBytes, "rotate WARC files past this size, in bytes")
 	fs.DurationVar(&opts.ProgressInterval, "progress-interval", worker.DefaultProgressInterval, "log a progress line (pages, pages/s, bytes, errors by class, claims, owned shards) this often; 0: never (a summary is logged at stop anyway)")
 	connectTimeout := fs.Duration("connect-timeout", 30*time.Second, "give up starting when ZooKeeper cannot be reached within this time")
 	fs.BoolVar(&opts.ForbidPrivateNetworks, "forbid-private-networks", false, "never fetch from private, loopback, link-local or other special addresses, whatever the crawl config's allow_private_networks says")

@@ -1,0 +1,249 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+)
+
+// The claimer: one claim loop per owned shard (claimLoop), each with
+// takersPerShard takers that claim an item, wait for a fetch slot and hand
+// the item to the pipeline (process). An item is claimed only while the
+// crawl runs (not paused, under max_pages, outputs writable), when its
+// not_before has come and its politeness key has a claim slot here
+// (keySlots).
+
+// claimLoop claims the items of one owned shard while ctx lives: while the
+// crawl is not paused it takes the first claimable item in FIFO order whose
+// not_before has passed and whose politeness key has a free claim slot
+// (keySlots), waits for a fetch slot (worker_concurrency) and starts
+// processing it. No slot is held while waiting for items, so an empty shard
+// never starves a busy one; each shard holds at most takersPerShard claims
+// that wait for a slot.
+func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup, view string) {
+	if err := w.awaitHandoff(ctx, shard, view); err != nil {
+		return
+	}
+	var takers sync.WaitGroup
+	for range takersPerShard {
+		takers.Go(func() { w.takeLoop(ctx, work, sess, shard, inflight) })
+	}
+	takers.Wait()
+}
+
+// takersPerShard is how many claims one owned shard has under way at once.
+// A claim is a ZooKeeper write (about a millisecond with forceSync); one
+// taker per shard caps a single-key crawl at one page per claim round trip,
+// while concurrent takers' claims are batched into one multi by coord.
+const takersPerShard = 4
+
+// claimRetryPause is how long a taker waits after a claim failed (other
+// than by session expiry) before it tries again.
+const claimRetryPause = time.Second
+
+// takeLoop is one of a shard's takers: claim, wait for a fetch slot, start
+// processing, repeat while ctx lives.
+func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
+	notExpired := func(err error) bool { return !errors.Is(err, coord.ErrSessionExpired) }
+	for ctx.Err() == nil {
+		var t taken
+		var claim *coord.Claim
+		// Wait until claiming is allowed, then claim; a failed claim is
+		// tried again after claimRetryPause, until the session expires.
+		err := retry(ctx, retryPolicy{pause: every(claimRetryPause)}, notExpired,
+			func(_ int, err error) {
+				w.log.Warn("claim failed; retrying", "shard", coord.ShardName(shard), "error", err)
+			},
+			func(ctx context.Context) (err error) {
+				if err := w.waitRunnable(ctx); err != nil {
+					return err
+				}
+				t = taken{}
+				claim, err = w.front.Queue().Take(ctx, sess, shard, w.reserveFor(shard, &t))
+				return err
+			})
+		if err != nil {
+			return
+		}
+		w.metrics.claimed()
+		if t.err != nil {
+			// Undecodable item: a dead letter, not a crash.
+			w.failUndecodable(work, claim, t.err)
+			continue
+		}
+		it, key := t.item, t.key
+		if err := w.acquireSlot(ctx); err != nil {
+			w.freeKeySlot(key)
+			w.abandon(work, claim, it, err)
+			return
+		}
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer w.releaseSlot()
+			fetched := sync.OnceFunc(func() { w.freeKeySlot(key) })
+			defer fetched()
+			w.process(work, claim, it, key, fetched)
+		}()
+	}
+}
+
+// keySlots counts the claims this worker holds per politeness key that
+// wait for or are in a fetch, so that a key never has more than
+// per_host_max_in_flight + 1 of them here (one prefetched item waits on
+// politeness while another is fetched; worker_concurrency slots are not
+// spent on items that only wait for a busy key). A claim's slot is freed
+// when its fetch ends: writing the records, the fsync batch and the
+// completion multi (about 5 ms, far longer than a fetch on a fast server)
+// no longer keep the key's next item from being claimed; the key's ready
+// window (frontier.ReadyWindow) bounds its claims in all. It also remembers which
+// shards turned a busy key's items away, oldest first, so a freed slot
+// wakes the shard that waited longest. Memory: one map entry per key with
+// a claim held or a shard waiting. Safe for concurrent use.
+type keySlots struct {
+	mu      sync.Mutex
+	held    map[string]int   // key -> claims held or reserved
+	waiting map[string][]int // key -> shards that turned its items away
+}
+
+func newKeySlots() *keySlots {
+	return &keySlots{held: map[string]int{}, waiting: map[string][]int{}}
+}
+
+// reserve takes one of key's limit claim slots for an item of shard and
+// reports true; with none free it notes that shard waits for key and
+// reports false.
+func (ks *keySlots) reserve(key string, limit, shard int) bool {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.held[key] >= limit {
+		if !slices.Contains(ks.waiting[key], shard) {
+			ks.waiting[key] = append(ks.waiting[key], shard)
+		}
+		return false
+	}
+	ks.held[key]++
+	return true
+}
+
+// free gives one claim slot of key back and returns the shard that has
+// waited longest for one (forgetting it), or -1.
+func (ks *keySlots) free(key string) int {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if ks.held[key]--; ks.held[key] <= 0 {
+		delete(ks.held, key)
+	}
+	q := ks.waiting[key]
+	if len(q) == 0 {
+		return -1
+	}
+	if len(q) == 1 {
+		delete(ks.waiting, key)
+	} else {
+		ks.waiting[key] = q[1:]
+	}
+	return q[0]
+}
+
+// reserveFor returns shard's Take filter (coord.Reserve): an item is taken
+// when its retry time has come and its politeness key has a free claim
+// slot, which the filter reserves at once (keySlots.reserve), so a key's
+// several shards cannot all pass at the same moment. coord gives the slot
+// back if the item is not claimed after all; a claimed item's slot is
+// freed by freeKeySlot when its fetch is over. The filter stores what it
+// admitted in *t (coord calls it for one candidate at a time and gives an
+// acceptance back before the next, and a claim re-reads and re-admits an
+// item that changed, so after Take returns a claim *t is that item's): the
+// caller uses the decoded item and frees the very slot that was taken,
+// without decoding the item or computing its key again.
+func (w *Worker) reserveFor(shard int, t *taken) coord.Reserve {
+	return func(_ string, data []byte) (func(), bool) {
+		it, err := frontier.DecodeItem(data)
+		if err != nil {
+			*t = taken{err: err}
+			return nil, true // claimed, then moved to failed with the reason
+		}
+		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
+			return nil, false
+		}
+		cfg := w.current().cfg
+		if cfg.Paused {
+			return nil, false // paused since waitRunnable looked: claim nothing
+		}
+		key := w.layout.Key(it.URL)
+		if !w.slots.reserve(key, cfg.PerHostMaxInFlight+1, shard) {
+			return nil, false
+		}
+		*t = taken{item: it, key: key}
+		return func() { w.freeKeySlot(key) }, true
+	}
+}
+
+// taken is what a claim filter (reserveFor) admitted last: the decoded
+// item and the politeness key whose claim slot it reserved, or why the
+// data did not decode (then no slot is reserved).
+type taken struct {
+	item frontier.Item
+	key  string
+	err  error
+}
+
+// freeKeySlot frees the claim slot of an item whose fetch is over and makes
+// the shard that waited longest for one of that key look at its items
+// again at once (instead of after coord's recheck interval).
+func (w *Worker) freeKeySlot(key string) {
+	if wake := w.slots.free(key); wake >= 0 {
+		w.front.Queue().Nudge(wake)
+	}
+}
+
+// capRecheck is how often waitRunnable looks at max_pages again: the
+// crawl-wide count changes with the heartbeat, which fires no wake.
+const capRecheck = time.Second
+
+// waitRunnable waits until the crawl is neither paused nor past max_pages
+// and the outputs take writes.
+func (w *Worker) waitRunnable(ctx context.Context) error {
+	for {
+		wake := w.wake.Wait()
+		cfg := w.current().cfg
+		if !cfg.Paused && !w.counters.capped(cfg) && w.outputsWritable() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		case <-time.After(capRecheck):
+		}
+	}
+}
+
+// acquireSlot waits for a fetch slot: fewer than worker_concurrency items
+// in flight.
+func (w *Worker) acquireSlot(ctx context.Context) error {
+	for {
+		wake := w.wake.Wait()
+		n := w.counters.inFlight.Add(1)
+		if n <= int64(w.current().cfg.WorkerConcurrency) {
+			return nil
+		}
+		w.counters.inFlight.Add(-1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+func (w *Worker) releaseSlot() {
+	w.counters.inFlight.Add(-1)
+	w.wake.Fire()
+}

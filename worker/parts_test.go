@@ -1,0 +1,139 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/fetch"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/storage"
+)
+
+// The worker's parts alone: the Worker only wires them, keySlots and retry
+// work without it.
+
+// The Worker holds its parts, each once, grouped by the part that uses
+// them: at most 15 fields.
+func TestWorkerFieldCount(t *testing.T) {
+	if n := reflect.TypeFor[Worker]().NumField(); n > 15 {
+		t.Errorf("Worker has %d fields, want <= 15: group a part's state into its own type", n)
+	}
+}
+
+// keySlots caps the claims per politeness key and wakes the shards a busy
+// key turned away, the longest waiting first, each once.
+func TestKeySlots(t *testing.T) {
+	ks := newKeySlots()
+	if !ks.reserve("a.example", 2, 1) || !ks.reserve("a.example", 2, 1) {
+		t.Fatal("the first two reservations under a limit of 2 were refused")
+	}
+	if !ks.reserve("b.example", 2, 1) {
+		t.Fatal("another key's reservation was refused")
+	}
+	for _, shard := range []int{5, 3, 5} {
+		if ks.reserve("a.example", 2, shard) {
+			t.Fatalf("a third reservation of a full key (shard %d) was granted", shard)
+		}
+	}
+	if got := ks.free("a.example"); got != 5 {
+		t.Errorf("first free woke shard %d, want 5 (waited longest)", got)
+	}
+	if got := ks.free("a.example"); got != 3 {
+		t.Errorf("second free woke shard %d, want 3 (shard 5 waits once however often it was turned away)", got)
+	}
+	if got := ks.free("b.example"); got != -1 {
+		t.Errorf("free of a key nobody waits for woke shard %d, want -1", got)
+	}
+	if len(ks.held) != 0 || len(ks.waiting) != 0 {
+		t.Errorf("after every slot was freed: held %v, waiting %v; want both empty (one entry per busy key only)", ks.held, ks.waiting)
+	}
+}
+
+// retry stops at the first success, at an error its policy does not retry,
+// after its attempts, and when ctx ends, returning the last error.
+func TestRetry(t *testing.T) {
+	errFlaky, errFatal := errors.New("flaky"), errors.New("fatal")
+	quick := retryPolicy{attempts: 4, pause: every(time.Millisecond)}
+	run := func(ctx context.Context, p retryPolicy, results ...error) (calls, failed int, err error) {
+		err = retry(ctx, p, func(err error) bool { return errors.Is(err, errFlaky) },
+			func(n int, _ error) {
+				failed++
+				if n != failed {
+					t.Errorf("failed called with retry %d, want %d", n, failed)
+				}
+			},
+			func(context.Context) error {
+				calls++
+				return results[min(calls, len(results))-1]
+			})
+		return calls, failed, err
+	}
+	ctx := context.Background()
+	if calls, failed, err := run(ctx, quick, errFlaky, errFlaky, nil); err != nil || calls != 3 || failed != 2 {
+		t.Errorf("success on the third call: %d calls, %d failed, %v; want 3, 2, nil", calls, failed, err)
+	}
+	if calls, _, err := run(ctx, quick, errFlaky, errFatal); err != errFatal || calls != 2 {
+		t.Errorf("non-retryable error: %d calls, %v; want 2 and the fatal error", calls, err)
+	}
+	if calls, failed, err := run(ctx, quick, errFlaky); err != errFlaky || calls != 4 || failed != 3 {
+		t.Errorf("always failing: %d calls, %d failed, %v; want 4 (attempts), 3, the last error", calls, failed, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	calls, _, err := run(cctx, retryPolicy{pause: every(10 * time.Second)}, errFlaky)
+	if err != errFlaky || calls != 1 || time.Since(start) > 5*time.Second {
+		t.Errorf("ctx ended during the pause: %d calls, %v after %v; want 1 call, the last error, at once", calls, err, time.Since(start))
+	}
+}
+
+// persist calls a finisher again while it fails with connection loss and
+// stops at any other outcome.
+func TestPersistRetriesConnectionLoss(t *testing.T) {
+	w := newWorker(Options{ID: "p1", Logger: testLogger(t)}, "/zkcrawl/parts")
+	calls := 0
+	results := []error{zk.ErrConnectionClosed, nil}
+	start := time.Now()
+	err := w.persist(context.Background(), "complete", frontier.Item{URL: pipelinePage}, func(context.Context) error {
+		calls++
+		return results[calls-1]
+	})
+	if err != nil || calls != 2 || time.Since(start) < persistRetryInterval {
+		t.Errorf("persist: %v after %d calls in %v; want nil after 2 calls, one persistRetryInterval apart", err, calls, time.Since(start))
+	}
+	calls = 0
+	err = w.persist(context.Background(), "complete", frontier.Item{URL: pipelinePage}, func(context.Context) error {
+		calls++
+		return coord.ErrClaimLost
+	})
+	if !errors.Is(err, coord.ErrClaimLost) || calls != 1 {
+		t.Errorf("persist of a lost claim: %v after %d calls; want ErrClaimLost after 1", err, calls)
+	}
+}
+
+// One stage of an attempt alone: store writes the exchange through the
+// store seam and notes its status, size, digest and record position in the
+// attempt's crawl-log line, nothing else.
+func TestAttemptStoreStage(t *testing.T) {
+	p := newPipeline(t, config.Default(), nil)
+	a := &attempt{w: p.w, ctx: context.Background(), claim: &memClaim{calls: p.calls}, it: frontier.Item{URL: pipelinePage}, key: "a.example", live: p.w.current()}
+	res := &fetch.Result{URL: pipelinePage, Status: 200, MIME: "text/html", Body: []byte("<p>hi</p>"), RemoteIP: "192.0.2.1", Started: time.Now()}
+	if !a.store(res) {
+		t.Fatal("store reported failure")
+	}
+	p.wantCalls(t, "warc "+pipelinePage)
+	e := a.entry
+	if e.Status != 200 || e.Bytes != int64(len(res.Body)) || e.MIME != "text/html" || e.WARCFile != "mem.warc.gz" || e.WARCOffset != 1 || e.Digest != storage.Digest(res.Body) {
+		t.Errorf("crawl-log line after store: %+v", e)
+	}
+	if got := p.w.counters.bytes.Load(); got != int64(len(res.Body)) {
+		t.Errorf("bytes counted %d, want %d", got, len(res.Body))
+	}
+}
