@@ -18,7 +18,7 @@ const completeGaveUp = "Claim.Complete"
 // guard cancelled the session's in-flight items (issue 10 item 3): those
 // items stay claimed by a session that survives the outage, like an item
 // whose Complete gave up.
-const cutOff = "cut off from ZooKeeper too long"
+const cutOff = "ZooKeeper has not answered for too long"
 
 // afterGiveUp is how long ZooKeeper stays down after the first Complete
 // gave up: longer than the 5 s the worker then spent on releasing the
