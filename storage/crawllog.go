@@ -103,7 +103,7 @@ var ErrInUse = errors.New("storage: in use by another writer")
 // again, so a disk that filled up and was freed is used again. A failed
 // fsync is returned by Sync and the file is reopened; the lines written
 // before it may be lost (the page cache cannot be trusted after a failed
-// fsync), which GroupSync's marks tell their writers.
+// fsync), which SyncBatch's marks tell their writers.
 type CrawlLog struct {
 	path string
 	log  *slog.Logger
@@ -226,7 +226,7 @@ func (l *CrawlLog) Flush() error { return nil }
 // (Close syncs). After a failed fsync the lines written before it may be
 // lost whatever a later fsync says (it reports a write-back error once), so
 // the file is reopened (logged) and only the error tells the lines' writers:
-// wait through GroupSync.Sync with a mark taken before the Write.
+// wait through SyncBatch.Sync with a mark taken before the Write.
 func (l *CrawlLog) Sync() error {
 	l.mu.Lock()
 	closed, f := l.closed, l.f

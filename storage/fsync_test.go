@@ -71,12 +71,12 @@ func readLog(t *testing.T, path string) []LogEntry {
 }
 
 // outputs is a worker's output directory as worker/outputs.go builds it: a
-// WARC writer and a crawl log, fsynced together by a GroupSync, all files
+// WARC writer and a crawl log, fsynced together by a SyncBatch, all files
 // opened through fs.
 type outputs struct {
 	warc *Writer
 	clog *CrawlLog
-	g    *GroupSync
+	g    *SyncBatch
 }
 
 func openOutputs(t *testing.T, dir string, fs *faultFS, maxBytes int64) *outputs {
@@ -93,7 +93,7 @@ func openOutputs(t *testing.T, dir string, fs *faultFS, maxBytes int64) *outputs
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close(); l.Close() })
-	return &outputs{warc: w, clog: l, g: NewGroupSync(time.Millisecond, l.Sync, w.Sync)}
+	return &outputs{warc: w, clog: l, g: NewSyncBatch(time.Millisecond, l.Sync, w.Sync)}
 }
 
 // record is the worker's commit of one item (worker diskStore.Record): the
@@ -288,7 +288,7 @@ func TestWARCSyncFailureReachesEveryCoveredItem(t *testing.T) {
 }
 
 // A crawl-log line written before a failed round is not told success by
-// the next round (before, GroupSync.Sync reported only its own round); the
+// the next round (before, SyncBatch.Sync reported only its own round); the
 // crawl log is reopened and later lines commit.
 func TestCrawlLogFsyncFailureFailsEarlierLines(t *testing.T) {
 	dir := t.TempDir()
@@ -322,7 +322,7 @@ func TestCrawlLogFsyncFailureFailsEarlierLines(t *testing.T) {
 
 // The sync functions of a round run in parallel, as docs/design.md says:
 // each one here waits for the other to have started.
-func TestGroupSyncRunsFilesInParallel(t *testing.T) {
+func TestSyncBatchRunsFilesInParallel(t *testing.T) {
 	var started sync.WaitGroup
 	started.Add(2)
 	fn := func() error {
@@ -336,7 +336,7 @@ func TestGroupSyncRunsFilesInParallel(t *testing.T) {
 			return errors.New("the other sync function did not start while this one ran")
 		}
 	}
-	g := NewGroupSync(time.Millisecond, fn, fn)
+	g := NewSyncBatch(time.Millisecond, fn, fn)
 	if err := g.Sync(context.Background(), g.Mark()); err != nil {
 		t.Fatal(err)
 	}

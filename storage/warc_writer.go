@@ -106,7 +106,7 @@ type ResponseInfo struct {
 // warcinfo record. File names follow the Heritrix/IIPC convention
 // <prefix>-<yyyyMMddHHmmssSSS UTC>-<serial %05d>-<worker id>.warc.gz.
 // Every record is flushed to the operating system as soon as it is written
-// (no fsync per record: Sync, usually through a GroupSync, and Close fsync). A Writer is safe for
+// (no fsync per record: Sync, usually through a SyncBatch, and Close fsync). A Writer is safe for
 // concurrent use; the two records of an exchange are always adjacent.
 //
 // A failed fsync (or flush) of a file, at Sync, at rotation, after a write
@@ -421,7 +421,7 @@ func (w *Writer) abandon(start int64, cause error) error {
 // closed since the previous Sync (rotation, a write error, Close) that no
 // Sync returned yet; nil when there are none. A failed flush or fsync ends
 // the current file (see Writer). Records written during a failed fsync may
-// be lost too: a caller waiting for its records takes a GroupSync mark
+// be lost too: a caller waiting for its records takes a SyncBatch mark
 // before writing them, or asks SyncErr about their file.
 func (w *Writer) Sync() error {
 	w.mu.Lock()

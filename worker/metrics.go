@@ -29,7 +29,7 @@ type Metrics struct {
 	zkExpected     *prometheus.CounterVec   // by op and outcome
 	sessionState   prometheus.Gauge
 	linksDropped   *prometheus.CounterVec // by reason
-	outputSyncs    prometheus.Histogram   // fsync batches of the crawl log and WARC file (storage.GroupSync)
+	outputSyncs    prometheus.Histogram   // fsync batches of the crawl log and WARC file (storage.SyncBatch)
 
 	gaugeMu sync.Mutex
 	gauges  GaugeSource // set by SetGaugeSource; nil: the gauges read 0

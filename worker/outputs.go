@@ -48,12 +48,12 @@ func (w *Worker) record(ctx context.Context, e storage.LogEntry) error {
 }
 
 // diskStore is the worker's exchangeStore: WARC files and crawl.log in one
-// output directory, fsynced together (storage.GroupSync: one fsync round per
+// output directory, fsynced together (storage.SyncBatch: one fsync round per
 // ~2 ms serves every item that got there).
 type diskStore struct {
 	warc   *storage.Writer
 	clog   *storage.CrawlLog
-	syncer *storage.GroupSync
+	syncer *storage.SyncBatch
 }
 
 // openDiskStore opens the WARC writer ("zkcrawl-<id>-....warc.gz") and
@@ -74,7 +74,7 @@ func openDiskStore(opts Options, log *slog.Logger) (*diskStore, error) {
 		warc.Close()
 		return nil, fmt.Errorf("worker: crawl log in %s: %w", opts.OutDir, err)
 	}
-	return &diskStore{warc: warc, clog: clog, syncer: storage.NewGroupSync(0, clog.Sync, warc.Sync)}, nil
+	return &diskStore{warc: warc, clog: clog, syncer: storage.NewSyncBatch(0, clog.Sync, warc.Sync)}, nil
 }
 
 // WriteExchange writes ex's WARC records (storage.Writer.WriteExchange).

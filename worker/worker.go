@@ -116,7 +116,7 @@ var ErrUnreachable = errors.New("ZooKeeper unreachable")
 // front's queue as the owner loop reads it.
 type Worker struct {
 	opts   Options
-	root   string             // the crawl's root znode, Root(opts.Crawl)
+	root   string             // the crawl's root znode, coord.Root(opts.Crawl)
 	log    *slog.Logger       // opts.Logger with the worker id
 	client *coord.Client      // nil in the in-memory pipeline of process_test.go
 	front  *frontier.Frontier // the crawl's frontier: ready queue and backlog; nil in process_test.go

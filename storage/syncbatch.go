@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// DefaultGroupSyncWindow is how long a GroupSync gathers callers before it
+// DefaultSyncBatchWindow is how long a SyncBatch gathers callers before it
 // fsyncs: with it, a worker finishing hundreds of pages a second fsyncs a
 // few hundred times a second at most, not once per page.
-const DefaultGroupSyncWindow = 2 * time.Millisecond
+const DefaultSyncBatchWindow = 2 * time.Millisecond
 
-// GroupSync is a group commit of fsyncs: many goroutines call Sync, and one
+// SyncBatch is an fsync batch (a group commit of fsyncs): many goroutines call Sync, and one
 // round of the sync functions (for example CrawlLog.Sync and Writer.Sync,
 // run in parallel) serves every caller that arrived before the round
 // started. A caller waits for at most the gather window, one round already
@@ -24,7 +24,7 @@ const DefaultGroupSyncWindow = 2 * time.Millisecond
 // write-back error once; PostgreSQL's "fsyncgate", 2018). Hand-written: the
 // standard library and the usual storage modules offer fsync but no group
 // commit of several files.
-type GroupSync struct {
+type SyncBatch struct {
 	window time.Duration
 	fns    []func() error
 
@@ -38,7 +38,7 @@ type GroupSync struct {
 	lastErr error      // the error of the latest failed round
 }
 
-// SyncMark is a point in a GroupSync's history: the number of its rounds
+// SyncMark is a point in a SyncBatch's history: the number of its rounds
 // that had failed then (Mark).
 type SyncMark uint64
 
@@ -49,22 +49,22 @@ type syncRound struct {
 	failed SyncMark // rounds failed when this one ended, itself included
 }
 
-// NewGroupSync returns a GroupSync that runs fns (all of them, in parallel,
+// NewSyncBatch returns a SyncBatch that runs fns (all of them, in parallel,
 // even after one fails) once per round, gathering callers for window (0 or
-// less: DefaultGroupSyncWindow). Each fn must fsync what was written so far
+// less: DefaultSyncBatchWindow). Each fn must fsync what was written so far
 // and fail if an fsync of it failed since its previous call (as
 // CrawlLog.Sync and Writer.Sync do); it is called by one round at a time.
-func NewGroupSync(window time.Duration, fns ...func() error) *GroupSync {
+func NewSyncBatch(window time.Duration, fns ...func() error) *SyncBatch {
 	if window <= 0 {
-		window = DefaultGroupSyncWindow
+		window = DefaultSyncBatchWindow
 	}
-	return &GroupSync{window: window, fns: fns}
+	return &SyncBatch{window: window, fns: fns}
 }
 
 // Mark returns the current point of g's history, to pass to Sync. Take it
 // before the first write the Sync is to cover: a round that fails after it
 // may have lost that write.
-func (g *GroupSync) Mark() SyncMark {
+func (g *SyncBatch) Mark() SyncMark {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.failed
@@ -75,7 +75,7 @@ func (g *GroupSync) Mark() SyncMark {
 // (taken by Mark before the caller's writes), else the round's errors
 // joined, or the latest failed round's error. If ctx ends first it returns
 // ctx.Err() (the round still runs for the others).
-func (g *GroupSync) Sync(ctx context.Context, mark SyncMark) error {
+func (g *SyncBatch) Sync(ctx context.Context, mark SyncMark) error {
 	g.mu.Lock()
 	r := g.next
 	if r == nil {
@@ -107,17 +107,17 @@ func (g *GroupSync) Sync(ctx context.Context, mark SyncMark) error {
 // OnRound sets fn to be called after every round with the time its sync
 // functions took (the fsyncs themselves, not the gather window). Call it
 // before the first Sync; fn must be quick.
-func (g *GroupSync) OnRound(fn func(d time.Duration)) { g.observe = fn }
+func (g *SyncBatch) OnRound(fn func(d time.Duration)) { g.observe = fn }
 
 // Rounds returns how many rounds have run.
-func (g *GroupSync) Rounds() int64 {
+func (g *SyncBatch) Rounds() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.rounds
 }
 
 // loop runs rounds while callers keep arriving, then exits.
-func (g *GroupSync) loop() {
+func (g *SyncBatch) loop() {
 	for {
 		time.Sleep(g.window)
 		g.mu.Lock()
@@ -149,7 +149,7 @@ func (g *GroupSync) loop() {
 // runFns runs the sync functions in parallel (each file's fsync waits for
 // its own device; one after the other they would add up) and joins their
 // errors in the order of fns.
-func (g *GroupSync) runFns() error {
+func (g *SyncBatch) runFns() error {
 	errs := make([]error, len(g.fns))
 	if len(g.fns) == 1 {
 		errs[0] = g.fns[0]()

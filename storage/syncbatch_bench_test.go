@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkCrawlLogDurable measures making one crawl-log line durable, 64
-// writers at once: "group" waits on a GroupSync (the worker's way), "each"
+// writers at once: "group" waits on a SyncBatch (the worker's way), "each"
 // fsyncs after every line. fsyncs/op is the fsyncs per line. Run with
 //
 //	go test -run '^$' -bench CrawlLogDurable -cpu 64 ./storage/
@@ -19,7 +19,7 @@ func BenchmarkCrawlLogDurable(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			g := NewGroupSync(0, l.Sync)
+			g := NewSyncBatch(0, l.Sync)
 			var syncs int64
 			e := LogEntry{URL: "http://example.org/some/page.html", Status: 200, Bytes: 12345, MIME: "text/html", Worker: "w1"}
 			b.RunParallel(func(pb *testing.PB) {

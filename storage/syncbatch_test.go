@@ -13,14 +13,14 @@ import (
 
 // Many concurrent callers share few fsync rounds, and each caller's round
 // starts after its call (group commit).
-func TestGroupSyncBatches(t *testing.T) {
+func TestSyncBatchBatches(t *testing.T) {
 	var calls atomic.Int64
 	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	g := NewGroupSync(2*time.Millisecond, func() error { calls.Add(1); return f.Sync() })
+	g := NewSyncBatch(2*time.Millisecond, func() error { calls.Add(1); return f.Sync() })
 	const callers = 200
 	var wg sync.WaitGroup
 	for range callers {
@@ -43,10 +43,10 @@ func TestGroupSyncBatches(t *testing.T) {
 
 // A failing sync function fails the callers of that round only; the next
 // round succeeds again.
-func TestGroupSyncErrorNotSticky(t *testing.T) {
+func TestSyncBatchErrorNotSticky(t *testing.T) {
 	var fail atomic.Bool
 	boom := errors.New("boom")
-	g := NewGroupSync(time.Millisecond, func() error {
+	g := NewSyncBatch(time.Millisecond, func() error {
 		if fail.Load() {
 			return boom
 		}
