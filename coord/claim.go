@@ -309,11 +309,10 @@ func (cl *Claim) Reschedule(ctx context.Context, newData []byte) error {
 	})
 }
 
-// Fail moves the item to the dead letters with data (the item plus its last
-// error): one multi of check(session marker), check(claim, version),
+// fail moves the item to the dead letters with data, uncapped: one multi
+// of check(session marker), check(claim, version),
 // create(R/failed/<shard>-<item>, data), delete(item), delete(claim).
-// Errors as Complete.
-func (cl *Claim) Fail(ctx context.Context, data []byte) error {
+func (cl *Claim) fail(ctx context.Context, data []byte) error {
 	return cl.finish(ctx, "Fail", 3, []any{
 		&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
 		&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},

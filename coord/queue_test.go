@@ -426,7 +426,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if err != nil || cl2.Name() != name {
 		t.Fatalf("Take after Reschedule = %v, %v", cl2, err)
 	}
-	if err := cl2.Fail(ctx, []byte("dead")); err != nil {
+	if _, err := cl2.Fail(ctx, []byte("dead"), 0); err != nil {
 		t.Fatal(err)
 	}
 	select {

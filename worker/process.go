@@ -232,7 +232,7 @@ func (a *attempt) finishFailed(retryable bool) {
 	failed := failedRecord(claim.Data(), a.entry.Error+statusNote(a.entry.Status))
 	kept := false
 	if err := w.persist(a.ctx, "fail", it, func(ctx context.Context) (err error) {
-		kept, err = claim.FailCapped(ctx, failed, cfg.MaxDeadLetters)
+		kept, err = claim.Fail(ctx, failed, cfg.MaxDeadLetters)
 		return err
 	}); err != nil {
 		a.lost("fail", err)
