@@ -201,3 +201,7 @@ func AuthOf(o Option) (scheme string, credentials []byte) {
 	}
 	return opts.auth.scheme, opts.auth.credentials
 }
+
+// ID returns the ZooKeeper session id (the ephemeralOwner of the session's
+// ephemeral znodes).
+func (s *Session) ID() int64 { return s.id }

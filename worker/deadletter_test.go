@@ -40,14 +40,12 @@ func TestUndecodableItemFailErrorReleasesClaim(t *testing.T) {
 	if w.failUndecodable(ctx, claim, decodeErr) {
 		t.Fatal("failUndecodable reported success though Fail cannot succeed")
 	}
-	st, err := c.queue.Stats(ctx)
+	held, err := c.queue.Claims(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range st.Shards {
-		for _, cl := range s.Claims {
-			t.Errorf("claim %s/%s still held after the failed move", s.Name, cl.Item)
-		}
+	for _, cl := range held {
+		t.Errorf("claim %s/%s still held after the failed move", coord.ShardName(cl.Shard), cl.Item)
 	}
 }
 

@@ -155,7 +155,7 @@ func TestLiveCrawl(t *testing.T) {
 			for _, w := range ws {
 				idle = idle && w.ConfigVersion == v && w.Paused && w.InFlight == 0
 			}
-			st, err := c.queue.Stats(context.Background())
+			st, err := c.queue.Pending(context.Background())
 			return idle && err == nil && st.Claimed == 0, fmt.Sprint(ws, st, err)
 		})
 		pages := func() int64 {
