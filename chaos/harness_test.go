@@ -286,7 +286,7 @@ func (c *crawl) setRate(rate float64) {
 	cfg := c.spec.config
 	cfg.PerHostRatePerS = rate
 	for {
-		_, err := coord.Config(c.client, c.root).Write(ctx, cfg.Encode(), -1)
+		_, err := coord.Store(c.client, c.root, coord.ConfigNode).Write(ctx, cfg.Encode(), -1)
 		if err == nil {
 			return
 		}

@@ -16,7 +16,7 @@ func TestConfigReadWrite(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
-	s := coord.NewConfigStore(c, testRoot(t)+"/config")
+	s := coord.Store(c, testRoot(t)+"/config")
 	if _, _, err := s.Read(ctx); !errors.Is(err, coord.ErrNotFound) {
 		t.Fatalf("Read of missing: %v", err)
 	}
@@ -53,7 +53,7 @@ func TestConfigWatchRapidWrites(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	path := testRoot(t) + "/config"
 	wc := connect(t, zkAddr(t))
-	w := coord.NewConfigStore(wc, path)
+	w := coord.Store(wc, path)
 	ver, err := w.Write(ctx, []byte("0"), -1)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestConfigWatchRapidWrites(t *testing.T) {
 	final := fmt.Sprint(writes)
 	for i := 0; i < watchers; i++ {
 		c := connect(t, zkAddr(t))
-		ch := coord.NewConfigStore(c, path).Watch(ctx)
+		ch := coord.Store(c, path).Watch(ctx)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -96,12 +96,12 @@ func TestConfigWatchAcrossExpiry(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, 60*time.Second)
 	path := testRoot(t) + "/config"
-	w := coord.NewConfigStore(connect(t, zkAddr(t)), path)
+	w := coord.Store(connect(t, zkAddr(t)), path)
 	if _, err := w.Write(ctx, []byte("before"), -1); err != nil {
 		t.Fatal(err)
 	}
 	p, c := proxied(t, zkAddr(t))
-	ch := coord.NewConfigStore(c, path).Watch(ctx)
+	ch := coord.Store(c, path).Watch(ctx)
 	if v := <-ch; string(v.Data) != "before" {
 		t.Fatalf("first value %q", v.Data)
 	}
@@ -150,7 +150,7 @@ func TestConfigCreateOnce(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
-	s := coord.NewConfigStore(c, testRoot(t)+"/a/b/totals")
+	s := coord.Store(c, testRoot(t)+"/a/b/totals")
 	if _, err := s.Create(ctx, []byte("first")); err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func TestSessionLossAndExpiry(t *testing.T) {
 func TestContextCancelIsPrompt(t *testing.T) {
 	t.Parallel()
 	p, c := proxied(t, zkAddr(t))
-	cfg := coord.NewConfigStore(c, testRoot(t)+"/config")
+	cfg := coord.Store(c, testRoot(t)+"/config")
 	p.Blackhole()
 	defer p.Heal()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -107,13 +107,13 @@ func TestConnectChroot(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	c := connect(t, zkAddr(t)+root)
-	cfg := coord.NewConfigStore(c, "/config")
+	cfg := coord.Store(c, "/config")
 	ctx := ctxT(t, 20*time.Second)
 	if _, err := cfg.Write(ctx, []byte("x"), -1); err != nil {
 		t.Fatal(err)
 	}
 	raw := connect(t, zkAddr(t))
-	data, _, err := coord.NewConfigStore(raw, root+"/config").Read(ctx)
+	data, _, err := coord.Store(raw, root+"/config").Read(ctx)
 	if err != nil || string(data) != "x" {
 		t.Fatalf("chrooted write not at %s/config: %q, %v", root, data, err)
 	}

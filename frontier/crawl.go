@@ -30,7 +30,7 @@ func Create(ctx context.Context, c *coord.Client, root string, layout Layout) (f
 	// worker that opens the crawl meanwhile never misreads it; a concurrent
 	// creator writes the same bytes or loses the race to Init's shard-count
 	// check.
-	if _, err := coord.NewConfigStore(c, root).Write(ctx, layout.Encode(), -1); err != nil {
+	if _, err := coord.Store(c, root).Write(ctx, layout.Encode(), -1); err != nil {
 		return nil, false, fmt.Errorf("frontier: record the layout of %s: %w", root, err)
 	}
 	f = New(coord.NewQueue(c, root, layout.Shards), layout, 0)
@@ -49,7 +49,7 @@ func Open(ctx context.Context, c *coord.Client, root string) (*Frontier, error) 
 	if err != nil {
 		return nil, err
 	}
-	data, _, err := coord.NewConfigStore(c, root).Read(ctx)
+	data, _, err := coord.Store(c, root).Read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("frontier: read the layout of %s: %w", root, err)
 	}

@@ -25,7 +25,7 @@ func TestUndecodableItemFailErrorReleasesClaim(t *testing.T) {
 	}
 	name := readyItem(t, ctx, c, sess, []byte("{not an item"))
 	dead := c.root + "/failed/" + coord.ShardName(0) + "-" + name
-	if _, err := coord.NewConfigStore(c.client, dead).Write(ctx, []byte("in the way"), -1); err != nil {
+	if _, err := coord.Store(c.client, dead).Write(ctx, []byte("in the way"), -1); err != nil {
 		t.Fatal(err)
 	}
 	claim, err := c.queue.Take(ctx, sess, 0, nil)

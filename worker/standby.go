@@ -51,7 +51,7 @@ func (w *Worker) updatePresence(ctx context.Context, p *presence) {
 		}
 		p.member, p.standby = nil, sb
 		w.log.Warn("left the worker list while output writes fail: other workers take this worker's shards",
-			"standby_node", coord.MemberNode(w.client, coord.StandbyRoot(w.root), w.opts.ID).String())
+			"standby_node", coord.Store(w.client, coord.StandbyRoot(w.root), coord.WorkersNode, w.opts.ID).String())
 	case !blocked && p.standby != nil:
 		w.standby.Store(false) // before joining: our own ownership then includes us
 		m, err := w.join(jctx, sess)

@@ -103,7 +103,7 @@ func TestLiveCrawl(t *testing.T) {
 	})
 
 	t.Run("invalid config written to the znode is rejected and shown", func(t *testing.T) {
-		bad, err := coord.Config(c.client, c.root).Write(context.Background(), []byte(`{"worker_concurrency": "many"`), -1)
+		bad, err := coord.Store(c.client, c.root, coord.ConfigNode).Write(context.Background(), []byte(`{"worker_concurrency": "many"`), -1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -221,7 +221,7 @@ func (c *ctl) snapshot(ctx context.Context, rates *rateTracker) (*statusDoc, err
 // statusConfig fills doc.Config (version, validity) and doc.Paused from the
 // config znode; a missing znode is version -1, not an error.
 func (c *ctl) statusConfig(cctx context.Context, client *coord.Client, doc *statusDoc) error {
-	cfgStore := coord.Config(client, c.root)
+	cfgStore := coord.Store(client, c.root, coord.ConfigNode)
 	data, version, err := cfgStore.Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
@@ -243,7 +243,7 @@ func (c *ctl) statusConfig(cctx context.Context, client *coord.Client, doc *stat
 
 // statusDrain fills doc.Draining and doc.DrainNote from the drain marker.
 func (c *ctl) statusDrain(cctx context.Context, client *coord.Client, doc *statusDoc) error {
-	note, dver, err := coord.Drain(client, c.root).Read(cctx)
+	note, dver, err := coord.Store(client, c.root, coord.DrainNode).Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 	case err != nil:
