@@ -205,3 +205,7 @@ func AuthOf(o Option) (scheme string, credentials []byte) {
 // ID returns the ZooKeeper session id (the ephemeralOwner of the session's
 // ephemeral znodes).
 func (s *Session) ID() int64 { return s.id }
+
+// Session returns the session the member znode belongs to; the member
+// lives as long as it.
+func (m *Member) Session() *Session { return m.sess }

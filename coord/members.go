@@ -104,10 +104,6 @@ func Join(ctx context.Context, sess *Session, root, id string, status []byte) (*
 	}
 }
 
-// Session returns the session the member znode belongs to; the member
-// lives as long as it.
-func (m *Member) Session() *Session { return m.sess }
-
 // Update replaces the member's status data (unconditional setData; retried
 // after connection loss, which is safe).
 //

@@ -31,9 +31,8 @@ func (p *presence) node() *coord.Member {
 
 // updatePresence moves the status node between the worker list and standby
 // as the outputs fail or work again (probing them while they fail), then
-// refreshes it.
-func (w *Worker) updatePresence(ctx context.Context, p *presence) {
-	sess := p.node().Session()
+// refreshes it. sess is the session both nodes belong to.
+func (w *Worker) updatePresence(ctx context.Context, sess *coord.Session, p *presence) {
 	blocked := !w.outputsWritable()
 	jctx, cancel := context.WithTimeout(ctx, w.opts.SessionTimeout)
 	defer cancel()
