@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -290,7 +291,7 @@ func (c *crawl) setRate(rate float64) {
 		if err == nil {
 			return
 		}
-		if ctx.Err() != nil || !coord.IsConnectionLoss(err) {
+		if ctx.Err() != nil || !errors.Is(err, coord.ErrConnectionLoss) {
 			c.t.Fatalf("set per_host_rate_per_s %v: %v", rate, err)
 		}
 		c.t.Logf("set per_host_rate_per_s %v: %v; trying again", rate, err)

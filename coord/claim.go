@@ -162,7 +162,7 @@ func (q *Queue) createClaim(ctx context.Context, sess *Session, fence string, sh
 		// The caller gave up while the claim multi was in flight: undo it
 		// if it committed (or may have), then free the reservation.
 		defer q.c.unreserve(cp, sess)
-		if err == nil || IsConnectionLoss(err) {
+		if err == nil || isConnectionLoss(err) {
 			q.releaseOrphan(sess, fence, cp)
 		}
 	}
@@ -190,11 +190,11 @@ func (q *Queue) createClaim(ctx context.Context, sess *Session, fence string, sh
 		case idx == 2 && errors.Is(err, zk.ErrNoNode):
 			return fmt.Errorf("queue %s: %w", q.name, ErrNotInitialized)
 		}
-		lost = lost || IsConnectionLoss(err)
+		lost = lost || isConnectionLoss(err)
 		return err
 	}, nil)
 	if err != nil {
-		if lost && !orphaned && sess.alive() && (IsConnectionLoss(err) || ctx.Err() != nil) {
+		if lost && !orphaned && sess.alive() && (isConnectionLoss(err) || ctx.Err() != nil) {
 			// Outcome unknown and we stop here: undo in the background.
 			orphaned = true
 			go orphan(nil, err)
@@ -348,7 +348,7 @@ func (cl *Claim) finish(ctx context.Context, op string, itemIdx int, ops []any) 
 			settled, err = cl.outcome(idx, itemIdx, err)
 			return err
 		}
-		if IsConnectionLoss(err) || ctx.Err() != nil {
+		if isConnectionLoss(err) || ctx.Err() != nil {
 			cl.maybeCommitted = true // outcome unknown
 		}
 		return err

@@ -121,7 +121,7 @@ func (s *ConfigStore) upsert(ctx context.Context, data []byte) (int32, error) {
 	}
 	_, err = s.c.create(ctx, s.path, data, zk.FlagPersistent, nil)
 	if errors.Is(err, zk.ErrNodeExists) {
-		return 0, zk.ErrConnectionClosed // created meanwhile: set it (retry)
+		return 0, s.c.mapErr(zk.ErrConnectionClosed) // created meanwhile: set it (retry)
 	}
 	return 0, err
 }

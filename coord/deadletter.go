@@ -105,7 +105,7 @@ func (q *Queue) Requeue(ctx context.Context, failedName string, data []byte) (st
 			case idx >= 0:
 				return fmt.Errorf("coord: Queue.Requeue %s: %w", failedName, err)
 			}
-			lost = lost || IsConnectionLoss(err)
+			lost = lost || isConnectionLoss(err)
 			return err
 		}
 	}, nil)

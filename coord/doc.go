@@ -24,7 +24,7 @@
 //
 // # Sessions
 //
-// Connection loss (zk.ErrConnectionClosed) is recoverable: the session and its
+// Connection loss (ErrConnectionLoss) is recoverable: the session and its
 // ephemeral znodes survive if the client reconnects within the session
 // timeout. Session expiry is not: the server has deleted the session's
 // ephemeral znodes (claims, fence markers, member nodes). go-zookeeper silently

@@ -145,7 +145,7 @@ func (q *Queue) Put(ctx context.Context, shard int, key string, data []byte) (qu
 			case idx == 1 && errors.Is(err, zk.ErrNoNode):
 				return fmt.Errorf("shard %s: %w", ShardName(shard), ErrNotInitialized)
 			}
-			lost = lost || IsConnectionLoss(err)
+			lost = lost || isConnectionLoss(err)
 			return err
 		}
 	}, nil)
@@ -209,3 +209,7 @@ func (s *Session) ID() int64 { return s.id }
 // Session returns the session the member znode belongs to; the member
 // lives as long as it.
 func (m *Member) Session() *Session { return m.sess }
+
+// IsConnectionLoss is isConnectionLoss, for tests that classify raw
+// go-zookeeper errors.
+var IsConnectionLoss = isConnectionLoss

@@ -188,7 +188,7 @@ func (q *Queue) writeMeta(ctx context.Context) error {
 	if len(data) == 0 {
 		_, err := q.c.set(ctx, qp, meta, st.Version)
 		if errors.Is(err, zk.ErrBadVersion) {
-			return zk.ErrConnectionClosed // raced with another creator: look again
+			return q.c.mapErr(zk.ErrConnectionClosed) // raced with another creator: look again
 		}
 		return err
 	}

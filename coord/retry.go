@@ -72,7 +72,7 @@ func retryWith(ctx context.Context, p retryPolicy, fn func(ctx context.Context) 
 				return err
 			}
 			return fmt.Errorf("%w: %w", ErrSessionExpired, err)
-		case !IsConnectionLoss(err):
+		case !isConnectionLoss(err):
 			return err
 		}
 		if attempt >= p.attempts {
@@ -111,7 +111,7 @@ func (c *Client) retryWrite(ctx context.Context, write func(ctx context.Context)
 			}
 		}
 		err := write(ctx)
-		lost = IsConnectionLoss(err)
+		lost = isConnectionLoss(err)
 		return err
 	})
 	if settled {

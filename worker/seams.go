@@ -133,7 +133,7 @@ type itemClaim interface {
 // ended or the claim is gone: nothing changed, and the item stays queued
 // for whoever claims it next: drop it), coord.ErrGone (the item vanished),
 // coord.ErrClaimFinished (the claim was ended already), a connection-loss
-// error (coord.IsConnectionLoss) or ctx's (the outcome is unknown: calling
+// error (coord.ErrConnectionLoss) or ctx's (the outcome is unknown: calling
 // the same method again is safe, and reports success if the first call
 // committed). Safe for concurrent use, but meant for one owner.
 type claimFinisher interface {
