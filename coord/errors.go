@@ -34,7 +34,7 @@ var (
 	ErrVersionConflict = errors.New("coord: version conflict")
 
 	// ErrNotInitialized means the queue's parent znodes are missing: run
-	// Queue.Init first.
+	// CreateQueue first.
 	ErrNotInitialized = errors.New("coord: queue not initialized")
 
 	// ErrNotAuthorized means a znode's ACL refused this client (ZooKeeper

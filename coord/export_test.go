@@ -213,3 +213,10 @@ func (m *Member) Session() *Session { return m.sess }
 // IsConnectionLoss is isConnectionLoss, for tests that classify raw
 // go-zookeeper errors.
 var IsConnectionLoss = isConnectionLoss
+
+// NewQueue returns the queue handle of the crawl rooted at root with
+// shards shards, without I/O (Init creates its znodes).
+func NewQueue(c *Client, root string, shards int) *Queue { return newQueue(c, root, shards) }
+
+// Init creates the queue's znodes and levels, as CreateQueue.
+func (q *Queue) Init(ctx context.Context, levels ...[]string) error { return q.init(ctx, levels...) }
