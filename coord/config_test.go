@@ -161,3 +161,47 @@ func TestConfigCreateOnce(t *testing.T) {
 		t.Fatalf("Read = %q, %d, %v", data, v, err)
 	}
 }
+
+// Store opens a node by its elements; Children reads the children's data;
+// Delete removes the node with everything below it and reports how many
+// znodes went; an absent node is ErrNotFound for both; a bad element makes
+// every call fail with ErrInvalidArgument.
+func TestStoreChildrenDelete(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, 30*time.Second)
+	c := connect(t, zkAddr(t))
+	root := testRoot(t)
+	for _, id := range []string{"a", "b"} {
+		if _, err := coord.Store(c, root, coord.TotalsNode, id, "deep").Write(ctx, []byte(id), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := coord.Store(c, root, coord.TotalsNode, "a").Write(ctx, []byte("A"), -1); err != nil {
+		t.Fatal(err)
+	}
+	totals := coord.Store(c, root, coord.TotalsNode)
+	if got := totals.String(); got != root+"/totals" {
+		t.Errorf("String = %q, want %q", got, root+"/totals")
+	}
+	kids, err := totals.Children(ctx)
+	if err != nil || len(kids) != 2 || string(kids["a"]) != "A" || len(kids["b"]) != 0 {
+		t.Fatalf("Children = %q, %v", kids, err)
+	}
+	var calls int64
+	n, err := totals.Delete(ctx, func(deleted int64) { calls = deleted })
+	if err != nil || n != 5 || calls != 5 {
+		t.Fatalf("Delete = %d (progress %d), %v; want 5 znodes", n, calls, err)
+	}
+	if _, err := totals.Children(ctx); !errors.Is(err, coord.ErrNotFound) {
+		t.Fatalf("Children of a deleted node: %v, want ErrNotFound", err)
+	}
+	if _, err := totals.Delete(ctx, nil); !errors.Is(err, coord.ErrNotFound) {
+		t.Fatalf("second Delete: %v, want ErrNotFound", err)
+	}
+	if _, _, err := coord.Store(c, root, "a/b").Read(ctx); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Fatalf("Store with a slash in an element: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := coord.Store(c, "/").Delete(ctx, nil); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Fatalf("Delete of the ZooKeeper root: %v, want ErrInvalidArgument", err)
+	}
+}

@@ -220,3 +220,6 @@ func NewQueue(c *Client, root string, shards int) *Queue { return newQueue(c, ro
 
 // Init creates the queue's znodes and levels, as CreateQueue.
 func (q *Queue) Init(ctx context.Context, levels ...[]string) error { return q.init(ctx, levels...) }
+
+// MapErr is mapErr: how coord classifies a go-zookeeper error.
+func (c *Client) MapErr(err error) error { return c.mapErr(err) }

@@ -3,9 +3,13 @@ package coord_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
@@ -119,5 +123,28 @@ func TestConnectChroot(t *testing.T) {
 	}
 	if _, err := coord.Connect(ctx, "nohostport"); !errors.Is(err, coord.ErrInvalidArgument) {
 		t.Fatalf("bad connect string: %v", err)
+	}
+}
+
+// Every connection-loss error a call returns wraps ErrConnectionLoss,
+// keeping go-zookeeper's error in the chain, and is wrapped only once;
+// other errors are not connection loss.
+func TestConnectionLossIsSentinel(t *testing.T) {
+	t.Parallel()
+	c := connect(t, zkAddr(t))
+	for _, raw := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionMoved,
+		fmt.Errorf("write tcp: %w", syscall.EPIPE), io.EOF} {
+		err := c.MapErr(raw)
+		if !errors.Is(err, coord.ErrConnectionLoss) || !errors.Is(err, raw) || !coord.IsConnectionLoss(err) {
+			t.Errorf("mapErr(%v) = %v; want it to wrap ErrConnectionLoss and the original", raw, err)
+		}
+		if again := c.MapErr(err); again.Error() != err.Error() {
+			t.Errorf("mapErr twice = %v; want %v", again, err)
+		}
+	}
+	for _, raw := range []error{zk.ErrNoNode, zk.ErrBadVersion, zk.ErrSessionExpired} {
+		if err := c.MapErr(raw); errors.Is(err, coord.ErrConnectionLoss) {
+			t.Errorf("mapErr(%v) = %v; not connection loss", raw, err)
+		}
 	}
 }
