@@ -45,7 +45,7 @@ func (p retryPolicy) backoff(n int) time.Duration {
 }
 
 // retry calls fn until it succeeds, returns a non-retryable error, or the
-// policy or ctx gives up. Only connection loss (IsConnectionLoss) is retried,
+// policy or ctx gives up. Only connection loss (isConnectionLoss) is retried,
 // so fn must be idempotent; a non-idempotent write goes through retryWrite.
 //
 // Errors: nil on success; an error wrapping ErrSessionExpired as soon as fn
