@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -286,11 +287,11 @@ func (c *crawl) setRate(rate float64) {
 	cfg := c.spec.config
 	cfg.PerHostRatePerS = rate
 	for {
-		_, err := coord.Config(c.client, c.root).Write(ctx, cfg.Encode(), -1)
+		_, err := coord.Store(c.client, c.root, coord.ConfigNode).Write(ctx, cfg.Encode(), -1)
 		if err == nil {
 			return
 		}
-		if ctx.Err() != nil || !coord.IsConnectionLoss(err) {
+		if ctx.Err() != nil || !errors.Is(err, coord.ErrConnectionLoss) {
 			c.t.Fatalf("set per_host_rate_per_s %v: %v", rate, err)
 		}
 		c.t.Logf("set per_host_rate_per_s %v: %v; trying again", rate, err)
@@ -310,16 +311,14 @@ func (cl claim) key() string { return fmt.Sprintf("%d/%s", cl.shard, cl.item) }
 
 // claimsOf returns the claims whose owner is id (all claims when id is "").
 func (c *crawl) claimsOf(ctx context.Context, id string) ([]claim, error) {
-	st, err := c.queue.Stats(ctx)
+	held, err := c.queue.Claims(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []claim
-	for _, s := range st.Shards {
-		for _, ci := range s.Claims {
-			if id == "" || ci.Owner == id {
-				out = append(out, claim{shard: s.Shard, item: ci.Item, owner: ci.Owner})
-			}
+	for _, ci := range held {
+		if id == "" || ci.Owner == id {
+			out = append(out, claim{shard: ci.Shard, item: ci.Item, owner: ci.Owner})
 		}
 	}
 	return out, nil
@@ -475,7 +474,7 @@ func (c *crawl) verify() result {
 	}
 	ctx, cancel := context.WithTimeout(c.t.Context(), 30*time.Second)
 	defer cancel()
-	st, err := c.queue.Stats(ctx)
+	st, err := c.queue.Pending(ctx)
 	if err != nil {
 		c.t.Fatalf("queue stats: %v", err)
 	}

@@ -162,7 +162,7 @@ func (q *Queue) createClaim(ctx context.Context, sess *Session, fence string, sh
 		// The caller gave up while the claim multi was in flight: undo it
 		// if it committed (or may have), then free the reservation.
 		defer q.c.unreserve(cp, sess)
-		if err == nil || IsConnectionLoss(err) {
+		if err == nil || isConnectionLoss(err) {
 			q.releaseOrphan(sess, fence, cp)
 		}
 	}
@@ -190,11 +190,11 @@ func (q *Queue) createClaim(ctx context.Context, sess *Session, fence string, sh
 		case idx == 2 && errors.Is(err, zk.ErrNoNode):
 			return fmt.Errorf("queue %s: %w", q.name, ErrNotInitialized)
 		}
-		lost = lost || IsConnectionLoss(err)
+		lost = lost || isConnectionLoss(err)
 		return err
 	}, nil)
 	if err != nil {
-		if lost && !orphaned && sess.alive() && (IsConnectionLoss(err) || ctx.Err() != nil) {
+		if lost && !orphaned && sess.alive() && (isConnectionLoss(err) || ctx.Err() != nil) {
 			// Outcome unknown and we stop here: undo in the background.
 			orphaned = true
 			go orphan(nil, err)
@@ -309,11 +309,10 @@ func (cl *Claim) Reschedule(ctx context.Context, newData []byte) error {
 	})
 }
 
-// Fail moves the item to the dead letters with data (the item plus its last
-// error): one multi of check(session marker), check(claim, version),
+// fail moves the item to the dead letters with data, uncapped: one multi
+// of check(session marker), check(claim, version),
 // create(R/failed/<shard>-<item>, data), delete(item), delete(claim).
-// Errors as Complete.
-func (cl *Claim) Fail(ctx context.Context, data []byte) error {
+func (cl *Claim) fail(ctx context.Context, data []byte) error {
 	return cl.finish(ctx, "Fail", 3, []any{
 		&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
 		&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
@@ -349,7 +348,7 @@ func (cl *Claim) finish(ctx context.Context, op string, itemIdx int, ops []any) 
 			settled, err = cl.outcome(idx, itemIdx, err)
 			return err
 		}
-		if IsConnectionLoss(err) || ctx.Err() != nil {
+		if isConnectionLoss(err) || ctx.Err() != nil {
 			cl.maybeCommitted = true // outcome unknown
 		}
 		return err

@@ -14,8 +14,7 @@ import (
 // Guide ("Building Applications with ZooKeeper") on one znode: Read, a
 // compare-and-set Write keyed on the znode version, Delete, and a Watch that
 // delivers every latest value. The value is opaque bytes (zkcrawl stores
-// JSON); its znode version is the config version. Config and Drain return
-// the crawl's stores.
+// JSON); its znode version is the config version. Store opens one.
 type ConfigStore struct {
 	c    *Client
 	path string // absolute
@@ -35,15 +34,18 @@ type ConfigValue struct {
 	Mzxid int64
 }
 
-// NewConfigStore returns the store for the znode at p (absolute, chroot
-// applied). An invalid path makes every call fail with ErrInvalidArgument.
-func NewConfigStore(c *Client, p string) *ConfigStore {
+// newStore returns the store for the znode at p (absolute, chroot not
+// applied); a non-nil err, or an invalid path, makes every call fail.
+func newStore(c *Client, p string, err error) *ConfigStore {
 	s := &ConfigStore{c: c, path: c.abs(p), name: p}
-	if err := validatePath(p); err != nil || p == "/" {
-		if err == nil {
-			err = fmt.Errorf("path %q: must not be the ZooKeeper root: %w", p, ErrInvalidArgument)
-		}
-		s.err = fmt.Errorf("coord: NewConfigStore: %w", err)
+	if err == nil {
+		err = validatePath(p)
+	}
+	if err == nil && p == "/" {
+		err = fmt.Errorf("path %q: must not be the ZooKeeper root: %w", p, ErrInvalidArgument)
+	}
+	if err != nil {
+		s.err = fmt.Errorf("coord: Store: %w", err)
 	}
 	return s
 }
@@ -119,7 +121,7 @@ func (s *ConfigStore) upsert(ctx context.Context, data []byte) (int32, error) {
 	}
 	_, err = s.c.create(ctx, s.path, data, zk.FlagPersistent, nil)
 	if errors.Is(err, zk.ErrNodeExists) {
-		return 0, zk.ErrConnectionClosed // created meanwhile: set it (retry)
+		return 0, s.c.mapErr(zk.ErrConnectionClosed) // created meanwhile: set it (retry)
 	}
 	return 0, err
 }
@@ -183,20 +185,24 @@ func (s *ConfigStore) Create(ctx context.Context, data []byte) (int32, error) {
 	return 0, nil
 }
 
-// Delete deletes the znode, whatever its version (for a drain request:
-// cancels it). Errors: ErrNotFound when it does not exist.
-func (s *ConfigStore) Delete(ctx context.Context) error {
+// Children returns the data of every child of the znode by name, the
+// reads pipelined (up to 64 in flight); children deleted meanwhile are
+// left out. Cost: one getChildren and one getData per child, for a node
+// with few children (the crawls under CrawlsRoot, older versions' totals).
+// Errors: ErrNotFound when the znode does not exist; ZooKeeper errors after
+// retries.
+func (s *ConfigStore) Children(ctx context.Context) (map[string][]byte, error) {
 	if s.err != nil {
-		return s.err
+		return nil, s.err
 	}
-	err := s.c.retry(ctx, func(ctx context.Context) error { return s.c.del(ctx, s.path, -1) })
+	out, err := readNodes(ctx, s.c, s.path)
 	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("coord: ConfigStore.Delete %s: %w", s.name, ErrNotFound)
+		return nil, fmt.Errorf("coord: ConfigStore.Children %s: %w", s.name, ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("coord: ConfigStore.Delete %s: %w", s.name, err)
+		return nil, fmt.Errorf("coord: ConfigStore.Children %s: %w", s.name, err)
 	}
-	return nil
+	return out, nil
 }
 
 // Watch delivers the config's value now and after every change, until ctx

@@ -16,7 +16,7 @@ func TestConfigReadWrite(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
-	s := coord.NewConfigStore(c, testRoot(t)+"/config")
+	s := coord.Store(c, testRoot(t)+"/config")
 	if _, _, err := s.Read(ctx); !errors.Is(err, coord.ErrNotFound) {
 		t.Fatalf("Read of missing: %v", err)
 	}
@@ -53,7 +53,7 @@ func TestConfigWatchRapidWrites(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	path := testRoot(t) + "/config"
 	wc := connect(t, zkAddr(t))
-	w := coord.NewConfigStore(wc, path)
+	w := coord.Store(wc, path)
 	ver, err := w.Write(ctx, []byte("0"), -1)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestConfigWatchRapidWrites(t *testing.T) {
 	final := fmt.Sprint(writes)
 	for i := 0; i < watchers; i++ {
 		c := connect(t, zkAddr(t))
-		ch := coord.NewConfigStore(c, path).Watch(ctx)
+		ch := coord.Store(c, path).Watch(ctx)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -96,12 +96,12 @@ func TestConfigWatchAcrossExpiry(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, 60*time.Second)
 	path := testRoot(t) + "/config"
-	w := coord.NewConfigStore(connect(t, zkAddr(t)), path)
+	w := coord.Store(connect(t, zkAddr(t)), path)
 	if _, err := w.Write(ctx, []byte("before"), -1); err != nil {
 		t.Fatal(err)
 	}
 	p, c := proxied(t, zkAddr(t))
-	ch := coord.NewConfigStore(c, path).Watch(ctx)
+	ch := coord.Store(c, path).Watch(ctx)
 	if v := <-ch; string(v.Data) != "before" {
 		t.Fatalf("first value %q", v.Data)
 	}
@@ -150,7 +150,7 @@ func TestConfigCreateOnce(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
-	s := coord.NewConfigStore(c, testRoot(t)+"/a/b/totals")
+	s := coord.Store(c, testRoot(t)+"/a/b/totals")
 	if _, err := s.Create(ctx, []byte("first")); err != nil {
 		t.Fatal(err)
 	}
@@ -159,5 +159,49 @@ func TestConfigCreateOnce(t *testing.T) {
 	}
 	if data, v, err := s.Read(ctx); err != nil || string(data) != "first" || v != 0 {
 		t.Fatalf("Read = %q, %d, %v", data, v, err)
+	}
+}
+
+// Store opens a node by its elements; Children reads the children's data;
+// Delete removes the node with everything below it and reports how many
+// znodes went; an absent node is ErrNotFound for both; a bad element makes
+// every call fail with ErrInvalidArgument.
+func TestStoreChildrenDelete(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, 30*time.Second)
+	c := connect(t, zkAddr(t))
+	root := testRoot(t)
+	for _, id := range []string{"a", "b"} {
+		if _, err := coord.Store(c, root, coord.TotalsNode, id, "deep").Write(ctx, []byte(id), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := coord.Store(c, root, coord.TotalsNode, "a").Write(ctx, []byte("A"), -1); err != nil {
+		t.Fatal(err)
+	}
+	totals := coord.Store(c, root, coord.TotalsNode)
+	if got := totals.String(); got != root+"/totals" {
+		t.Errorf("String = %q, want %q", got, root+"/totals")
+	}
+	kids, err := totals.Children(ctx)
+	if err != nil || len(kids) != 2 || string(kids["a"]) != "A" || len(kids["b"]) != 0 {
+		t.Fatalf("Children = %q, %v", kids, err)
+	}
+	var calls int64
+	n, err := totals.Delete(ctx, func(deleted int64) { calls = deleted })
+	if err != nil || n != 5 || calls != 5 {
+		t.Fatalf("Delete = %d (progress %d), %v; want 5 znodes", n, calls, err)
+	}
+	if _, err := totals.Children(ctx); !errors.Is(err, coord.ErrNotFound) {
+		t.Fatalf("Children of a deleted node: %v, want ErrNotFound", err)
+	}
+	if _, err := totals.Delete(ctx, nil); !errors.Is(err, coord.ErrNotFound) {
+		t.Fatalf("second Delete: %v, want ErrNotFound", err)
+	}
+	if _, _, err := coord.Store(c, root, "a/b").Read(ctx); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Fatalf("Store with a slash in an element: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := coord.Store(c, "/").Delete(ctx, nil); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Fatalf("Delete of the ZooKeeper root: %v, want ErrInvalidArgument", err)
 	}
 }

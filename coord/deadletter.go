@@ -105,30 +105,33 @@ func (q *Queue) Requeue(ctx context.Context, failedName string, data []byte) (st
 			case idx >= 0:
 				return fmt.Errorf("coord: Queue.Requeue %s: %w", failedName, err)
 			}
-			lost = lost || IsConnectionLoss(err)
+			lost = lost || isConnectionLoss(err)
 			return err
 		}
 	}, nil)
 	return name, err
 }
 
-// FailCapped is Fail under a cap on the dead letters: when R/failed already
-// holds max (> 0) of them, the item is completed instead (Complete: it
-// leaves the queue unkept; the caller's own log is its record) and
-// FailCapped reports false. The count and the move are one transaction: the
-// Fail multi also sets R/failed's data, on the condition that its version is
-// still the one read with the count (ZooKeeper recipes: compare-and-set), so
-// concurrent FailCapped calls from any number of processes never take
-// R/failed past max; a caller that loses the race counts again. Cost: one
-// exists read of R/failed per call, plus one more per lost race. max <= 0
-// is Fail, uncapped. Dead letters made by Fail while a cap is in force
-// count towards it but are not held back by it.
+// Fail moves the item to the dead letters with data (the item plus its
+// last error), R/failed/<shard>-<item>, under a cap of max dead letters
+// (max <= 0: none). Uncapped it is one multi of check(session marker),
+// check(claim, version), create(dead letter), delete(item), delete(claim).
+// Capped, when R/failed already holds max of them the item is completed
+// instead (Complete: it leaves the queue unkept; the caller's own log is
+// its record) and Fail reports false. The count and the move are one
+// transaction: the multi also sets R/failed's data, on the condition that
+// its version is still the one read with the count (ZooKeeper recipes:
+// compare-and-set), so concurrent capped Fails from any number of
+// processes never take R/failed past max; a caller that loses the race
+// counts again. Cost of a cap: one exists read of R/failed per call, plus
+// one more per lost race. Dead letters made uncapped while a cap is in
+// force count towards it but are not held back by it.
 //
-// Errors: as Fail's (or Complete's, when full); ErrNotInitialized when
-// R/failed is missing.
-func (cl *Claim) FailCapped(ctx context.Context, data []byte, max int64) (deadLettered bool, err error) {
+// Errors: as Complete's; ErrNotInitialized when R/failed is missing
+// (capped).
+func (cl *Claim) Fail(ctx context.Context, data []byte, max int64) (deadLettered bool, err error) {
 	if max <= 0 {
-		return true, cl.Fail(ctx, data)
+		return true, cl.fail(ctx, data)
 	}
 	fp := cl.q.root + "/" + failedDir
 	for {

@@ -13,7 +13,7 @@ import (
 // Dead letters from four processes failing 40 items at once never exceed
 // the cap: exactly max become dead letters, the rest are completed, and
 // the calls that dead-lettered are exactly those that reported so.
-func TestFailCappedHoldsUnderConcurrency(t *testing.T) {
+func TestFailCapHoldsUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	const processes, perProcess, max = 4, 10, 7
 	root := testRoot(t)
@@ -54,9 +54,9 @@ func TestFailCappedHoldsUnderConcurrency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				ok, err := cl.FailCapped(ctx, []byte("failed"), max)
+				ok, err := cl.Fail(ctx, []byte("failed"), max)
 				if err != nil {
-					t.Errorf("FailCapped %s: %v", cl.Name(), err)
+					t.Errorf("Fail %s: %v", cl.Name(), err)
 				}
 				if ok {
 					dead.Add(1)
@@ -87,7 +87,7 @@ func TestFailCappedHoldsUnderConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := cl.FailCapped(ctx, []byte("again"), max); !ok || err != nil {
-		t.Fatalf("FailCapped under the cap after a requeue = %v, %v", ok, err)
+	if ok, err := cl.Fail(ctx, []byte("again"), max); !ok || err != nil {
+		t.Fatalf("Fail under the cap after a requeue = %v, %v", ok, err)
 	}
 }

@@ -12,7 +12,8 @@
 //     its compact store on it.
 //   - ConfigStore: the "active configuration service" (read, compare-and-set,
 //     a watch that is re-armed after every event, reconnect and expiry);
-//     Config and Drain return the crawl's.
+//     Store opens one on a crawl node (ConfigNode, DrainNode, TotalsNode,
+//     a member's WorkersNode entry) or on any znode.
 //   - Join, Members, WatchMembers, OwnedShards: group membership through
 //     ephemeral znodes and rendezvous (highest random weight) hashing of
 //     shards over members.
@@ -24,7 +25,7 @@
 //
 // # Sessions
 //
-// Connection loss (zk.ErrConnectionClosed) is recoverable: the session and its
+// Connection loss (ErrConnectionLoss) is recoverable: the session and its
 // ephemeral znodes survive if the client reconnects within the session
 // timeout. Session expiry is not: the server has deleted the session's
 // ephemeral znodes (claims, fence markers, member nodes). go-zookeeper silently

@@ -34,7 +34,7 @@ var (
 	ErrVersionConflict = errors.New("coord: version conflict")
 
 	// ErrNotInitialized means the queue's parent znodes are missing: run
-	// Queue.Init first.
+	// CreateQueue first.
 	ErrNotInitialized = errors.New("coord: queue not initialized")
 
 	// ErrNotAuthorized means a znode's ACL refused this client (ZooKeeper
@@ -57,23 +57,29 @@ var (
 	// then expired, that attempt may have committed before; either way the
 	// item is never lost.
 	ErrClaimLost = errors.New("coord: claim lost")
+
+	// ErrConnectionLoss wraps every ZooKeeper connection-loss error a
+	// call returns (go-zookeeper's ErrConnectionClosed, ErrNoServer,
+	// ErrSessionMoved, or a raw socket error): the request may or may not
+	// have been applied, and the session may still be alive
+	// ("recoverable" in the ZooKeeper Programmer's Guide). Only idempotent
+	// operations may simply be retried after it.
+	ErrConnectionLoss = errors.New("coord: zookeeper connection loss")
 )
 
-// IsConnectionLoss reports whether err is a ZooKeeper connection-loss error:
-// the request may or may not have been applied, and the session may still be
-// alive ("recoverable" in the ZooKeeper Programmer's Guide). Only idempotent
-// operations may simply be retried after it.
-//
-// zk.ErrSessionMoved is included: the server ignored the request because the
-// session moved to another server, so a retry is safe. So are socket
-// errors (broken pipe, connection reset, EOF): go-zookeeper v1.0.4 hands a
-// request the raw error when writing it to a dying connection fails, and
-// whether the server got it is then unknown (zkquirks.go, quirk 7).
-func IsConnectionLoss(err error) bool {
+// isConnectionLoss reports whether err is a ZooKeeper connection-loss error
+// (ErrConnectionLoss's contract): zk.ErrConnectionClosed, zk.ErrNoServer,
+// zk.ErrSessionMoved (the server ignored the request because the session
+// moved to another server, so a retry is safe), or a socket error (broken
+// pipe, connection reset, EOF): go-zookeeper v1.0.4 hands a request the raw
+// error when writing it to a dying connection fails, and whether the
+// server got it is then unknown (zkquirks.go, quirk 7).
+func isConnectionLoss(err error) bool {
 	if err == nil {
 		return false
 	}
-	return errors.Is(err, zk.ErrConnectionClosed) ||
+	return errors.Is(err, ErrConnectionLoss) ||
+		errors.Is(err, zk.ErrConnectionClosed) ||
 		errors.Is(err, zk.ErrNoServer) ||
 		errors.Is(err, zk.ErrSessionMoved) ||
 		isSocketError(err)

@@ -145,7 +145,7 @@ func (q *Queue) Put(ctx context.Context, shard int, key string, data []byte) (qu
 			case idx == 1 && errors.Is(err, zk.ErrNoNode):
 				return fmt.Errorf("shard %s: %w", ShardName(shard), ErrNotInitialized)
 			}
-			lost = lost || IsConnectionLoss(err)
+			lost = lost || isConnectionLoss(err)
 			return err
 		}
 	}, nil)
@@ -201,3 +201,25 @@ func AuthOf(o Option) (scheme string, credentials []byte) {
 	}
 	return opts.auth.scheme, opts.auth.credentials
 }
+
+// ID returns the ZooKeeper session id (the ephemeralOwner of the session's
+// ephemeral znodes).
+func (s *Session) ID() int64 { return s.id }
+
+// Session returns the session the member znode belongs to; the member
+// lives as long as it.
+func (m *Member) Session() *Session { return m.sess }
+
+// IsConnectionLoss is isConnectionLoss, for tests that classify raw
+// go-zookeeper errors.
+var IsConnectionLoss = isConnectionLoss
+
+// NewQueue returns the queue handle of the crawl rooted at root with
+// shards shards, without I/O (Init creates its znodes).
+func NewQueue(c *Client, root string, shards int) *Queue { return newQueue(c, root, shards) }
+
+// Init creates the queue's znodes and levels, as CreateQueue.
+func (q *Queue) Init(ctx context.Context, levels ...[]string) error { return q.init(ctx, levels...) }
+
+// MapErr is mapErr: how coord classifies a go-zookeeper error.
+func (c *Client) MapErr(err error) error { return c.mapErr(err) }

@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"sort"
@@ -28,54 +27,56 @@ func Root(name string) (string, error) {
 
 // The crawl's znode layout under its root R, in one place
 // (docs/design.md, "Znode layout"). Callers outside coord name no path of
-// the crawl: they use the recipes' verbs (Queue, Join, Members, Config,
-// Drain, Totals, Standby) and, for the frontier's store, Queue.Commit with
-// paths under the areas package frontier names (inbox/, backlog/).
+// the crawl: they use the recipes' verbs (Queue, Join, Members, Store,
+// StandbyRoot) with the node names below and, for the frontier's store,
+// Queue.Commit with paths under the areas package frontier names (inbox/,
+// backlog/).
 const (
 	queueDir    = "queue"    // R/queue/<shard>/u-NNNNNNNNNN: ready items (persistent-sequential); R/queue's data: {"shards":N}
 	claimsDir   = "claims"   // R/claims/<shard>/<item>: ephemeral claims
 	failedDir   = "failed"   // R/failed/<shard>-<item>: dead letters
 	sessionsDir = "sessions" // R/sessions/<session id>: ephemeral per-session fence markers
 	itemPrefix  = "u-"       // item name prefix; ZooKeeper appends a 10-digit sequence number
-
-	workersDir = "workers" // R/workers/<id>: ephemeral member nodes, data = the member's status
-	totalsDir  = "totals"  // R/totals: the crawl's running totals (persistent, JSON); R/totals/<id>: older versions' per-worker totals
-	standbyDir = "standby" // R/standby/workers/<id>: members in standby (a membership root of its own)
-	configNode = "config"  // R/config: the crawl settings; its version is the config version
-	drainNode  = "drain"   // R/drain: present while a drain is requested; data = a note
+	standbyDir  = "standby"  // R/standby/workers/<id>: members in standby (a membership root of its own)
 )
 
-// Config returns the store of the crawl settings of the crawl rooted at
-// root: R/config, read, compare-and-set and watched by workers, the seeder
-// and crawlctl. The value is opaque to coord (zkcrawl stores JSON).
-func Config(c *Client, root string) *ConfigStore { return NewConfigStore(c, root+"/"+configNode) }
+// The crawl's nodes that callers read and write through Store(c, R, name
+// ...): values opaque to coord (zkcrawl stores JSON).
+const (
+	// ConfigNode, R/config: the crawl settings, read, compare-and-set and
+	// watched by workers, the seeder and crawlctl; its version is the
+	// config version.
+	ConfigNode = "config"
+	// DrainNode, R/drain: exists while a drain is requested (its data is a
+	// note naming who asked); Write requests one, Delete cancels it, Watch
+	// follows it.
+	DrainNode = "drain"
+	// TotalsNode, R/totals: the crawl's running totals, one znode for every
+	// worker and run, each adding its counts with a compare-and-set
+	// (ConfigStore.Write at the read version). Its children R/totals/<id>
+	// are older versions' per-worker totals (ConfigStore.Children).
+	TotalsNode = "totals"
+	// WorkersNode, R/workers/<id>: member id's ephemeral status node,
+	// created and updated by Join and Member.Update; Store(c, R,
+	// WorkersNode, id) reads it without joining.
+	WorkersNode = "workers"
+)
 
-// Drain returns the store of the drain request of the crawl rooted at
-// root: R/drain exists while a drain is requested (its data is a note
-// naming who asked); Write requests one, Delete cancels it, Watch follows
-// it.
-func Drain(c *Client, root string) *ConfigStore { return NewConfigStore(c, root+"/"+drainNode) }
-
-// MemberNode returns the store of member id's status node R/workers/<id>
-// (created and updated by Join and Member.Update), for reading it without
-// joining: a worker checks with it whether its id is still held.
-func MemberNode(c *Client, root, id string) *ConfigStore {
-	return NewConfigStore(c, root+"/"+workersDir+"/"+id)
-}
-
-// Totals returns the store of the crawl's running totals R/totals (opaque
-// data; zkcrawl writes JSON), one znode for every worker and run: each
-// adds its counts with a compare-and-set (ConfigStore.Write at the read
-// version).
-func Totals(c *Client, root string) *ConfigStore {
-	return NewConfigStore(c, root+"/"+totalsDir)
-}
-
-// ReadAllTotals returns the per-worker totals nodes R/totals/* that older
-// versions wrote, data by worker id, read pipelined; an empty map when
-// there are none. Errors: ZooKeeper errors after retries.
-func ReadAllTotals(ctx context.Context, c *Client, root string) (map[string][]byte, error) {
-	return readNodes(ctx, c, root+"/"+totalsDir)
+// Store returns the store of the znode root/elem/... (root absolute, the
+// chroot applied), e.g. Store(c, R, ConfigNode) for R/config, or Store(c,
+// R) for the crawl root itself. An invalid path (root not absolute, or an
+// elem that is not one znode name) makes every call of the store fail with
+// ErrInvalidArgument.
+func Store(c *Client, root string, elem ...string) *ConfigStore {
+	p := root
+	var err error
+	for _, e := range elem {
+		if err = validateName(e); err != nil {
+			break
+		}
+		p += "/" + e
+	}
+	return newStore(c, p, err)
 }
 
 // StandbyRoot returns the membership root of the crawl rooted at root's

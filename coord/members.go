@@ -51,7 +51,7 @@ func Join(ctx context.Context, sess *Session, root, id string, status []byte) (*
 	if err := validateName(id); err != nil {
 		return nil, fmt.Errorf("coord: Join: member id: %w", err)
 	}
-	dir := c.abs(root) + "/" + workersDir
+	dir := c.abs(root) + "/" + WorkersNode
 	p := dir + "/" + id
 	where := fmt.Sprintf("coord: Join %s as %q", root, id)
 	warned := false
@@ -103,10 +103,6 @@ func Join(ctx context.Context, sess *Session, root, id string, status []byte) (*
 		}
 	}
 }
-
-// Session returns the session the member znode belongs to; the member
-// lives as long as it.
-func (m *Member) Session() *Session { return m.sess }
 
 // Update replaces the member's status data (unconditional setData; retried
 // after connection loss, which is safe).
@@ -170,7 +166,10 @@ func Members(ctx context.Context, c *Client, root string) ([]string, map[string]
 	if err := validatePath(root); err != nil {
 		return nil, nil, fmt.Errorf("coord: Members: root: %w", err)
 	}
-	status, err := readNodes(ctx, c, root+"/"+workersDir)
+	status, err := readNodes(ctx, c, c.abs(root+"/"+WorkersNode))
+	if errors.Is(err, zk.ErrNoNode) {
+		status, err = map[string][]byte{}, nil
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("coord: Members %s: %w", root, err)
 	}
@@ -182,18 +181,12 @@ func Members(ctx context.Context, c *Client, root string) ([]string, map[string]
 	return live, status, nil
 }
 
-// readNodes returns the data of every child of dir (not chrooted yet) by
-// name, the reads pipelined; children deleted meanwhile are left out, and
-// a missing dir has none. Errors: ZooKeeper errors after retries.
+// readNodes returns the data of every child of dir (absolute, chroot
+// applied) by name, the reads pipelined; children deleted meanwhile are
+// left out. Errors: zk.ErrNoNode when dir does not exist; ZooKeeper errors
+// after retries.
 func readNodes(ctx context.Context, c *Client, dir string) (map[string][]byte, error) {
-	if err := validatePath(dir); err != nil {
-		return nil, err
-	}
-	dir = c.abs(dir)
 	ids, err := c.readChildren(ctx, dir)
-	if errors.Is(err, zk.ErrNoNode) {
-		return map[string][]byte{}, nil
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +225,7 @@ func WatchMembers(ctx context.Context, c *Client, root string) <-chan []string {
 		close(out)
 		return out
 	}
-	dir := c.abs(root) + "/" + workersDir
+	dir := c.abs(root) + "/" + WorkersNode
 	read := func(ctx context.Context, armed <-chan zk.Event) ([]string, <-chan zk.Event, error) {
 		ids, ev, err := childrenOrAbsent(ctx, c, dir, armed)
 		slices.Sort(ids)

@@ -10,18 +10,23 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// mapErr turns go-zookeeper's session-end errors into coord's sentinels
-// (keeping the original in the chain).
+// mapErr turns go-zookeeper's session-end, authorization and
+// connection-loss errors into coord's sentinels (keeping the original in
+// the chain).
 func (c *Client) mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, zk.ErrSessionExpired):
 		return fmt.Errorf("%w: %w", ErrSessionExpired, err)
-	case errors.Is(err, zk.ErrClosing), (errors.Is(err, zk.ErrConnectionClosed) && c.isClosed()):
+	case errors.Is(err, zk.ErrClosing):
 		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, zk.ErrConnectionClosed) && c.isClosed():
+		return fmt.Errorf("%w: %w: %w", ErrClosed, ErrConnectionLoss, err)
 	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
 		return fmt.Errorf("%w: %w", ErrNotAuthorized, err)
+	case isConnectionLoss(err) && !errors.Is(err, ErrConnectionLoss):
+		return fmt.Errorf("%w: %w", ErrConnectionLoss, err)
 	}
 	return err
 }

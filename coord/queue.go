@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// maxShards bounds the shard count given to NewQueue.
+// maxShards bounds the shard count given to CreateQueue.
 const maxShards = 100000
 
 // createMultiMax bounds the creates createAll sends as one multi (paths of
@@ -34,7 +34,7 @@ const createConcurrency = 256
 //	R/sessions/<session id>        ephemeral fence marker of a claiming session
 //
 // Items are created by Commit's OpReady (the frontier's moves) and Requeue.
-// The shard count is fixed when the queue is created (Init stores it in
+// The shard count is fixed when the queue is created (CreateQueue stores it in
 // R/queue's data). Safe for concurrent use.
 type Queue struct {
 	c       *Client
@@ -51,11 +51,11 @@ type Queue struct {
 	cursors []*cursor
 }
 
-// NewQueue returns the queue of a new crawl rooted at root (absolute path,
-// chroot applied) with shards shards (1..100,000). It does no I/O:
-// Init creates the znodes (idempotent). An invalid root or shard
-// count makes every call fail with ErrInvalidArgument.
-func NewQueue(c *Client, root string, shards int) *Queue {
+// newQueue returns the queue handle of the crawl rooted at root (absolute
+// path, chroot applied) with shards shards (1..100,000), without I/O. An
+// invalid root or shard count makes every call fail with
+// ErrInvalidArgument.
+func newQueue(c *Client, root string, shards int) *Queue {
 	q := &Queue{
 		c:       c,
 		root:    c.abs(root),
@@ -66,12 +66,12 @@ func NewQueue(c *Client, root string, shards int) *Queue {
 		fences:  make(map[int64]*fenceEntry),
 	}
 	if err := validatePath(root); err != nil {
-		q.initErr = fmt.Errorf("coord: NewQueue: root: %w", err)
+		q.initErr = fmt.Errorf("coord: Queue: root: %w", err)
 	} else if root == "/" {
-		q.initErr = fmt.Errorf("coord: NewQueue: root %q: must not be the ZooKeeper root: %w", root, ErrInvalidArgument)
+		q.initErr = fmt.Errorf("coord: Queue: root %q: must not be the ZooKeeper root: %w", root, ErrInvalidArgument)
 	}
 	if shards < 1 || shards > maxShards {
-		q.initErr = fmt.Errorf("coord: NewQueue: shards %d: must be in [1, %d]: %w", shards, maxShards, ErrInvalidArgument)
+		q.initErr = fmt.Errorf("coord: Queue: shards %d: must be in [1, %d]: %w", shards, maxShards, ErrInvalidArgument)
 		shards = 0
 	}
 	q.cursors = make([]*cursor, max(shards, 0))
@@ -104,7 +104,7 @@ func OpenQueue(ctx context.Context, c *Client, root string) (*Queue, error) {
 	if err := json.Unmarshal(data, &meta); err != nil || meta.Shards < 1 {
 		return nil, fmt.Errorf("coord: OpenQueue %s: %s/%s data %q holds no shard count: %w", root, root, queueDir, data, ErrNotInitialized)
 	}
-	return NewQueue(c, root, meta.Shards), nil
+	return newQueue(c, root, meta.Shards), nil
 }
 
 // Shards returns the shard count.
@@ -188,7 +188,7 @@ func (q *Queue) writeMeta(ctx context.Context) error {
 	if len(data) == 0 {
 		_, err := q.c.set(ctx, qp, meta, st.Version)
 		if errors.Is(err, zk.ErrBadVersion) {
-			return zk.ErrConnectionClosed // raced with another creator: look again
+			return q.c.mapErr(zk.ErrConnectionClosed) // raced with another creator: look again
 		}
 		return err
 	}

@@ -141,7 +141,7 @@ func queueLeft(t testing.TB, c *coord.Client, root string, shards int) (items, c
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := q.ShardClaims(ctx, s)
+		b, err := q.Claims(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,10 +411,13 @@ func TestClaimLifecycle(t *testing.T) {
 	if _, err := q.Claim(ctx, sess, 1, name); !errors.Is(err, coord.ErrClaimed) {
 		t.Fatalf("same-process second claim: %v, want ErrClaimed", err)
 	}
-	st, err := q.Stats(ctx)
-	if err != nil || st.Queued != 1 || st.Claimed != 1 || st.Shards[1].Claims[0].Owner != "test" ||
-		st.Shards[1].Claims[0].Session != sess.ID() {
-		t.Fatalf("Stats = %+v, %v", st, err)
+	st, err := q.Pending(ctx)
+	if err != nil || st.Queued != 1 || st.Claimed != 1 {
+		t.Fatalf("Pending = %+v, %v", st, err)
+	}
+	cls, err := q.Claims(ctx)
+	if err != nil || len(cls) != 1 || cls[0].Shard != 1 || cls[0].Owner != "test" || cls[0].Session != sess.ID() {
+		t.Fatalf("Claims = %+v, %v", cls, err)
 	}
 	if err := cl.Reschedule(ctx, []byte("v2")); err != nil {
 		t.Fatal(err)
@@ -426,7 +429,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if err != nil || cl2.Name() != name {
 		t.Fatalf("Take after Reschedule = %v, %v", cl2, err)
 	}
-	if err := cl2.Fail(ctx, []byte("dead")); err != nil {
+	if _, err := cl2.Fail(ctx, []byte("dead"), 0); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -485,9 +488,9 @@ func TestClaimLifecycle(t *testing.T) {
 	if _, err := q.Claim(ctx, sess2, 1, newName); !errors.Is(err, coord.ErrGone) {
 		t.Fatalf("claim of completed item: %v, want ErrGone", err)
 	}
-	st, err = q.Stats(ctx)
+	st, err = q.Pending(ctx)
 	if err != nil || st.Queued != 0 || st.Claimed != 0 || st.Failed != 0 {
-		t.Fatalf("final Stats = %+v, %v", st, err)
+		t.Fatalf("final Pending = %+v, %v", st, err)
 	}
 	if _, err := q.Put(ctx, 0, "XYZ", nil); !errors.Is(err, coord.ErrInvalidArgument) {
 		t.Fatalf("bad key: %v", err)
@@ -537,7 +540,7 @@ func TestClaimQueuedAcrossExpiryIsFenced(t *testing.T) {
 	}
 	admin := connect(t, zkAddr(t))
 	time.Sleep(200 * time.Millisecond)
-	if kids, err := coord.NewQueue(admin, root, 1).ShardClaims(ctx, 0); err != nil || len(kids) != 0 {
+	if kids, err := coord.NewQueue(admin, root, 1).Claims(ctx, 0); err != nil || len(kids) != 0 {
 		t.Fatalf("claims after fenced claim: %v, %v", kids, err)
 	}
 	st, _ := c.Session(ctx)

@@ -45,7 +45,7 @@ func (p retryPolicy) backoff(n int) time.Duration {
 }
 
 // retry calls fn until it succeeds, returns a non-retryable error, or the
-// policy or ctx gives up. Only connection loss (IsConnectionLoss) is retried,
+// policy or ctx gives up. Only connection loss (isConnectionLoss) is retried,
 // so fn must be idempotent; a non-idempotent write goes through retryWrite.
 //
 // Errors: nil on success; an error wrapping ErrSessionExpired as soon as fn
@@ -72,7 +72,7 @@ func retryWith(ctx context.Context, p retryPolicy, fn func(ctx context.Context) 
 				return err
 			}
 			return fmt.Errorf("%w: %w", ErrSessionExpired, err)
-		case !IsConnectionLoss(err):
+		case !isConnectionLoss(err):
 			return err
 		}
 		if attempt >= p.attempts {
@@ -111,7 +111,7 @@ func (c *Client) retryWrite(ctx context.Context, write func(ctx context.Context)
 			}
 		}
 		err := write(ctx)
-		lost = IsConnectionLoss(err)
+		lost = isConnectionLoss(err)
 		return err
 	})
 	if settled {

@@ -60,8 +60,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithOwner sets the worker id this client writes into the claims and
-// session fence markers it creates (shown by Queue.Stats and
-// Queue.ShardClaims as ClaimInfo.Owner; default "").
+// session fence markers it creates (shown by Queue.Claims as
+// ClaimInfo.Owner; default "").
 func WithOwner(id string) Option {
 	return func(o *options) { o.owner = id }
 }
@@ -120,10 +120,6 @@ func newSession(c *Client, id int64) *Session {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &Session{c: c, id: id, ctx: ctx, cancel: cancel}
 }
-
-// ID returns the ZooKeeper session id (the ephemeralOwner of the session's
-// ephemeral znodes).
-func (s *Session) ID() int64 { return s.id }
 
 // Ctx returns a context cancelled when this session ends, as etcd's
 // concurrency.Session.Ctx: when the server expired it (context.Cause then

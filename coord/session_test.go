@@ -3,9 +3,13 @@ package coord_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
@@ -88,7 +92,7 @@ func TestSessionLossAndExpiry(t *testing.T) {
 func TestContextCancelIsPrompt(t *testing.T) {
 	t.Parallel()
 	p, c := proxied(t, zkAddr(t))
-	cfg := coord.NewConfigStore(c, testRoot(t)+"/config")
+	cfg := coord.Store(c, testRoot(t)+"/config")
 	p.Blackhole()
 	defer p.Heal()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -107,17 +111,40 @@ func TestConnectChroot(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	c := connect(t, zkAddr(t)+root)
-	cfg := coord.NewConfigStore(c, "/config")
+	cfg := coord.Store(c, "/config")
 	ctx := ctxT(t, 20*time.Second)
 	if _, err := cfg.Write(ctx, []byte("x"), -1); err != nil {
 		t.Fatal(err)
 	}
 	raw := connect(t, zkAddr(t))
-	data, _, err := coord.NewConfigStore(raw, root+"/config").Read(ctx)
+	data, _, err := coord.Store(raw, root+"/config").Read(ctx)
 	if err != nil || string(data) != "x" {
 		t.Fatalf("chrooted write not at %s/config: %q, %v", root, data, err)
 	}
 	if _, err := coord.Connect(ctx, "nohostport"); !errors.Is(err, coord.ErrInvalidArgument) {
 		t.Fatalf("bad connect string: %v", err)
+	}
+}
+
+// Every connection-loss error a call returns wraps ErrConnectionLoss,
+// keeping go-zookeeper's error in the chain, and is wrapped only once;
+// other errors are not connection loss.
+func TestConnectionLossIsSentinel(t *testing.T) {
+	t.Parallel()
+	c := connect(t, zkAddr(t))
+	for _, raw := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionMoved,
+		fmt.Errorf("write tcp: %w", syscall.EPIPE), io.EOF} {
+		err := c.MapErr(raw)
+		if !errors.Is(err, coord.ErrConnectionLoss) || !errors.Is(err, raw) || !coord.IsConnectionLoss(err) {
+			t.Errorf("mapErr(%v) = %v; want it to wrap ErrConnectionLoss and the original", raw, err)
+		}
+		if again := c.MapErr(err); again.Error() != err.Error() {
+			t.Errorf("mapErr twice = %v; want %v", again, err)
+		}
+	}
+	for _, raw := range []error{zk.ErrNoNode, zk.ErrBadVersion, zk.ErrSessionExpired} {
+		if err := c.MapErr(raw); errors.Is(err, coord.ErrConnectionLoss) {
+			t.Errorf("mapErr(%v) = %v; not connection loss", raw, err)
+		}
 	}
 }

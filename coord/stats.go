@@ -6,122 +6,83 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// ShardStats describes one shard for Stats.
-type ShardStats struct {
-	Shard  int
-	Name   string
-	Queued int         // items in R/queue/<shard>, claimed or not
-	Claims []ClaimInfo // claims in R/claims/<shard>
-}
-
-// ClaimInfo is one claim as shown by Stats.
-type ClaimInfo struct {
-	Item      string
-	Owner     string
-	Session   int64
-	ClaimedAt time.Time
-	Age       time.Duration
-}
-
-// QueueStats is a snapshot of the queue (not atomic across shards): the
-// counts of Stats, Pending and CountShards, and per shard (Stats only) its
-// items and claims.
+// QueueStats counts the queue (a snapshot, not atomic across shards).
 type QueueStats struct {
-	Shards  []ShardStats // Stats only; nil from Pending and CountShards
-	Queued  int          // items in R/queue/<shard>, claimed or not
-	Claimed int          // claims in R/claims/<shard>
-	Failed  int          // dead letters in R/failed (the whole crawl's)
+	Queued  int   // items in R/queue/<shard> of the counted shards, claimed or not
+	Claimed int   // claims in R/claims/<shard> of the counted shards
+	Failed  int   // dead letters in R/failed (the whole crawl's)
+	Depths  []int // Depths[i]: the items of the i-th counted shard
 }
 
-// Stats reads queued counts (from each shard's numChildren), claims (with
-// owner, session and age) and the dead-letter count. The requests are
-// pipelined; the result is a snapshot, not atomic across shards.
-func (q *Queue) Stats(ctx context.Context) (*QueueStats, error) {
-	if q.initErr != nil {
-		return nil, q.initErr
-	}
-	st := &QueueStats{Shards: make([]ShardStats, q.shards)}
-	now := time.Now()
-	err := parallel(ctx, q.shards, 32, func(ctx context.Context, i int) error {
-		s := &st.Shards[i]
-		s.Shard, s.Name = i, ShardName(i)
-		var err error
-		if s.Queued, err = q.numChildren(ctx, q.shardPath(queueDir, i)); err != nil {
-			return err
+// ClaimInfo is one claim as listed by Claims.
+type ClaimInfo struct {
+	Shard     int
+	Item      string // the item's znode name ("u-0000000042")
+	Owner     string // the claimer's WithOwner id
+	Session   int64  // the claimer's session id
+	ClaimedAt time.Time
+	Age       time.Duration // since ClaimedAt, on this client's clock
+}
+
+// allShards returns shards, or every shard when none is given.
+func (q *Queue) allShards(op string, shards []int) ([]int, error) {
+	if len(shards) == 0 {
+		shards = make([]int, q.shards)
+		for i := range shards {
+			shards[i] = i
 		}
-		return q.c.retry(ctx, func(ctx context.Context) error {
-			claims, err := q.shardClaims(ctx, i, now)
-			s.Claims = claims
-			return err
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("coord: Queue.Stats %s: %w", q.name, err)
 	}
-	for _, s := range st.Shards {
-		st.Queued += s.Queued
-		st.Claimed += len(s.Claims)
+	for _, s := range shards {
+		if err := q.checkShard(op, s); err != nil {
+			return nil, err
+		}
 	}
-	if st.Failed, err = q.numChildren(ctx, q.root+"/"+failedDir); err != nil {
-		return nil, fmt.Errorf("coord: Queue.Stats %s: %w", q.name, err)
-	}
-	return st, nil
+	return shards, nil
 }
 
-// Pending counts the items and claims of every shard and the dead letters,
-// from the parents' numChildren (pipelined exists calls, no data reads):
-// much cheaper than Stats. A worker deciding whether the crawl is done uses
-// it. Errors: ErrNotInitialized, ZooKeeper errors after retries, ctx
-// errors.
-func (q *Queue) Pending(ctx context.Context) (QueueStats, error) {
-	all := make([]int, q.shards)
-	for i := range all {
-		all[i] = i
-	}
-	st, err := q.CountShards(ctx, all)
-	if err != nil {
-		return QueueStats{}, fmt.Errorf("coord: Queue.Pending %s: %w", q.name, err)
-	}
-	return st, nil
-}
-
-// CountShards counts the items and claims of the given shards (a worker's
-// owned shards, for its metrics gauges; none: only the dead letters) and
-// the crawl's dead letters, as Pending. Errors: ErrInvalidArgument for a
-// shard out of range; ZooKeeper errors after retries.
-func (q *Queue) CountShards(ctx context.Context, shards []int) (QueueStats, error) {
+// Pending counts the items and claims of the given shards (every shard
+// when none is given) and the crawl's dead letters, from the parents'
+// numChildren: 2 x shards + 1 pipelined exists calls, no data reads. A
+// worker deciding whether the crawl is done, and its gauges for its owned
+// shards, use it. Errors: ErrInvalidArgument for a shard out of range;
+// ZooKeeper errors after retries; ctx errors.
+func (q *Queue) Pending(ctx context.Context, shards ...int) (QueueStats, error) {
 	if q.initErr != nil {
 		return QueueStats{}, q.initErr
 	}
-	for _, s := range shards {
-		if err := q.checkShard("Queue.CountShards", s); err != nil {
-			return QueueStats{}, err
-		}
+	shards, err := q.allShards("Queue.Pending", shards)
+	if err != nil {
+		return QueueStats{}, err
 	}
-	var queued, claimed, failed atomic.Int64
 	n := len(shards)
-	err := parallel(ctx, 2*n+1, 64, func(ctx context.Context, i int) error {
+	depths, claimed := make([]int, n), make([]int, n)
+	var failed int
+	err = parallel(ctx, 2*n+1, 64, func(ctx context.Context, i int) error {
 		p, into := q.root+"/"+failedDir, &failed
 		switch {
 		case i < n:
-			p, into = q.shardPath(queueDir, shards[i]), &queued
+			p, into = q.shardPath(queueDir, shards[i]), &depths[i]
 		case i < 2*n:
-			p, into = q.shardPath(claimsDir, shards[i-n]), &claimed
+			p, into = q.shardPath(claimsDir, shards[i-n]), &claimed[i-n]
 		}
 		k, err := q.numChildren(ctx, p)
-		into.Add(int64(k))
+		*into = k
 		return err
 	})
 	if err != nil {
-		return QueueStats{}, fmt.Errorf("coord: Queue.CountShards %s: %w", q.name, err)
+		return QueueStats{}, fmt.Errorf("coord: Queue.Pending %s: %w", q.name, err)
 	}
-	return QueueStats{Queued: int(queued.Load()), Claimed: int(claimed.Load()), Failed: int(failed.Load())}, nil
+	st := QueueStats{Failed: failed, Depths: depths}
+	for i := range n {
+		st.Queued += depths[i]
+		st.Claimed += claimed[i]
+	}
+	return st, nil
 }
 
 // numChildren returns p's number of children, 0 when p does not exist
@@ -138,21 +99,38 @@ func (q *Queue) numChildren(ctx context.Context, p string) (int, error) {
 	return n, err
 }
 
-// ShardClaims lists the claims held in one shard (R/claims/<shard>), with
-// owner, session and age, sorted by item name. A worker taking over a shard
-// uses it to wait until the previous owner's claims are finished.
-// Errors: ErrInvalidArgument for a bad shard; ZooKeeper errors after retries.
-func (q *Queue) ShardClaims(ctx context.Context, shard int) ([]ClaimInfo, error) {
-	if err := q.checkShard("Queue.ShardClaims", shard); err != nil {
+// Claims lists the claims held in the given shards (every shard when
+// none is given), with owner, session and age, by shard and then item
+// name: one getChildren per shard and one getData per claim, pipelined. A
+// worker taking over a shard uses it to wait until the previous owner's
+// claims are finished; crawlctl status shows them. Errors:
+// ErrInvalidArgument for a shard out of range; ZooKeeper errors after
+// retries; ctx errors.
+func (q *Queue) Claims(ctx context.Context, shards ...int) ([]ClaimInfo, error) {
+	if q.initErr != nil {
+		return nil, q.initErr
+	}
+	shards, err := q.allShards("Queue.Claims", shards)
+	if err != nil {
 		return nil, err
 	}
-	var out []ClaimInfo
-	err := q.c.retry(ctx, func(ctx context.Context) error {
-		var err error
-		out, err = q.shardClaims(ctx, shard, time.Now())
-		return err
+	per := make([][]ClaimInfo, len(shards))
+	now := time.Now()
+	err = parallel(ctx, len(shards), 32, func(ctx context.Context, i int) error {
+		return q.c.retry(ctx, func(ctx context.Context) error {
+			var err error
+			per[i], err = q.shardClaims(ctx, shards[i], now)
+			return err
+		})
 	})
-	return out, err
+	if err != nil {
+		return nil, fmt.Errorf("coord: Queue.Claims %s: %w", q.name, err)
+	}
+	var out []ClaimInfo
+	for _, p := range per {
+		out = append(out, p...)
+	}
+	return out, nil
 }
 
 // shardClaims reads the claims of one shard with their records (no retry).
@@ -174,7 +152,7 @@ func (q *Queue) shardClaims(ctx context.Context, shard int, now time.Time) ([]Cl
 		if err != nil {
 			return nil, err
 		}
-		info := ClaimInfo{Item: n}
+		info := ClaimInfo{Shard: shard, Item: n}
 		var rec claimRecord
 		if json.Unmarshal(data, &rec) == nil {
 			info.Owner = rec.Owner

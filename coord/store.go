@@ -270,16 +270,31 @@ func (q *Queue) Stat(ctx context.Context, rel string) (children, bytes int, err 
 	return children, bytes, err
 }
 
-// Init creates the queue's znodes if missing (R with R/queue holding the
-// shard count, R/claims, R/failed, R/sessions, and every shard's
-// R/queue/<shard> and R/claims/<shard>), then, level by level, the empty
-// persistent znodes of each of levels (paths relative to the crawl root;
-// a level lists parents before the next level's children). Idempotent;
-// the creates are pipelined.
+// CreateQueue returns the queue of a new crawl rooted at root (absolute
+// path, chroot applied) with shards shards (1..100,000), creating its
+// znodes if missing (R with R/queue holding the shard count, R/claims,
+// R/failed, R/sessions, and every shard's R/queue/<shard> and
+// R/claims/<shard>), then, level by level, the empty persistent znodes of
+// each of levels (paths relative to the crawl root; a level lists parents
+// before the next level's children: the caller's store areas). Idempotent;
+// the creates are pipelined. OpenQueue opens an existing crawl's.
 //
-// Errors: ErrInvalidArgument if R/queue exists with a different shard
-// count, or for a bad path; ZooKeeper errors after retries.
-func (q *Queue) Init(ctx context.Context, levels ...[]string) error {
+// Errors: ErrInvalidArgument for a bad root, shard count or path, or if
+// R/queue exists with a different shard count; ZooKeeper errors after
+// retries.
+func CreateQueue(ctx context.Context, c *Client, root string, shards int, levels ...[]string) (*Queue, error) {
+	q := newQueue(c, root, shards)
+	if q.initErr != nil {
+		return nil, q.initErr
+	}
+	if err := q.init(ctx, levels...); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// init creates the queue's znodes and levels (CreateQueue).
+func (q *Queue) init(ctx context.Context, levels ...[]string) error {
 	if err := q.create(ctx); err != nil {
 		return err
 	}
@@ -293,7 +308,7 @@ func (q *Queue) Init(ctx context.Context, levels ...[]string) error {
 			paths[i] = p
 		}
 		if err := q.c.createAll(ctx, paths); err != nil {
-			return fmt.Errorf("coord: Queue.Init %s: %w", q.name, err)
+			return fmt.Errorf("coord: CreateQueue %s: %w", q.name, err)
 		}
 	}
 	return nil

@@ -106,7 +106,7 @@ func TestWithTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TLS connect: %v", err)
 	}
-	if _, err := coord.NewConfigStore(c, "/tls-check").Write(ctx, []byte("ok"), -1); err != nil {
+	if _, err := coord.Store(c, "/tls-check").Write(ctx, []byte("ok"), -1); err != nil {
 		t.Errorf("write over TLS: %v", err)
 	}
 	c.Close()

@@ -11,41 +11,22 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Children returns the names of p's children (sorted by ZooKeeper in no
-// particular order), retried after connection loss. Errors: ErrNotFound
-// when p does not exist.
-func Children(ctx context.Context, c *Client, p string) ([]string, error) {
-	if err := validatePath(p); err != nil {
-		return nil, fmt.Errorf("coord: Children: %w", err)
-	}
-	names, err := c.readChildren(ctx, c.abs(p))
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("coord: Children %s: %w", p, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("coord: Children %s: %w", p, err)
-	}
-	return names, nil
-}
-
-// DeleteTree deletes p and every znode below it, children first (as
+// Delete deletes the znode and every znode below it, children first (as
 // ZooKeeper's ZKUtil.deleteRecursive; ZooKeeper has no server-side
-// recursive delete), with up to parallel deletes in flight (pipelined on the
-// one connection). progress, if not nil, is called with the running count
-// after each deleted znode. It is not atomic: a znode created below p while
-// it runs makes the parent's delete fail with NotEmpty, which is retried by
-// listing again. A missing p is not an error (0 deleted). Errors: ctx
-// ended, or a ZooKeeper error other than NoNode/NotEmpty.
-func DeleteTree(ctx context.Context, c *Client, p string, parallel int, progress func(deleted int64)) (int64, error) {
-	if err := validatePath(p); err != nil {
-		return 0, fmt.Errorf("coord: DeleteTree: %w", err)
+// recursive delete), with up to 32 deletes in flight (pipelined on the one
+// connection), and returns how many it deleted: for a drain request, 1
+// (cancels it); for a crawl root, the whole crawl. progress, if not nil,
+// is called with the running count after each deleted znode. It is not
+// atomic: a znode created below while it runs makes its parent's delete
+// fail with NotEmpty, which is retried by listing again; a znode already
+// gone counts as done, so running it again after a failure finishes the
+// job. Errors: ErrNotFound when the znode does not exist; ctx ended, or a
+// ZooKeeper error other than NoNode/NotEmpty.
+func (s *ConfigStore) Delete(ctx context.Context, progress func(deleted int64)) (int64, error) {
+	if s.err != nil {
+		return 0, s.err
 	}
-	if p == "/" {
-		return 0, fmt.Errorf("coord: DeleteTree: refusing to delete the root: %w", ErrInvalidArgument)
-	}
-	if parallel < 1 {
-		parallel = 1
-	}
+	c, parallel := s.c, 32
 	var n atomic.Int64
 	sem := make(chan struct{}, parallel)
 	var mu sync.Mutex // serializes progress calls
@@ -93,9 +74,26 @@ func DeleteTree(ctx context.Context, c *Client, p string, parallel int, progress
 			}
 		}
 	}
-	err := walk(ctx, c.abs(p))
+	ok, err := s.exists(ctx)
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	if err == nil {
+		err = walk(ctx, s.path)
+	}
 	if err != nil {
-		return n.Load(), fmt.Errorf("coord: DeleteTree %s: %w", p, err)
+		return n.Load(), fmt.Errorf("coord: ConfigStore.Delete %s: %w", s.name, err)
 	}
 	return n.Load(), nil
+}
+
+// exists reports whether the znode exists, retried after connection loss.
+func (s *ConfigStore) exists(ctx context.Context) (bool, error) {
+	var ok bool
+	err := s.c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		ok, _, err = s.c.exists(ctx, s.path)
+		return err
+	})
+	return ok, err
 }

@@ -54,7 +54,7 @@ type Backlog struct {
 }
 
 // NewBacklog returns the backlog of q's crawl root with groups groups
-// (1..100,000). It does no I/O; Init creates the znodes. key returns the
+// (1..100,000). It does no I/O; Create makes the znodes. key returns the
 // 64-bit dedup key (fingerprint) of a record; it must be a pure function of
 // the record's identity (for a crawl item: its normalized URL), so that a
 // record and its retried or re-posted copies share a key.
@@ -78,27 +78,21 @@ func (b *Backlog) chunkPath(g int, seq uint64) string {
 	return fmt.Sprintf("%s/%s%010d", b.cursorPath(g), chunkPrefix, seq)
 }
 
-// Init creates the crawl's queue and frontier store znodes if missing:
-// those of the queue (R/queue with the shard count, R/claims, R/failed,
-// R/sessions, and every shard's R/queue/<shard> and R/claims/<shard>), then
-// R/inbox, R/backlog and, for every group, R/inbox/<g> and the cursor
-// R/backlog/<g> (empty: a new group). Idempotent; the creates are
-// pipelined.
-//
-// Errors: ErrInvalidArgument if R/queue exists with a different shard
-// count; ZooKeeper errors after retries.
-func (b *Backlog) Init(ctx context.Context) error {
-	if b.groups < 1 || b.groups > maxGroups {
-		return fmt.Errorf("frontier: Backlog.Init: %d groups: must be in [1, %d]: %w", b.groups, maxGroups, coord.ErrInvalidArgument)
+// storeLevels returns the frontier store's znodes for a crawl of groups
+// groups, for coord.CreateQueue: R/inbox and R/backlog, then for every
+// group its inbox R/inbox/<g> and cursor R/backlog/<g> (empty: a new
+// group). Errors: ErrInvalidArgument-wrapping for groups out of
+// [1, 100,000].
+func storeLevels(groups int) ([][]string, error) {
+	if groups < 1 || groups > maxGroups {
+		return nil, fmt.Errorf("frontier: %d groups: must be in [1, %d]: %w", groups, maxGroups, coord.ErrInvalidArgument)
 	}
+	b := &Backlog{groups: groups}
 	var paths []string
-	for g := 0; g < b.groups; g++ {
+	for g := 0; g < groups; g++ {
 		paths = append(paths, b.inboxPath(g), b.cursorPath(g))
 	}
-	if err := b.q.Init(ctx, []string{inboxDir, backlogDir}, paths); err != nil {
-		return fmt.Errorf("frontier: Backlog.Init: %w", err)
-	}
-	return nil
+	return [][]string{{inboxDir, backlogDir}, paths}, nil
 }
 
 // Post hands records to group g's owner: one create of a

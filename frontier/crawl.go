@@ -9,7 +9,7 @@ import (
 )
 
 // Create creates the crawl's frontier at root if it does not exist: the
-// queue's and the frontier store's znodes (Backlog.Init) and the
+// queue's and the frontier store's znodes (coord.CreateQueue) and the
 // layout in root's data. It is
 // idempotent; for an existing crawl it returns that crawl's frontier and
 // ignores layout (the layout is fixed at creation). created reports whether
@@ -30,14 +30,18 @@ func Create(ctx context.Context, c *coord.Client, root string, layout Layout) (f
 	// worker that opens the crawl meanwhile never misreads it; a concurrent
 	// creator writes the same bytes or loses the race to Init's shard-count
 	// check.
-	if _, err := coord.NewConfigStore(c, root).Write(ctx, layout.Encode(), -1); err != nil {
+	if _, err := coord.Store(c, root).Write(ctx, layout.Encode(), -1); err != nil {
 		return nil, false, fmt.Errorf("frontier: record the layout of %s: %w", root, err)
 	}
-	f = New(coord.NewQueue(c, root, layout.Shards), layout, 0)
-	if err := f.b.Init(ctx); err != nil {
+	levels, err := storeLevels(layout.Groups())
+	if err != nil {
+		return nil, false, err
+	}
+	q, err := coord.CreateQueue(ctx, c, root, layout.Shards, levels...)
+	if err != nil {
 		return nil, false, fmt.Errorf("frontier: create %s: %w", root, err)
 	}
-	return f, true, nil
+	return New(q, layout, 0), true, nil
 }
 
 // Open returns the frontier of an existing crawl at root, with its layout.
@@ -49,7 +53,7 @@ func Open(ctx context.Context, c *coord.Client, root string) (*Frontier, error) 
 	if err != nil {
 		return nil, err
 	}
-	data, _, err := coord.NewConfigStore(c, root).Read(ctx)
+	data, _, err := coord.Store(c, root).Read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("frontier: read the layout of %s: %w", root, err)
 	}

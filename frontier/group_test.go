@@ -26,12 +26,11 @@ func recKey(r []byte) uint64 {
 // each) under a fresh root.
 func newBacklog(t testing.TB, c *coord.Client, root string, groups int) *frontier.Backlog {
 	t.Helper()
-	q := newQueue(t, c, root, groups)
-	b := frontier.NewBacklog(q, groups, recKey)
-	if err := b.Init(ctxT(t, 30*time.Second)); err != nil {
+	levels, err := frontier.StoreLevels(groups)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return frontier.NewBacklog(newQueue(t, c, root, groups, levels...), groups, recKey)
 }
 
 // owner runs the owner's steps of group g on c until ctx ends: drain the
@@ -134,7 +133,7 @@ func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			pc := connect(t, zkAddr(t))
-			pb := frontier.NewBacklog(coord.NewQueue(pc, root, 2), 2, recKey)
+			pb := frontier.NewBacklog(openQueue(t, pc, root), 2, recKey)
 			for i := 0; i < keys; i += 100 {
 				var recs [][]byte
 				for j := i; j < i+100; j++ {
@@ -150,7 +149,7 @@ func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 	// Ownership moves twice while the posters write (the inbox holds posts
 	// at each move): owner c, then c2, then c again.
 	c2 := connect(t, zkAddr(t))
-	b2 := frontier.NewBacklog(coord.NewQueue(c2, root, 2), 2, recKey)
+	b2 := frontier.NewBacklog(openQueue(t, c2, root), 2, recKey)
 	for i, oc := range []struct {
 		c *coord.Client
 		b *frontier.Backlog
@@ -205,7 +204,7 @@ func TestGroupSecondOwnerIsFenced(t *testing.T) {
 	p1, c1 := proxied(t, zkAddr(t))
 	c2 := connect(t, zkAddr(t))
 	b1 := newBacklog(t, c1, root, 1)
-	b2 := frontier.NewBacklog(coord.NewQueue(c2, root, 1), 1, recKey)
+	b2 := frontier.NewBacklog(openQueue(t, c2, root), 1, recKey)
 	ctx := ctxT(t, 30*time.Second)
 	s1, _ := c1.Session(ctx)
 	s2, _ := c2.Session(ctx)
@@ -260,8 +259,8 @@ func TestGroupStepsUnderConnectionLoss(t *testing.T) {
 	newBacklog(t, admin, root, 1)
 	op, oc := proxied(t, zkAddr(t))
 	pp, pc := proxied(t, zkAddr(t))
-	ob := frontier.NewBacklog(coord.NewQueue(oc, root, 1), 1, recKey)
-	pb := frontier.NewBacklog(coord.NewQueue(pc, root, 1), 1, recKey)
+	ob := frontier.NewBacklog(openQueue(t, oc, root), 1, recKey)
+	pb := frontier.NewBacklog(openQueue(t, pc, root), 1, recKey)
 	ctx := ctxT(t, 90*time.Second)
 	octx, stop := context.WithCancel(ctx)
 	recovered := make(chan int)

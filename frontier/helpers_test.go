@@ -68,11 +68,22 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// newQueue creates the queue of a fresh crawl root with shards shards.
-func newQueue(t testing.TB, c *coord.Client, root string, shards int) *coord.Queue {
+// newQueue creates the queue of a fresh crawl root with shards shards and
+// the given store levels.
+func newQueue(t testing.TB, c *coord.Client, root string, shards int, levels ...[]string) *coord.Queue {
 	t.Helper()
-	q := coord.NewQueue(c, root, shards)
-	if err := q.Init(ctxT(t, 30*time.Second)); err != nil {
+	q, err := coord.CreateQueue(ctxT(t, 30*time.Second), c, root, shards, levels...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// openQueue opens the queue of the existing crawl at root.
+func openQueue(t testing.TB, c *coord.Client, root string) *coord.Queue {
+	t.Helper()
+	q, err := coord.OpenQueue(ctxT(t, 30*time.Second), c, root)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return q

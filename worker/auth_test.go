@@ -117,7 +117,7 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 			}
 		}
 		// What an intruder would do first: turn private networks on.
-		if _, err := coord.Config(other, c.root).Write(context.Background(), []byte(`{"allow_private_networks":true}`), -1); !errors.Is(err, coord.ErrNotAuthorized) {
+		if _, err := coord.Store(other, c.root, coord.ConfigNode).Write(context.Background(), []byte(`{"allow_private_networks":true}`), -1); !errors.Is(err, coord.ErrNotAuthorized) {
 			t.Errorf("%s: config write: %v, want coord.ErrNotAuthorized", name, err)
 		}
 		if _, err := frontier.Open(context.Background(), other, c.root); err == nil {

@@ -15,7 +15,7 @@ import (
 const deadLetterPause = time.Second
 
 // failUndecodable moves the claimed item whose data does not decode
-// (decodeErr) to the dead letters with Claim.FailCapped under
+// (decodeErr) to the dead letters with Claim.Fail under
 // max_dead_letters (past it the item is completed, its data kept only in
 // this log line), retried through connection loss like every finisher
 // (persist). If that still fails (for example the dead letter's znode
@@ -33,7 +33,7 @@ func (w *Worker) failUndecodable(ctx context.Context, claim *coord.Claim, decode
 	}
 	kept := false
 	err := w.persist(ctx, "fail", pseudo, func(ctx context.Context) (err error) {
-		kept, err = claim.FailCapped(ctx, rec, max)
+		kept, err = claim.Fail(ctx, rec, max)
 		return err
 	})
 	switch {

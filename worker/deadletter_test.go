@@ -25,7 +25,7 @@ func TestUndecodableItemFailErrorReleasesClaim(t *testing.T) {
 	}
 	name := readyItem(t, ctx, c, sess, []byte("{not an item"))
 	dead := c.root + "/failed/" + coord.ShardName(0) + "-" + name
-	if _, err := coord.NewConfigStore(c.client, dead).Write(ctx, []byte("in the way"), -1); err != nil {
+	if _, err := coord.Store(c.client, dead).Write(ctx, []byte("in the way"), -1); err != nil {
 		t.Fatal(err)
 	}
 	claim, err := c.queue.Take(ctx, sess, 0, nil)
@@ -40,14 +40,12 @@ func TestUndecodableItemFailErrorReleasesClaim(t *testing.T) {
 	if w.failUndecodable(ctx, claim, decodeErr) {
 		t.Fatal("failUndecodable reported success though Fail cannot succeed")
 	}
-	st, err := c.queue.Stats(ctx)
+	held, err := c.queue.Claims(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range st.Shards {
-		for _, cl := range s.Claims {
-			t.Errorf("claim %s/%s still held after the failed move", s.Name, cl.Item)
-		}
+	for _, cl := range held {
+		t.Errorf("claim %s/%s still held after the failed move", coord.ShardName(cl.Shard), cl.Item)
 	}
 }
 

@@ -128,7 +128,7 @@ func (w *Worker) releaseWhenConnected(claim itemClaim, it frontier.Item) {
 		case err == nil:
 			w.log.Info("released an item abandoned while cut off from ZooKeeper", "url", it.URL)
 			return
-		case coord.IsConnectionLoss(err), errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, coord.ErrConnectionLoss), errors.Is(err, context.DeadlineExceeded):
 			continue
 		default:
 			return // ErrClaimLost...: nothing is held any more

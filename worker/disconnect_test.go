@@ -112,14 +112,12 @@ func testBlackholedWorkerStopsFetching(t *testing.T, asked time.Duration) {
 		if a, _, _ := site.stats(); a == 0 {
 			continue
 		}
-		st, err := c.queue.Stats(ctx)
+		held, err := c.queue.Claims(ctx)
 		if err != nil {
 			continue
 		}
-		for _, s := range st.Shards {
-			for _, cl := range s.Claims {
-				holder = cl.Owner
-			}
+		for _, cl := range held {
+			holder = cl.Owner
 		}
 	}
 	holder, _, _ = strings.Cut(holder, "@")

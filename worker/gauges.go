@@ -24,7 +24,7 @@ func (m *membership) setOwnedShards(keep map[int]bool) {
 
 // feedGauges installs the worker's GaugeSource (a cached GaugeValues) and
 // refreshes it every gaugeInterval from the owned shards' parents
-// (coord.Queue.CountShards: numChildren only) until ctx ends.
+// (coord.Queue.Pending: numChildren only) until ctx ends.
 func (w *Worker) feedGauges(ctx context.Context) {
 	if w.metrics == nil {
 		return
@@ -40,7 +40,10 @@ func (w *Worker) feedGauges(ctx context.Context) {
 			shards = *p
 		}
 		rctx, cancel := context.WithTimeout(ctx, gaugeInterval)
-		c, err := w.front.Queue().CountShards(rctx, shards)
+		c, err := w.front.Queue().Pending(rctx, shards...)
+		if len(shards) == 0 { // no shard owned: Pending counted them all
+			c.Queued, c.Claimed = 0, 0
+		}
 		cancel()
 		if err == nil {
 			// Queue depth: the ready items of the owned shards plus the

@@ -140,7 +140,7 @@ const handoffWarnEvery = 30 * time.Second
 func (w *Worker) awaitOthersClaims(ctx context.Context, shard int, pause func() error) error {
 	started, warned := time.Now(), time.Time{}
 	for {
-		claims, err := w.front.Queue().ShardClaims(ctx, shard)
+		claims, err := w.front.Queue().Claims(ctx, shard)
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}

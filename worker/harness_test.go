@@ -57,7 +57,7 @@ func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout f
 // setConfig writes a new config version.
 func (c *crawlEnv) setConfig(cfg config.Config) {
 	c.t.Helper()
-	if _, err := coord.Config(c.client, c.root).Write(context.Background(), cfg.Encode(), -1); err != nil {
+	if _, err := coord.Store(c.client, c.root, coord.ConfigNode).Write(context.Background(), cfg.Encode(), -1); err != nil {
 		c.t.Fatal(err)
 	}
 }

@@ -128,7 +128,7 @@ func TestHostileInputHasDefinedOutcomes(t *testing.T) {
 	if got := len(final); got > len(want)+1 { // + /ok%C3%A9 from the utf8 page
 		t.Errorf("%d URLs logged, want at most %d: the frontier was flooded", got, len(want)+1)
 	}
-	st, err := c.queue.Stats(context.Background())
+	st, err := c.queue.Pending(context.Background())
 	if err != nil || st.Queued != 0 || st.Claimed != 0 {
 		t.Fatalf("after the crawl: queued %d claimed %d (%v), want 0", st.Queued, st.Claimed, err)
 	}

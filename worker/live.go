@@ -13,7 +13,7 @@ import (
 
 // watchDrain calls stop once R/drain exists, until ctx ends.
 func (w *Worker) watchDrain(ctx context.Context, stop func()) {
-	drain := coord.Drain(w.client, w.root)
+	drain := coord.Store(w.client, w.root, coord.DrainNode)
 	for v := range drain.Watch(ctx) {
 		if v.Version >= 0 {
 			w.log.Info("drain requested: finishing in-flight items, claiming nothing new, then exiting; the drain stays until 'crawlctl drain --cancel'", "znode", drain.String())
@@ -30,7 +30,7 @@ func (w *Worker) watchDrain(ctx context.Context, stop func()) {
 // cfgCtx ends. An invalid version is logged and recorded for the status node;
 // the last good config stays in force.
 func (w *Worker) watchConfig(ctx, cfgCtx context.Context) error {
-	store := coord.Config(w.client, w.root)
+	store := coord.Store(w.client, w.root, coord.ConfigNode)
 	values := store.Watch(cfgCtx)
 	first := true
 	for w.live.Load() == nil {

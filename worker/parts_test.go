@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -99,7 +100,7 @@ func TestRetry(t *testing.T) {
 func TestPersistRetriesConnectionLoss(t *testing.T) {
 	w := newWorker(Options{ID: "p1", Logger: testLogger(t)}, "/zkcrawl/parts")
 	calls := 0
-	results := []error{zk.ErrConnectionClosed, nil}
+	results := []error{fmt.Errorf("%w: %w", coord.ErrConnectionLoss, zk.ErrConnectionClosed), nil}
 	start := time.Now()
 	err := w.persist(context.Background(), "complete", frontier.Item{URL: pipelinePage}, func(context.Context) error {
 		calls++

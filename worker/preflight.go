@@ -27,7 +27,7 @@ var ErrIDInUse = errors.New("worker id already in use by a live worker")
 // heartbeat no longer moves) is not an error: Join waits for its session to
 // expire, at most the session timeout ZooKeeper granted it.
 func (w *Worker) preflight(ctx context.Context) error {
-	note, _, err := coord.Drain(w.client, w.root).Read(ctx)
+	note, _, err := coord.Store(w.client, w.root, coord.DrainNode).Read(ctx)
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w on crawl %q (%s): a worker started now would exit at once; run 'crawlctl --crawl %s drain --cancel' to crawl again",
@@ -42,7 +42,7 @@ func (w *Worker) preflight(ctx context.Context) error {
 // heartbeat intervals and a second: a node whose data changes meanwhile
 // belongs to a live worker (ErrIDInUse, naming its host and pid).
 func (w *Worker) checkIDFree(ctx context.Context) error {
-	store := coord.MemberNode(w.client, w.root, w.opts.ID)
+	store := coord.Store(w.client, w.root, coord.WorkersNode, w.opts.ID)
 	data, v0, err := store.Read(ctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):

@@ -28,7 +28,7 @@ func TestPreflight(t *testing.T) {
 			SessionTimeout: 2 * time.Second, HeartbeatInterval: 300 * time.Millisecond, Logger: testLogger(t)}
 	}
 
-	drain := coord.Drain(c.client, c.root)
+	drain := coord.Store(c.client, c.root, coord.DrainNode)
 	if _, err := drain.Write(ctx, []byte("drain requested by a test"), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestPreflight(t *testing.T) {
 		!strings.Contains(err.Error(), "drain requested by a test") {
 		t.Fatalf("New during a drain: %v; want ErrDrainPending naming the cancel command", err)
 	}
-	if err := drain.Delete(ctx); err != nil {
+	if _, err := drain.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 

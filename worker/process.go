@@ -232,7 +232,7 @@ func (a *attempt) finishFailed(retryable bool) {
 	failed := failedRecord(claim.Data(), a.entry.Error+statusNote(a.entry.Status))
 	kept := false
 	if err := w.persist(a.ctx, "fail", it, func(ctx context.Context) (err error) {
-		kept, err = claim.FailCapped(ctx, failed, cfg.MaxDeadLetters)
+		kept, err = claim.Fail(ctx, failed, cfg.MaxDeadLetters)
 		return err
 	}); err != nil {
 		a.lost("fail", err)
@@ -432,10 +432,10 @@ func (w *Worker) abandon(ctx context.Context, claim itemClaim, it frontier.Item,
 	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := claim.Release(rctx)
-	if coord.IsConnectionLoss(err) && ctx.Err() == nil {
+	if errors.Is(err, coord.ErrConnectionLoss) && ctx.Err() == nil {
 		err = w.persist(ctx, "release", it, claim.Release)
 	}
-	if coord.IsConnectionLoss(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, coord.ErrConnectionLoss) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		// Cut off from ZooKeeper (ctx was cancelled by the disconnection
 		// guard or a stop, also while persist was retrying): the session
 		// may survive, so release later, or the claim would hold the item
@@ -465,7 +465,8 @@ const persistRetryInterval = time.Second
 // error once ctx ends, are returned.
 func (w *Worker) persist(ctx context.Context, op string, it frontier.Item, finish func(context.Context) error) error {
 	warned := false
-	err := retry(ctx, retryPolicy{pause: every(persistRetryInterval)}, coord.IsConnectionLoss,
+	connLoss := func(err error) bool { return errors.Is(err, coord.ErrConnectionLoss) }
+	err := retry(ctx, retryPolicy{pause: every(persistRetryInterval)}, connLoss,
 		func(_ int, err error) {
 			if !warned {
 				w.log.Warn("ZooKeeper unreachable: "+op+" will be retried until it is back or the session ends", "url", it.URL, "error", err)

@@ -150,7 +150,7 @@ func (c *memClaim) Reschedule(ctx context.Context, data []byte) error {
 	c.retried = data
 	return c.errs["retry"]
 }
-func (c *memClaim) FailCapped(ctx context.Context, data []byte, max int64) (bool, error) {
+func (c *memClaim) Fail(ctx context.Context, data []byte, max int64) (bool, error) {
 	c.calls.add("fail")
 	c.failed = data
 	return c.errs["fail"] == nil, c.errs["fail"]

@@ -122,23 +122,23 @@ type itemClaim interface {
 // Complete removes the item: it is done. Call it only once the item's
 // follow-up work is durable (crawl-log line and WARC records stored, links
 // enqueued). Reschedule puts the item back in its place with data (attempts and
-// not_before updated) for the next claimer. FailCapped moves it to the dead
+// not_before updated) for the next claimer. Fail moves it to the dead
 // letters with data (the item and its last error) and reports true, unless
 // they hold max (> 0) already: then it completes the item and reports
 // false; the count and the move are one transaction, so max holds across
-// workers (coord.Claim.FailCapped). Release gives it back unchanged.
+// workers (coord.Claim.Fail). Release gives it back unchanged.
 //
 // Each is one fenced transaction that changes nothing unless the claim is
 // still held by its live session. Errors: coord.ErrClaimLost (the session
 // ended or the claim is gone: nothing changed, and the item stays queued
 // for whoever claims it next: drop it), coord.ErrGone (the item vanished),
 // coord.ErrClaimFinished (the claim was ended already), a connection-loss
-// error (coord.IsConnectionLoss) or ctx's (the outcome is unknown: calling
+// error (coord.ErrConnectionLoss) or ctx's (the outcome is unknown: calling
 // the same method again is safe, and reports success if the first call
 // committed). Safe for concurrent use, but meant for one owner.
 type claimFinisher interface {
 	Complete(ctx context.Context) error
 	Reschedule(ctx context.Context, data []byte) error
-	FailCapped(ctx context.Context, data []byte, max int64) (deadLettered bool, err error)
+	Fail(ctx context.Context, data []byte, max int64) (deadLettered bool, err error)
 	Release(ctx context.Context) error
 }

@@ -37,7 +37,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	loops.Add(1)
 	go func() {
 		defer loops.Done()
-		w.heartbeat(sctx, member)
+		w.heartbeat(sctx, sess, member)
 	}()
 
 	members := coord.WatchMembers(sctx, w.client, w.root)

@@ -31,9 +31,8 @@ func (p *presence) node() *coord.Member {
 
 // updatePresence moves the status node between the worker list and standby
 // as the outputs fail or work again (probing them while they fail), then
-// refreshes it.
-func (w *Worker) updatePresence(ctx context.Context, p *presence) {
-	sess := p.node().Session()
+// refreshes it. sess is the session both nodes belong to.
+func (w *Worker) updatePresence(ctx context.Context, sess *coord.Session, p *presence) {
 	blocked := !w.outputsWritable()
 	jctx, cancel := context.WithTimeout(ctx, w.opts.SessionTimeout)
 	defer cancel()
@@ -51,7 +50,7 @@ func (w *Worker) updatePresence(ctx context.Context, p *presence) {
 		}
 		p.member, p.standby = nil, sb
 		w.log.Warn("left the worker list while output writes fail: other workers take this worker's shards",
-			"standby_node", coord.MemberNode(w.client, coord.StandbyRoot(w.root), w.opts.ID).String())
+			"standby_node", coord.Store(w.client, coord.StandbyRoot(w.root), coord.WorkersNode, w.opts.ID).String())
 	case !blocked && p.standby != nil:
 		w.standby.Store(false) // before joining: our own ownership then includes us
 		m, err := w.join(jctx, sess)

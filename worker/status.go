@@ -128,10 +128,10 @@ func (w *Worker) join(ctx context.Context, sess *coord.Session) (*coord.Member, 
 	return coord.Join(ctx, sess, w.root, w.opts.ID, w.status(sess))
 }
 
-// heartbeat refreshes the status node and the cluster page count until ctx
-// ends, and moves the status node to standby and back as the outputs fail
-// and recover (updatePresence).
-func (w *Worker) heartbeat(ctx context.Context, m *coord.Member) {
+// heartbeat refreshes the status node m of sess and the cluster page count
+// until ctx ends, and moves the status node to standby and back as the
+// outputs fail and recover (updatePresence).
+func (w *Worker) heartbeat(ctx context.Context, sess *coord.Session, m *coord.Member) {
 	t := time.NewTicker(w.opts.HeartbeatInterval)
 	defer t.Stop()
 	p := &presence{member: m}
@@ -149,7 +149,7 @@ func (w *Worker) heartbeat(ctx context.Context, m *coord.Member) {
 			return
 		case <-t.C:
 		}
-		w.updatePresence(ctx, p)
+		w.updatePresence(ctx, sess, p)
 		if w.current().cfg.MaxPages > 0 {
 			w.refreshClusterPages(ctx)
 		}

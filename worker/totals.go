@@ -112,7 +112,7 @@ type totalsWrite struct {
 func newTotalsKeeper(c *coord.Client, root, id string) *totalsKeeper {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
-	return &totalsKeeper{store: coord.Totals(c, root), id: id, run: id + "-" + hex.EncodeToString(nonce[:])}
+	return &totalsKeeper{store: coord.Store(c, root, coord.TotalsNode), id: id, run: id + "-" + hex.EncodeToString(nonce[:])}
 }
 
 // publish makes R/totals hold the run's counts now (counts: cumulative for
@@ -184,7 +184,7 @@ func (w *Worker) keepTotals(ctx context.Context) (final func()) {
 	k := newTotalsKeeper(w.client, w.root, w.opts.ID)
 	write := func(ctx context.Context) {
 		if err := k.publish(ctx, w.runTotals()); err != nil && ctx.Err() == nil {
-			w.log.Warn("could not add this worker's counts to the totals", "znode", coord.Totals(w.client, w.root).String(), "error", err)
+			w.log.Warn("could not add this worker's counts to the totals", "znode", coord.Store(w.client, w.root, coord.TotalsNode).String(), "error", err)
 		}
 	}
 	stop := make(chan struct{})
@@ -216,7 +216,7 @@ func (w *Worker) keepTotals(ctx context.Context) (final func()) {
 			write(fctx)
 		}
 		if k.pending != nil {
-			w.log.Warn("this worker's last totals write may not have gone in", "znode", coord.Totals(w.client, w.root).String())
+			w.log.Warn("this worker's last totals write may not have gone in", "znode", coord.Store(w.client, w.root, coord.TotalsNode).String())
 		}
 	}
 }
@@ -239,7 +239,7 @@ func (w *Worker) runTotals() Totals {
 // totals (no worker ran yet) has zero Totals. Errors: ZooKeeper errors
 // after retries, an unreadable R/totals; unreadable old nodes are skipped.
 func ReadTotals(ctx context.Context, c *coord.Client, root string) (Totals, int, error) {
-	store := coord.Totals(c, root)
+	store := coord.Store(c, root, coord.TotalsNode)
 	data, _, err := store.Read(ctx)
 	if errors.Is(err, coord.ErrNotFound) {
 		return Totals{}, 0, nil
@@ -257,8 +257,8 @@ func ReadTotals(ctx context.Context, c *coord.Client, root string) (Totals, int,
 	}
 	// Older versions' per-worker-id nodes: none are written any more, so
 	// the sum is consistent.
-	old, err := coord.ReadAllTotals(ctx, c, root)
-	if err != nil {
+	old, err := store.Children(ctx)
+	if err != nil && !errors.Is(err, coord.ErrNotFound) {
 		return Totals{}, 0, err
 	}
 	sum := doc.Totals

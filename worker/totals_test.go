@@ -52,12 +52,12 @@ func TestTotalsBoundedAcrossRestarts(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	nodes, err := coord.Children(ctx, c.client, coord.Totals(c.client, c.root).String())
+	nodes, err := coord.Store(c.client, c.root, coord.TotalsNode).Children(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(nodes)+1 > 0+1 { // no worker is live now: R/totals alone
-		t.Errorf("%d totals nodes under %s after %d runs; want none (bounded by live workers)", len(nodes), coord.Totals(c.client, c.root).String(), restarts)
+		t.Errorf("%d totals nodes under %s after %d runs; want none (bounded by live workers)", len(nodes), coord.Store(c.client, c.root, coord.TotalsNode).String(), restarts)
 	}
 	got, _, err := ReadTotals(ctx, c.client, c.root)
 	if err != nil {
@@ -76,7 +76,7 @@ func TestTotalsLostReplySettled(t *testing.T) {
 	c := newCrawl(t, zk1.Addr(), "totalslost", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := coord.NewConfigStore(c.client, coord.Totals(c.client, c.root).String()+"/old-id").Write(ctx, []byte(`{"pages":7,"runs":1}`), -1); err != nil {
+	if _, err := coord.Store(c.client, c.root, coord.TotalsNode, "old-id").Write(ctx, []byte(`{"pages":7,"runs":1}`), -1); err != nil {
 		t.Fatal(err)
 	}
 	k := newTotalsKeeper(c.client, c.root, "w1")

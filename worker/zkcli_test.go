@@ -74,7 +74,7 @@ func TestConfigWrittenWithZkCliIsApplied(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 
-	zkCliSet(t, zk.Addr(), coord.Config(c.client, c.root).String(), `{"per_host_rate_per_s": "fast"}`)
+	zkCliSet(t, zk.Addr(), coord.Store(c.client, c.root, coord.ConfigNode).String(), `{"per_host_rate_per_s": "fast"}`)
 	st := waitFor("the invalid config to be rejected", func(s Status) bool { return s.ConfigError != "" })
 	if !strings.Contains(st.ConfigError, "per_host_rate_per_s") || st.ConfigVersion != 0 || !st.Paused {
 		t.Fatalf("after an invalid config: %+v; want the key named, version 0 kept, still paused", st)
@@ -84,7 +84,7 @@ func TestConfigWrittenWithZkCliIsApplied(t *testing.T) {
 	}
 
 	cfg.Paused = false
-	zkCliSet(t, zk.Addr(), coord.Config(c.client, c.root).String(), string(cfg.Encode()))
+	zkCliSet(t, zk.Addr(), coord.Store(c.client, c.root, coord.ConfigNode).String(), string(cfg.Encode()))
 	st = waitFor("the valid config to be applied", func(s Status) bool { return s.ConfigVersion == 2 })
 	if st.ConfigError != "" || st.Paused {
 		t.Fatalf("after a valid config: %+v", st)

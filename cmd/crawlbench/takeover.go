@@ -90,23 +90,21 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 		}
 		return hostOf[it]
 	}
-	st, err := q.Stats(ctx)
+	claims, err := q.Claims(ctx)
 	if err != nil {
 		return err
 	}
 	res.ClaimsBefore = map[string]int{}
 	sessOf, hostClaims, firstOwner, twoOwners := map[string]int64{}, map[string]int{}, map[string]string{}, map[string]bool{}
-	for _, s := range st.Shards {
-		for _, c := range s.Claims {
-			res.ClaimsBefore[c.Owner]++
-			sessOf[c.Owner] = c.Session
-			if h := host(shardItem{s.Shard, c.Item}); h != "" {
-				hostClaims[h]++
-				if o, ok := firstOwner[h]; !ok {
-					firstOwner[h] = c.Owner
-				} else if o != c.Owner {
-					twoOwners[h] = true
-				}
+	for _, c := range claims {
+		res.ClaimsBefore[c.Owner]++
+		sessOf[c.Owner] = c.Session
+		if h := host(shardItem{c.Shard, c.Item}); h != "" {
+			hostClaims[h]++
+			if o, ok := firstOwner[h]; !ok {
+				firstOwner[h] = c.Owner
+			} else if o != c.Owner {
+				twoOwners[h] = true
 			}
 		}
 	}
@@ -134,19 +132,17 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 	<-victim.Done()
 	// The claims it still holds stay until its session expires: read after
 	// the kill, so items it completed just before dying are not counted.
-	if st, err = q.Stats(ctx); err != nil {
+	if claims, err = q.Claims(ctx); err != nil {
 		return err
 	}
 	var items []shardItem
 	shards, victimHosts := map[int]bool{}, map[string]bool{}
-	for _, s := range st.Shards {
-		for _, c := range s.Claims {
-			if it := (shardItem{s.Shard, c.Item}); c.Owner == res.Victim {
-				items = append(items, it)
-				shards[s.Shard] = true
-				if h := host(it); h != "" {
-					victimHosts[h] = true
-				}
+	for _, c := range claims {
+		if it := (shardItem{c.Shard, c.Item}); c.Owner == res.Victim {
+			items = append(items, it)
+			shards[c.Shard] = true
+			if h := host(it); h != "" {
+				victimHosts[h] = true
 			}
 		}
 	}
@@ -164,7 +160,7 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 		}
 		owner, present := map[shardItem]string{}, map[shardItem]bool{}
 		for s := range shards {
-			claims, err := q.ShardClaims(ctx, s)
+			claims, err := q.Claims(ctx, s)
 			if err != nil {
 				return false, err
 			}

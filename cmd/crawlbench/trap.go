@@ -100,7 +100,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 	if run.Pending, err = front.Pending(ctx); err != nil {
 		return run, err
 	}
-	if qs, err := front.Queue().CountShards(ctx, nil); err == nil {
+	if qs, err := front.Queue().Pending(ctx); err == nil {
 		run.DeadLetters = qs.Failed
 	}
 	lines, err := f.stopAndRead()

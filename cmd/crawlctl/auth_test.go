@@ -33,7 +33,7 @@ func TestCtlZKAuth(t *testing.T) {
 	if _, _, err := frontier.Create(ctx, client, root, frontier.Layout{Shards: 2, Spread: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := coord.Config(client, root).Write(ctx, testConfig().Encode(), -1); err != nil {
+	if _, err := coord.Store(client, root, coord.ConfigNode).Write(ctx, testConfig().Encode(), -1); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"--zk", servers, "--crawl", "secure", "--timeout", "20s", "status"}

@@ -110,7 +110,7 @@ func TestConfigSetConflict(t *testing.T) {
 	theirs := testConfig()
 	theirs.UserAgent = "someone-else/1.0"
 	hook := func() {
-		if _, err := coord.Config(c.client, c.root).Write(context.Background(), theirs.Encode(), -1); err != nil {
+		if _, err := coord.Store(c.client, c.root, coord.ConfigNode).Write(context.Background(), theirs.Encode(), -1); err != nil {
 			t.Error(err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestConfigSetConflict(t *testing.T) {
 // the error points to --file, which replaces it.
 func TestConfigSetOnBrokenDocument(t *testing.T) {
 	c := newCrawl(t, "broken", testConfig(), 4, nil)
-	if _, err := coord.Config(c.client, c.root).Write(context.Background(), []byte("{not json"), -1); err != nil {
+	if _, err := coord.Store(c.client, c.root, coord.ConfigNode).Write(context.Background(), []byte("{not json"), -1); err != nil {
 		t.Fatal(err)
 	}
 	r := c.ctl("config", "get")

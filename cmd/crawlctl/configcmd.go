@@ -39,7 +39,7 @@ version they saw.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stderr(), "# config version %d of %s\n", version, coord.Config(c.client, c.root))
+			fmt.Fprintf(c.stderr(), "# config version %d of %s\n", version, coord.Store(c.client, c.root, coord.ConfigNode))
 			if _, err := config.Parse(data); err != nil {
 				fmt.Fprintf(c.stderr(), "# warning: this version is invalid and the workers ignore it: %v\n", err)
 			}
@@ -160,7 +160,7 @@ func (c *ctl) readConfig(ctx context.Context) ([]byte, int32, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	data, version, err := coord.Config(client, c.root).Read(cctx)
+	data, version, err := coord.Store(client, c.root, coord.ConfigNode).Read(cctx)
 	if err != nil {
 		return nil, 0, c.crawlErr(err)
 	}
@@ -232,7 +232,7 @@ func (c *ctl) updateConfig(ctx context.Context, show []string, edit func(cur []b
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	store := coord.Config(client, c.root)
+	store := coord.Store(client, c.root, coord.ConfigNode)
 	newVersion, err := store.Write(cctx, newDoc, version)
 	if errors.Is(err, coord.ErrVersionConflict) {
 		now := "unknown"

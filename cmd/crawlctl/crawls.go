@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -75,13 +76,11 @@ func (c *ctl) listCrawls(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	names, err := coord.Children(cctx, client, coord.CrawlsRoot)
-	if errors.Is(err, coord.ErrNotFound) {
-		names = nil
-	} else if err != nil {
+	crawls, err := coord.Store(client, coord.CrawlsRoot).Children(cctx)
+	if err != nil && !errors.Is(err, coord.ErrNotFound) {
 		return fmt.Errorf("list crawls: %w", err)
 	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(crawls))
 	if len(names) == 0 {
 		fmt.Fprintf(c.stdout(), "no crawls under %s in ZooKeeper %s (create one with seeder)\n", coord.CrawlsRoot, c.g.zk)
 		return nil
@@ -129,7 +128,7 @@ func (c *ctl) crawlRow(ctx context.Context, client *coord.Client, name string) c
 		return r
 	}
 	r.queued, r.posts, r.claimed = p.Ready+p.Backlog, p.Posts, p.Claimed
-	_, _, err = coord.Drain(client, root).Read(ctx)
+	_, _, err = coord.Store(client, root, coord.DrainNode).Read(ctx)
 	r.draining = err == nil
 	return r
 }
@@ -150,7 +149,7 @@ func (c *ctl) deleteCrawl(ctx context.Context, name string, force bool) error {
 		return fmt.Errorf("delete %s: list workers: %w", name, err)
 	}
 	cctx, cancel = context.WithTimeout(ctx, c.g.timeout)
-	_, err = coord.Children(cctx, client, root)
+	_, _, err = coord.Store(client, root).Read(cctx)
 	cancel()
 	if errors.Is(err, coord.ErrNotFound) {
 		return fmt.Errorf("delete: no crawl %q at %s in ZooKeeper %s ('crawlctl list' shows the crawls)", name, root, c.g.zk)
@@ -161,7 +160,7 @@ func (c *ctl) deleteCrawl(ctx context.Context, name string, force bool) error {
 	}
 	start := time.Now()
 	last := start
-	n, err := coord.DeleteTree(ctx, client, root, 32, func(n int64) {
+	n, err := coord.Store(client, root).Delete(ctx, func(n int64) {
 		if time.Since(last) >= 2*time.Second {
 			last = time.Now()
 			fmt.Fprintf(c.stderr(), "deleting %s: %d znodes so far\n", root, n)

@@ -50,10 +50,10 @@ func TestListAndDelete(t *testing.T) {
 	if r.err != nil || !strings.Contains(r.stdout, "crawl "+a.name+" deleted") {
 		t.Fatalf("delete: %v", r)
 	}
-	if _, err := coord.Children(context.Background(), a.client, a.root); err == nil {
+	if _, _, err := coord.Store(a.client, a.root).Read(context.Background()); err == nil {
 		t.Errorf("%s still exists after delete", a.root)
 	}
-	if _, err := coord.Children(context.Background(), b.client, b.root); err != nil {
+	if _, _, err := coord.Store(b.client, b.root).Read(context.Background()); err != nil {
 		t.Errorf("the other crawl %s: %v", b.root, err)
 	}
 	r = a.ctl("delete", a.name)

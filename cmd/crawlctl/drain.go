@@ -62,7 +62,7 @@ drain --cancel and start the workers again.`,
 func (c *ctl) requestDrain(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	store := coord.Drain(c.client, c.root)
+	store := coord.Store(c.client, c.root, coord.DrainNode)
 	note, _, err := store.Read(cctx)
 	switch {
 	case err == nil:
@@ -84,7 +84,7 @@ func (c *ctl) requestDrain(ctx context.Context) error {
 func (c *ctl) cancelDrain(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	err := coord.Drain(c.client, c.root).Delete(cctx)
+	_, err := coord.Store(c.client, c.root, coord.DrainNode).Delete(cctx, nil)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 		fmt.Fprintln(c.stdout(), "no drain was requested: nothing to cancel")

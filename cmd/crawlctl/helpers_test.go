@@ -160,7 +160,7 @@ func (c *crawl) workers() map[string]worker.Status {
 // configVersion reads the config znode's version and data.
 func (c *crawl) config() ([]byte, int32) {
 	c.t.Helper()
-	data, v, err := coord.Config(c.client, c.root).Read(context.Background())
+	data, v, err := coord.Store(c.client, c.root, coord.ConfigNode).Read(context.Background())
 	if err != nil {
 		c.t.Fatal(err)
 	}

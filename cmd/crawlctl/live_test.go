@@ -103,7 +103,7 @@ func TestLiveCrawl(t *testing.T) {
 	})
 
 	t.Run("invalid config written to the znode is rejected and shown", func(t *testing.T) {
-		bad, err := coord.Config(c.client, c.root).Write(context.Background(), []byte(`{"worker_concurrency": "many"`), -1)
+		bad, err := coord.Store(c.client, c.root, coord.ConfigNode).Write(context.Background(), []byte(`{"worker_concurrency": "many"`), -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestLiveCrawl(t *testing.T) {
 			for _, w := range ws {
 				idle = idle && w.ConfigVersion == v && w.Paused && w.InFlight == 0
 			}
-			st, err := c.queue.Stats(context.Background())
+			st, err := c.queue.Pending(context.Background())
 			return idle && err == nil && st.Claimed == 0, fmt.Sprint(ws, st, err)
 		})
 		pages := func() int64 {

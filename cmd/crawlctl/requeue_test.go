@@ -134,7 +134,7 @@ func makeDeadLetter(t *testing.T, c *crawl, it frontier.Item) string {
 		t.Fatal(err)
 	}
 	rec, _ := json.Marshal(map[string]any{"item": json.RawMessage(item), "last_error": "made by hand (HTTP 503)", "failed_at": time.Now().UTC()})
-	if err := claim.Fail(ctx, rec); err != nil {
+	if _, err := claim.Fail(ctx, rec, 0); err != nil {
 		t.Fatal(err)
 	}
 	return coord.ShardName(shard) + "-" + claim.Name()

@@ -221,7 +221,7 @@ func (c *ctl) snapshot(ctx context.Context, rates *rateTracker) (*statusDoc, err
 // statusConfig fills doc.Config (version, validity) and doc.Paused from the
 // config znode; a missing znode is version -1, not an error.
 func (c *ctl) statusConfig(cctx context.Context, client *coord.Client, doc *statusDoc) error {
-	cfgStore := coord.Config(client, c.root)
+	cfgStore := coord.Store(client, c.root, coord.ConfigNode)
 	data, version, err := cfgStore.Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
@@ -243,7 +243,7 @@ func (c *ctl) statusConfig(cctx context.Context, client *coord.Client, doc *stat
 
 // statusDrain fills doc.Draining and doc.DrainNote from the drain marker.
 func (c *ctl) statusDrain(cctx context.Context, client *coord.Client, doc *statusDoc) error {
-	note, dver, err := coord.Drain(client, c.root).Read(cctx)
+	note, dver, err := coord.Store(client, c.root, coord.DrainNode).Read(cctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 	case err != nil:
@@ -304,21 +304,27 @@ func (c *ctl) statusWorkers(cctx context.Context, client *coord.Client, rates *r
 // doc.Workers (read first).
 func (c *ctl) statusQueue(cctx context.Context, doc *statusDoc) error {
 	q := c.front.Queue()
-	st, err := q.Stats(cctx)
+	st, err := q.Pending(cctx)
 	if err != nil {
 		return fmt.Errorf("read queue: %w", err)
 	}
-	doc.Queue = queueDoc{Queued: st.Queued, Claimed: st.Claimed, Shards: q.Shards(), Depths: []shardDoc{}}
+	held, err := q.Claims(cctx)
+	if err != nil {
+		return fmt.Errorf("read queue: %w", err)
+	}
+	doc.Queue = queueDoc{Queued: st.Queued, Claimed: len(held), Shards: q.Shards(), Depths: []shardDoc{}}
+	claimed := make([]int, q.Shards())
 	var claims []claimDoc
-	for _, s := range st.Shards {
-		if s.Queued > 0 || len(s.Claims) > 0 {
-			doc.Queue.Depths = append(doc.Queue.Depths, shardDoc{Shard: s.Name, Queued: s.Queued, Claimed: len(s.Claims)})
-		}
-		for _, cl := range s.Claims {
-			claims = append(claims, claimDoc{
-				Shard: s.Name, Item: cl.Item, Owner: cl.Owner, Session: fmt.Sprintf("0x%x", uint64(cl.Session)),
-				ClaimedAt: cl.ClaimedAt, AgeS: roundTo(max(0, cl.Age.Seconds()), 1),
-			})
+	for _, cl := range held {
+		claimed[cl.Shard]++
+		claims = append(claims, claimDoc{
+			Shard: coord.ShardName(cl.Shard), Item: cl.Item, Owner: cl.Owner, Session: fmt.Sprintf("0x%x", uint64(cl.Session)),
+			ClaimedAt: cl.ClaimedAt, AgeS: roundTo(max(0, cl.Age.Seconds()), 1),
+		})
+	}
+	for s, queued := range st.Depths {
+		if queued > 0 || claimed[s] > 0 {
+			doc.Queue.Depths = append(doc.Queue.Depths, shardDoc{Shard: coord.ShardName(s), Queued: queued, Claimed: claimed[s]})
 		}
 	}
 	sort.SliceStable(claims, func(i, j int) bool { return claims[i].ClaimedAt.Before(claims[j].ClaimedAt) })

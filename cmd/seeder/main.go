@@ -212,12 +212,12 @@ func (job *seedJob) prepareCrawl(cctx context.Context, client *coord.Client, std
 		}
 		log.Info("crawl exists: seeds it already holds count as duplicates", "crawl", job.crawl, "known_urls", n)
 	}
-	if data, _, err := coord.Config(client, root).Read(cctx); err == nil {
+	if data, _, err := coord.Store(client, root, coord.ConfigNode).Read(cctx); err == nil {
 		if cfg, err := config.Parse(data); err == nil && cfg.NeedsContactUA() {
 			fmt.Fprintf(stderr, "note: %s\n", config.UserAgentHint)
 		}
 	}
-	if note, _, err := coord.Drain(client, root).Read(cctx); err == nil {
+	if note, _, err := coord.Store(client, root, coord.DrainNode).Read(cctx); err == nil {
 		fmt.Fprintf(stderr, "note: crawl %s has a pending drain (%s): crawlers exit at once until 'crawlctl --crawl %s drain --cancel'\n", job.crawl, note, job.crawl)
 	}
 	return front, nil
@@ -330,7 +330,7 @@ func warnFixedLayout(stderr io.Writer, fs *pflag.FlagSet, crawl string, have fro
 // the defaults) replaces whatever is there; with no document, a missing
 // config is created with the defaults and an existing one is left alone.
 func writeConfig(ctx context.Context, client *coord.Client, root string, doc []byte, log *slog.Logger) error {
-	store := coord.Config(client, root)
+	store := coord.Store(client, root, coord.ConfigNode)
 	_, version, err := store.Read(ctx)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):

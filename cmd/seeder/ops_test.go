@@ -42,7 +42,7 @@ func TestSeederOperatorMistakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	if _, err := coord.Drain(client, "/zkcrawl/m2").Write(context.Background(), []byte("drained by a test"), -1); err != nil {
+	if _, err := coord.Store(client, "/zkcrawl/m2", coord.DrainNode).Write(context.Background(), []byte("drained by a test"), -1); err != nil {
 		t.Fatal(err)
 	}
 	_, errOut, err = runSeeder(t, env, "", "--crawl", "m2", "http://c.example/")

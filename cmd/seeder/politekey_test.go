@@ -30,7 +30,7 @@ func TestSeederPolitenessKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, _, err := coord.NewConfigStore(client, "/zkcrawl/"+crawl).Read(context.Background())
+		data, _, err := coord.Store(client, "/zkcrawl/"+crawl).Read(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

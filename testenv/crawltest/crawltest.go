@@ -38,7 +38,7 @@ func Seed(t testing.TB, zkAddr, root string, cfg config.Config, layout frontier.
 	if err != nil {
 		t.Fatalf("crawltest: create %s: %v", root, err)
 	}
-	if _, err := coord.Config(client, root).Write(ctx, cfg.Encode(), -1); err != nil {
+	if _, err := coord.Store(client, root, coord.ConfigNode).Write(ctx, cfg.Encode(), -1); err != nil {
 		t.Fatalf("crawltest: config of %s: %v", root, err)
 	}
 	items := make([]frontier.Item, 0, len(seeds))

@@ -35,7 +35,7 @@ func TestSeedCreatesAConfiguredCrawlWithItsSeeds(t *testing.T) {
 	if keys != 2 {
 		t.Fatalf("%d keys posted; want the 2 seeds", keys)
 	}
-	data, _, err := coord.Config(client, "/crawltest/seed").Read(ctx)
+	data, _, err := coord.Store(client, "/crawltest/seed", coord.ConfigNode).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
