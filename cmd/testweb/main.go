@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	scope := fs.String("scope", testenv.WebScopeSameHost, "scope of the ground truth: same_host, same_domain or any")
 	obeyRobots := fs.Bool("obey-robots", true, "the ground truth obeys robots.txt")
 	var ww testenv.WebWide
-	wide := fs.Bool("wide", false, "serve the wide web (flat hosts, lognormal latency, faulty hosts) and log its politeness bound")
+	wide := fs.Bool("wide", false, "serve the wide web (defaults --hosts 1000 --pages 10; flat hosts, lognormal latency, faulty hosts) and print its politeness bound")
 	fs.Float64Var(&ww.PagesSpread, "pages-spread", 0, "--wide: page counts uniform in pages x (1 ± this), 0..1")
 	fs.DurationVar(&ww.Latency.Median, "latency-median", 150*time.Millisecond, "--wide: median response latency (lognormal)")
 	fs.DurationVar(&ww.Latency.P99, "latency-p99", time.Second, "--wide: 99th percentile response latency")
