@@ -30,7 +30,10 @@ const (
 	// WebConfig.LargeBytes is 0 (3 MiB).
 	WebDefaultLargeBytes = 3 << 20
 
-	webMaxHosts        = 1000
+	// webMaxHosts bounds the listeners (one file descriptor each, plus one
+	// per client connection): 20,000 fits the usual hard RLIMIT_NOFILE,
+	// which Go raises the soft limit to at start-up (os package, Go 1.19+).
+	webMaxHosts        = 20_000
 	webMaxPagesPerHost = 1_000_000
 	webMaxLinksPerPage = 1000
 	webMinLargeBytes   = 1 << 10
@@ -76,11 +79,20 @@ type WebConfig struct {
 	// the same config serve the same pages, apart from the port numbers.
 	Seed int64
 	// Hosts is the number of virtual hosts, each its own HTTP server on
-	// 127.0.0.1:<free port>; 0 means WebDefaultHosts, at most 1000.
+	// 127.0.0.1:<free port> (so each is its own crawler politeness key,
+	// host:port); 0 means WebDefaultHosts, at most 20,000. Each host costs
+	// one file descriptor for its listener and one per client connection.
 	Hosts int
 	// PagesPerHost is the number of pages /p/0 .. /p/<PagesPerHost-1> per
 	// host; 0 means WebDefaultPagesPerHost, at most 1,000,000.
 	PagesPerHost int
+	// HostPages, when non-nil, gives each host its own page count, by host
+	// index (len must be Hosts, each 1..1,000,000), overriding PagesPerHost.
+	HostPages []int
+	// HomeLinksAll makes each host's "/" link every /p/<n> of the host, so
+	// all its pages are at depth 1 and known after one fetch (a wide, flat
+	// site whose crawl time is bounded by politeness, not by discovery).
+	HomeLinksAll bool
 	// LinksPerPage is the number of random links on each /p/<n> page, in
 	// addition to the chain link to /p/<n+1>; 0 means chain links only.
 	LinksPerPage int
@@ -106,6 +118,17 @@ type WebConfig struct {
 	// CrawlDelay, when > 0, is written as "Crawl-delay: <seconds>" into
 	// every robots.txt (a non-standard but common extension).
 	CrawlDelay time.Duration
+	// HostCrawlDelay overrides CrawlDelay per host index (0 writes none).
+	HostCrawlDelay map[int]time.Duration
+	// Latency, when its Median is > 0, delays every answer (robots.txt
+	// included) by a lognormal draw that is fixed per (Seed, host, target),
+	// on top of HostDelay; see WebLatency.
+	Latency WebLatency
+	// HostFault makes hosts, by index, fail at the connection: dead
+	// (connection refused), reset (TCP RST after the request is read) or
+	// timing out (never answers); see WebFault. Their URLs are in the
+	// ground truth with Status 0 and yield nothing.
+	HostFault map[int]WebFault
 	// SlowDelay is how long WebPathSlow sleeps; 0 means WebDefaultSlowDelay.
 	SlowDelay time.Duration
 	// LargeBytes is the size in bytes of WebPathLarge; 0 means
@@ -166,6 +189,9 @@ func (cfg WebConfig) withDefaults() (WebConfig, error) {
 			return cfg, fmt.Errorf("%w: RobotsStatus[%d] = %d: want 2xx, 4xx or 5xx", ErrWebConfig, h, st)
 		}
 	}
+	if err := cfg.validateWide(); err != nil {
+		return cfg, err
+	}
 	for h, d := range cfg.HostDelay {
 		if h < 0 || h >= cfg.Hosts {
 			return cfg, fmt.Errorf("%w: HostDelay host index %d: want 0..%d", ErrWebConfig, h, cfg.Hosts-1)
@@ -194,7 +220,8 @@ type WebRequest struct {
 	// UserAgent is the User-Agent header ("" if absent).
 	UserAgent string
 	// Status is the HTTP status sent; 503 when the slow page was cut short
-	// by the request context (client gone or web closing).
+	// by the request context (client gone or web closing); 0 when nothing
+	// was sent (a resetting or timing-out host, see WebFault).
 	Status int
 }
 
@@ -280,6 +307,12 @@ func StartWeb(ctx context.Context, cfg WebConfig) (*Web, error) {
 	}
 	errLog := slog.NewLogLogger(w.log.Handler(), slog.LevelDebug)
 	for h, ln := range listeners {
+		if cfg.HostFault[h] == WebFaultDead {
+			// The port stays this host's name; connecting to it is refused.
+			_ = ln.Close()
+			w.servers = append(w.servers, nil)
+			continue
+		}
 		srv := &http.Server{
 			Handler:           w.handler(h),
 			ReadHeaderTimeout: 10 * time.Second,
@@ -333,6 +366,9 @@ func (w *Web) Close() error {
 		w.cancelBase()
 		var errs []error
 		for i, srv := range w.servers {
+			if srv == nil {
+				continue // a dead host
+			}
 			if err := srv.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("close %s: %w", w.hosts[i], err))
 			}
@@ -385,9 +421,24 @@ func (w *Web) Seeds() []string {
 	return s
 }
 
-// Pages returns the number of normal pages /p/<n> over all hosts
-// (Hosts*PagesPerHost); seeds and special pages are not counted.
-func (w *Web) Pages() int { return w.cfg.Hosts * w.cfg.PagesPerHost }
+// Pages returns the number of normal pages /p/<n> over all hosts (the sum
+// of PagesOf); seeds and special pages are not counted.
+func (w *Web) Pages() int {
+	n := 0
+	for h := range w.hosts {
+		n += w.PagesOf(h)
+	}
+	return n
+}
+
+// PagesOf returns the number of /p/<n> pages of host index h: HostPages[h],
+// or PagesPerHost without HostPages.
+func (w *Web) PagesOf(h int) int {
+	if w.cfg.HostPages != nil {
+		return w.cfg.HostPages[h]
+	}
+	return w.cfg.PagesPerHost
+}
 
 // Requests returns a copy of the request log, in completion order.
 func (w *Web) Requests() []WebRequest {
@@ -441,8 +492,8 @@ func (w *Web) record(r WebRequest) {
 	w.mu.Unlock()
 }
 
-// robotsBody renders the robots.txt of every host (RFC 9309 section 2.2).
-func (w *Web) robotsBody() []byte {
+// robotsBody renders the robots.txt of host h (RFC 9309 section 2.2).
+func (w *Web) robotsBody(h int) []byte {
 	var b strings.Builder
 	b.WriteString("# robots.txt of the zkcrawl synthetic web\nUser-agent: *\n")
 	if len(w.cfg.RobotsDisallow) == 0 {
@@ -451,8 +502,8 @@ func (w *Web) robotsBody() []byte {
 	for _, p := range w.cfg.RobotsDisallow {
 		b.WriteString("Disallow: " + p + "\n")
 	}
-	if w.cfg.CrawlDelay > 0 {
-		b.WriteString("Crawl-delay: " + strconv.FormatFloat(w.cfg.CrawlDelay.Seconds(), 'f', -1, 64) + "\n")
+	if d := w.crawlDelayOf(h); d > 0 {
+		b.WriteString("Crawl-delay: " + strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "\n")
 	}
 	return []byte(b.String())
 }

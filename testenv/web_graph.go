@@ -155,8 +155,8 @@ func (w *Web) build() error {
 	n := len(w.hosts)
 	w.robotsTxt = make([][]byte, n)
 	w.robots = make([]*robotstxt.RobotsData, n)
-	body := w.robotsBody()
 	for h := range n {
+		body := w.robotsBody(h)
 		st, ok := w.cfg.RobotsStatus[h]
 		if !ok {
 			st = 200
@@ -179,6 +179,12 @@ func (w *Web) build() error {
 		r := &webRoute{kind: webKindHTML, status: 200, title: fmt.Sprintf("Host %d home", h),
 			links: []webLink{{tag: "a", href: "/p/0", to: webTarget{h, "/p/0"}, text: "first page"}},
 			fill:  w.fillFor("/", h, 2)}
+		if w.cfg.HomeLinksAll {
+			for i := 1; i < w.PagesOf(h); i++ {
+				p := "/p/" + strconv.Itoa(i)
+				r.links = append(r.links, webLink{tag: "a", href: p, to: webTarget{h, p}, text: "page " + strconv.Itoa(i)})
+			}
+		}
 		r.body = w.render(r)
 		w.homes[h] = r
 	}
@@ -205,7 +211,7 @@ func (w *Web) route(h int, target string) *webRoute {
 	case target == "/":
 		return w.homes[h]
 	case strings.HasPrefix(target, "/p/"):
-		if n, ok := webParseIndex(target[len("/p/"):], w.cfg.PagesPerHost); ok {
+		if n, ok := webParseIndex(target[len("/p/"):], w.PagesOf(h)); ok {
 			return w.pageRoute(h, n)
 		}
 		return webNotFound
@@ -245,7 +251,7 @@ func (w *Web) pageRoute(h, n int) *webRoute {
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(h)<<32|uint64(n)))
 	r := &webRoute{kind: webKindHTML, status: 200, title: fmt.Sprintf("Host %d page %d", h, n)}
 	r.links = make([]webLink, 0, cfg.LinksPerPage+6)
-	if n+1 < cfg.PagesPerHost {
+	if n+1 < w.PagesOf(h) {
 		r.links = append(r.links, w.pageLink(rng, h, n+1, "next page"))
 	}
 	for range cfg.LinksPerPage {
@@ -254,15 +260,15 @@ func (w *Web) pageRoute(h, n int) *webRoute {
 			if t >= h {
 				t++
 			}
-			m := strconv.Itoa(rng.IntN(cfg.PagesPerHost))
+			m := strconv.Itoa(rng.IntN(w.PagesOf(t)))
 			r.links = append(r.links, webLink{tag: "a", href: "http://" + w.hosts[t] + "/p/" + m,
 				to: webTarget{t, "/p/" + m}, text: "host " + strconv.Itoa(t) + " page " + m})
 			continue
 		}
-		r.links = append(r.links, w.pageLink(rng, h, rng.IntN(cfg.PagesPerHost), "see also"))
+		r.links = append(r.links, w.pageLink(rng, h, rng.IntN(w.PagesOf(h)), "see also"))
 	}
 	if cfg.Features {
-		spread := min(cfg.PagesPerHost, 4)
+		spread := min(w.PagesOf(h), 4)
 		for i, e := range w.entries[h] {
 			if i%spread == n {
 				r.links = append(r.links, e)
@@ -370,8 +376,8 @@ func (w *Web) buildSpecials(h int) (map[string]*webRoute, []webLink) {
 		a("sub/two.html", "/b/sub/two.html", "two")).baseHref = "/b/"
 	page("/b/one.html", "Base target one")
 	page("/b/sub/two.html", "Base target two")
-	p2 := "/p/" + strconv.Itoa(2%w.cfg.PagesPerHost)
-	p3 := "/p/" + strconv.Itoa(3%w.cfg.PagesPerHost)
+	p2 := "/p/" + strconv.Itoa(2%w.PagesOf(h))
+	p3 := "/p/" + strconv.Itoa(3%w.PagesOf(h))
 	page("/rel/a/b/index.html", "Relative links",
 		a("../c.html", "/rel/a/c.html", "c"),
 		a("./d.html", "/rel/a/b/d.html", "d"),

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -54,7 +55,17 @@ func (w *Web) handler(h int) http.Handler {
 		start := time.Now()
 		sw := &webStatusWriter{ResponseWriter: rw}
 		target := r.URL.RequestURI()
-		if d := w.cfg.HostDelay[h]; d > 0 {
+		switch w.cfg.HostFault[h] {
+		case WebFaultReset:
+			w.resetConn(rw)
+			w.record(WebRequest{Host: host, HostIndex: h, Path: target, Time: start, UserAgent: r.UserAgent()})
+			return
+		case WebFaultTimeout:
+			<-r.Context().Done() // client gone or web closing; never an answer
+			w.record(WebRequest{Host: host, HostIndex: h, Path: target, Time: start, UserAgent: r.UserAgent()})
+			return
+		}
+		if d := w.cfg.HostDelay[h] + w.latencyOf(h, target); d > 0 {
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
@@ -74,6 +85,23 @@ func (w *Web) handler(h int) http.Handler {
 		w.log.LogAttrs(r.Context(), slog.LevelDebug, "synthetic web request", slog.String("host", host),
 			slog.String("path", target), slog.Int("status", status), slog.Duration("took", time.Since(start)))
 	})
+}
+
+// resetConn ends the request's connection with a TCP RST (SO_LINGER 0
+// then close) and no answer.
+func (w *Web) resetConn(rw http.ResponseWriter) {
+	hj, ok := rw.(http.Hijacker)
+	if !ok {
+		panic("testenv: web handler: ResponseWriter is not a Hijacker")
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
 }
 
 func webWrite(rw http.ResponseWriter, status int, ctype string, body []byte) {

@@ -43,6 +43,8 @@ package testenv
 //     logs 200 and follows its links. /slow.html is 200 (use a fetch
 //     timeout above SlowDelay). /large.html, text, PNG and PDF are fetched
 //     (200) but yield no links.
+//   - A faulty host (WebConfig.HostFault) answers nothing: its URLs have
+//     Status 0 and yield no links or sitemaps.
 //   - Canonical URL: lower-case scheme and host, no default port, no
 //     fragment, dot segments removed, empty path "/", query kept as is.
 //
@@ -209,6 +211,10 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 		for i := 0; i < len(level); i++ { // level grows with redirect targets
 			u := level[i]
 			if _, done := out[u]; done || depth[u] != d {
+				continue
+			}
+			if w.cfg.HostFault[u.host] != WebFaultNone {
+				out[u] = WebExpect{Status: 0, Depth: d} // a faulty host answers nothing
 				continue
 			}
 			if strict && opts.ObeyRobots && !w.robots[u.host].TestAgent(u.path, "zkcrawl") {

@@ -6,6 +6,17 @@
 //	        [--robots-disallow /private/,...] [--robots-status 3=500,...]
 //	        [--truth-file F [--ground-truth-depth N] [--scope same_host]
 //	        [--obey-robots=true]]
+//	testweb --wide [--hosts 1000] [--pages 10] [--pages-spread 0]
+//	        [--latency-median 150ms] [--latency-p99 1s] [--slow-hosts N]
+//	        [--dead-hosts N] [--reset-hosts N] [--timeout-hosts N]
+//	        [--crawl-delay-hosts N --crawl-delay 2s] [--rate 1]
+//	        [--max-in-flight 1] [--bound-file F] [--truth-file F]
+//
+// With --wide it serves the wide web of testenv.WebWide (each host's "/"
+// links all its pages; latency lognormal; slow, dead, resetting and
+// timing-out hosts; Crawl-delay on some) and logs the politeness bound of a
+// crawl at --rate requests/s per host (testenv.Web.PolitenessBound), writing
+// it to --bound-file as "bound_s<TAB>seconds" lines if given.
 //
 // It starts the web, writes the ground truth to --truth-file if given (one
 // "status<TAB>depth<TAB>url" line per URL, sorted by URL; status 0 means
@@ -25,6 +36,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 	"github.com/zkcrawl/zkcrawl/testenv"
@@ -38,6 +50,7 @@ fetched"), prints the seed URLs one per line on stdout, and runs until SIGINT
 or SIGTERM.`
 
 const examples = `  testweb --hosts 10 --pages 100 > seeds.txt &
+  testweb --wide --hosts 1000 --pages 10 --truth-file truth.tsv --bound-file bound.tsv > seeds.txt &
   testweb --features --truth-file truth.tsv --ground-truth-depth 6 > seeds.txt &`
 
 func main() {
@@ -67,6 +80,21 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	truthDepth := fs.Int("ground-truth-depth", -1, "MaxDepth of the ground truth (-1: no limit; needs --truth-file)")
 	scope := fs.String("scope", testenv.WebScopeSameHost, "scope of the ground truth: same_host, same_domain or any")
 	obeyRobots := fs.Bool("obey-robots", true, "the ground truth obeys robots.txt")
+	var ww testenv.WebWide
+	wide := fs.Bool("wide", false, "serve the wide web (defaults --hosts 1000 --pages 10; flat hosts, lognormal latency, faulty hosts) and print its politeness bound")
+	fs.Float64Var(&ww.PagesSpread, "pages-spread", 0, "--wide: page counts uniform in pages x (1 ± this), 0..1")
+	fs.DurationVar(&ww.Latency.Median, "latency-median", 150*time.Millisecond, "--wide: median response latency (lognormal)")
+	fs.DurationVar(&ww.Latency.P99, "latency-p99", time.Second, "--wide: 99th percentile response latency")
+	fs.DurationVar(&ww.Latency.Max, "latency-max", 3*time.Second, "--wide: cap of any one latency draw")
+	fs.IntVar(&ww.SlowHosts, "slow-hosts", 0, "--wide: hosts answering --host-slow-delay later")
+	fs.DurationVar(&ww.SlowDelay, "host-slow-delay", 2*time.Second, "--wide: extra delay of a slow host")
+	fs.IntVar(&ww.DeadHosts, "dead-hosts", 0, "--wide: hosts refusing connections")
+	fs.IntVar(&ww.ResetHosts, "reset-hosts", 0, "--wide: hosts resetting every connection")
+	fs.IntVar(&ww.TimeoutHosts, "timeout-hosts", 0, "--wide: hosts never answering")
+	fs.IntVar(&ww.CrawlDelayHosts, "crawl-delay-hosts", 0, "--wide: hosts whose robots.txt has Crawl-delay: --crawl-delay")
+	rate := fs.Float64("rate", 1, "--wide: per_host_rate_per_s of the crawl the bound is for (0: unlimited)")
+	maxInFlight := fs.Int("max-in-flight", 1, "--wide: per_host_max_in_flight of the crawl the bound is for")
+	boundFile := fs.String("bound-file", "", "--wide: write the politeness bound to this file")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, lookupEnv); err != nil {
 		return err
@@ -92,21 +120,53 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if fs.Changed("ground-truth-depth") && *truthFile == "" {
 		return cli.Usage("--ground-truth-depth needs --truth-file")
 	}
+	if *wide {
+		ww.Seed, ww.Hosts, ww.Pages, ww.CrawlDelay = cfg.Seed, cfg.Hosts, cfg.PagesPerHost, cfg.CrawlDelay
+		if !fs.Changed("hosts") {
+			ww.Hosts = 1000
+		}
+		if !fs.Changed("pages") {
+			ww.Pages = 10
+		}
+		if cfg.Features || len(cfg.RobotsDisallow) > 0 || len(cfg.RobotsStatus) > 0 || fs.Changed("links") || fs.Changed("cross") {
+			return cli.Usage("--wide: --features, --links, --cross, --robots-disallow and --robots-status do not apply")
+		}
+		wcfg, err := ww.Config()
+		if err != nil {
+			return cli.Usage("%v", err)
+		}
+		wcfg.Logger = log
+		cfg = wcfg
+	} else {
+		for _, f := range []string{"pages-spread", "latency-median", "latency-p99", "latency-max", "slow-hosts", "host-slow-delay",
+			"dead-hosts", "reset-hosts", "timeout-hosts", "crawl-delay-hosts", "rate", "max-in-flight", "bound-file"} {
+			if fs.Changed(f) {
+				return cli.Usage("--%s needs --wide", f)
+			}
+		}
+	}
 
 	web, err := testenv.StartWeb(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer web.Close()
-	if *truthFile != "" {
+	if *truthFile != "" || *wide {
 		truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: *truthDepth, Scope: *scope, ObeyRobots: *obeyRobots})
 		if err != nil {
 			return err
 		}
-		if err := writeTruth(*truthFile, truth); err != nil {
-			return err
+		if *truthFile != "" {
+			if err := writeTruth(*truthFile, truth); err != nil {
+				return err
+			}
+			log.Info("ground truth written", "file", *truthFile, "urls", len(truth), "max_depth", *truthDepth, "scope", *scope)
 		}
-		log.Info("ground truth written", "file", *truthFile, "urls", len(truth), "max_depth", *truthDepth, "scope", *scope)
+		if *wide {
+			if err := reportBound(web, truth, *rate, *maxInFlight, *boundFile, stderr); err != nil {
+				return err
+			}
+		}
 	}
 	out := bufio.NewWriter(stdout)
 	for _, s := range web.Seeds() {
@@ -120,6 +180,27 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return web.Close()
 }
 
+// reportBound prints the politeness bound of crawling truth to stderr and,
+// when path is not "", writes it there as "key<TAB>value" lines (bound_s,
+// host, requests, rate_per_s, max_in_flight), atomically.
+func reportBound(web *testenv.Web, truth map[string]testenv.WebExpect, rate float64, maxInFlight int, path string, stderr io.Writer) error {
+	b, err := web.PolitenessBound(truth, rate, maxInFlight)
+	if err != nil {
+		return cli.Usage("%v", err)
+	}
+	text := fmt.Sprintf("bound_s\t%.3f\nhost\t%s\nrequests\t%d\nrate_per_s\t%g\nmax_in_flight\t%d\n",
+		b.Bound.Seconds(), web.Hosts()[b.Host], b.Requests, rate, maxInFlight)
+	fmt.Fprintf(stderr, "testweb: politeness bound %.3f s (host %s; %d requests at %g/s per host, %d in flight per host)\n",
+		b.Bound.Seconds(), web.Hosts()[b.Host], b.Requests, rate, maxInFlight)
+	if path == "" {
+		return nil
+	}
+	return writeAtomic(path, "--bound-file", func(w io.Writer) error {
+		_, err := io.WriteString(w, text)
+		return err
+	})
+}
+
 // writeTruth writes "status\tdepth\turl" lines sorted by URL, atomically
 // (temporary file then rename), so a script never reads half a file.
 func writeTruth(path string, truth map[string]testenv.WebExpect) error {
@@ -128,25 +209,33 @@ func writeTruth(path string, truth map[string]testenv.WebExpect) error {
 		urls = append(urls, u)
 	}
 	slices.Sort(urls)
+	return writeAtomic(path, "--truth-file", func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		for _, u := range urls {
+			e := truth[u]
+			fmt.Fprintf(bw, "%d\t%d\t%s\n", e.Status, e.Depth, u)
+		}
+		return bw.Flush()
+	})
+}
+
+// writeAtomic writes path through write, by a temporary file then rename,
+// so a script never reads half a file; errors name flag and path.
+func writeAtomic(path, flag string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("--truth-file %q: %w", path, err)
+		return fmt.Errorf("%s %q: %w", flag, path, err)
 	}
 	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
 	if err := tmp.Chmod(0o644); err != nil {
 		_ = tmp.Close()
-		return fmt.Errorf("--truth-file %q: %w", path, err)
+		return fmt.Errorf("%s %q: %w", flag, path, err)
 	}
-	w := bufio.NewWriter(tmp)
-	for _, u := range urls {
-		e := truth[u]
-		fmt.Fprintf(w, "%d\t%d\t%s\n", e.Status, e.Depth, u)
-	}
-	if err := errors.Join(w.Flush(), tmp.Close()); err != nil {
-		return fmt.Errorf("--truth-file %q: %w", path, err)
+	if err := errors.Join(write(tmp), tmp.Close()); err != nil {
+		return fmt.Errorf("%s %q: %w", flag, path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("--truth-file %q: %w", path, err)
+		return fmt.Errorf("%s %q: %w", flag, path, err)
 	}
 	return nil
 }

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# scripts/wideweb.sh: how far a batch crawl of a wide, slow web is from the
+# politeness bound, measured as a user runs it (after `make build`).
+#
+# It starts a ZooKeeper (bin/zkserver), the wide web (bin/testweb --wide:
+# HOSTS hosts x PAGES pages, each host's "/" linking all its pages, response
+# latency lognormal with median 150 ms and p99 1 s) with its ground truth and
+# politeness bound at RATE requests/s per host, and then, for each worker
+# count in WORKERS, seeds a fresh crawl (bin/seeder) and runs that many
+# bin/crawler --exit-when-done until they exit. Per run it prints:
+#
+#   makespan       workers' start to the last crawl.log line (the last page)
+#   ratio          makespan / politeness bound (the issue's target: <= 1.15)
+#   exit_after     last page to the last worker's exit
+#   pages          truth URLs logged with their truth status / truth URLs
+#   in_flight      mean and peak fetches in flight (from crawl.log intervals)
+#   host_gap       per host, time between consecutive request starts (the
+#                  rate allows 1/RATE s): median and p90 over all hosts
+#   host_first     per host, workers' start to its first logged fetch start
+#   link_wait      per page, the end of the fetch that found its link to the
+#                  start of its own fetch (queued, claimed, politeness)
+#   host_span      per host, the end of its "/" to the end of its last page
+#                  (politeness alone needs (pages+1)/RATE s)
+#   claim_ms       mean queue_claim step (zkcrawl_zk_op_duration_seconds)
+#   fetch_ms       mean fetch (zkcrawl_fetch_duration_seconds)
+#   cpu_s, rss_mb  per worker, from the last metrics scrape before its exit
+#
+# Environment: HOSTS (1000), PAGES (10), WORKERS ("1 3"), RATE (1),
+# WIDE_DIR (output, default ./out/wideweb-<timestamp>), BIN, TIMEOUT (the
+# most seconds one run may take, default 600).
+set -uo pipefail
+
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+need_bins zkserver testweb seeder crawler
+HOSTS=${HOSTS:-1000}
+PAGES=${PAGES:-10}
+WORKERS=${WORKERS:-"1 3"}
+RATE=${RATE:-1}
+TIMEOUT=${TIMEOUT:-600}
+WIDE_DIR=${WIDE_DIR:-$ZKC_ROOT/out/wideweb-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$WIDE_DIR" || die "cannot create $WIDE_DIR"
+WIDE_DIR=$(cd "$WIDE_DIR" && pwd)
+ZKC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/zkcrawl-wide.XXXXXX")
+trap 'cleanup_all; rm -rf "$ZKC_TMP"' EXIT
+trap 'echo; warn "interrupted: stopping everything"; exit 130' INT
+trap 'exit 143' TERM
+
+# zkc_py_wide_report: the python3 helper that reports one run (pyscript).
+zkc_py_wide_report() {
+	cat <<'EOF'
+"""Report one wide-web run: argv TRUTH BOUND_S T0 RATE RUN_DIR."""
+import glob, json, os, re, statistics, sys
+from collections import defaultdict
+from datetime import datetime
+
+truth_file, bound, t0, rate, run = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+truth = {}
+for line in open(truth_file):
+    st, _, url = line.rstrip("\n").split("\t")
+    if int(st) > 0:
+        truth[url] = int(st)
+entries, via = [], {}
+for f in glob.glob(os.path.join(run, "w*", "crawl.log")):
+    for line in open(f):
+        e = json.loads(line)
+        end = datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
+        entries.append((end - e["duration_ms"] / 1000, end, e["url"], e["status"]))
+        via[e["url"]] = e["via"]
+entries.sort(key=lambda e: e[1])
+final = {}
+for _, _, u, st in entries:
+    final[u] = st
+ok = sum(1 for u, st in truth.items() if final.get(u) == st)
+exits = [float(l.split("\t")[1]) for l in open(os.path.join(run, "exits.tsv")) if l.strip()]
+if not entries:
+    print("no crawl.log lines"); sys.exit(1)
+first, last = min(e[0] for e in entries), max(e[1] for e in entries)
+mk = last - t0
+# in flight: sweep over fetch intervals
+ev = sorted([(s, 1) for s, _, _, _ in entries] + [(e, -1) for _, e, _, _ in entries])
+cur = peak = 0
+for _, d in ev:
+    cur += d; peak = max(peak, cur)
+busy = sum(e - s for s, e, _, _ in entries)
+hosts = defaultdict(list)
+for s, _, u, _ in entries:
+    hosts[u.split("/")[2]].append(s)
+gaps, firsts = [], []
+for h, ss in hosts.items():
+    ss.sort()
+    firsts.append(ss[0] - t0)
+    gaps += [b - a for a, b in zip(ss, ss[1:])]
+def q(xs, p):
+    xs = sorted(xs); return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
+span = {u: (s, e) for s, e, u, _ in entries}
+waits = [span[u][0] - span[v][1] for u, v in via.items() if v in span]
+host_span = defaultdict(lambda: [None, 0.0])
+for s, e, u, _ in entries:
+    h = u.split("/")[2]
+    if u == "http://" + h + "/":
+        host_span[h][0] = e
+    host_span[h][1] = max(host_span[h][1], e)
+spans = [b - a for a, b in host_span.values() if a is not None]
+def metric(text, name, label=""):
+    tot = 0.0
+    for m in re.finditer(r"^" + re.escape(name) + r"(\{[^}]*\})? ([0-9.e+-]+)$", text, re.M):
+        if label in (m.group(1) or ""):
+            tot += float(m.group(2))
+    return tot
+claim_s = claim_n = fetch_s = fetch_n = 0.0
+per = []
+for f in sorted(glob.glob(os.path.join(run, "metrics", "*.prom"))):
+    t = open(f).read()
+    claim_s += metric(t, "zkcrawl_zk_op_duration_seconds_sum", 'op="queue_claim"')
+    claim_n += metric(t, "zkcrawl_zk_op_duration_seconds_count", 'op="queue_claim"')
+    fetch_s += metric(t, "zkcrawl_fetch_duration_seconds_sum")
+    fetch_n += metric(t, "zkcrawl_fetch_duration_seconds_count")
+    per.append("cpu_s=%.1f rss_mb=%.0f" % (metric(t, "process_cpu_seconds_total"), metric(t, "process_resident_memory_bytes") / 2**20))
+print("workers=%d bound_s=%.2f makespan_s=%.2f ratio=%.2f fetch_span_s=%.2f exit_after_s=%.2f" % (
+    len(exits), bound, mk, mk / bound, last - first, (max(exits) - last) if exits else float("nan")))
+print("pages=%d/%d log_lines=%d in_flight_mean=%.1f in_flight_peak=%d" % (ok, len(truth), len(entries), busy / (last - first), peak))
+print("host_gap_s p50=%.2f p90=%.2f max=%.2f (rate allows %.2f)  host_first_s p50=%.2f p90=%.2f max=%.2f" % (
+    q(gaps, .5), q(gaps, .9), q(gaps, 1), 1 / rate if rate else 0, q(firsts, .5), q(firsts, .9), q(firsts, 1)))
+print("link_wait_s p50=%.2f p90=%.2f max=%.2f  host_span_s p50=%.2f p90=%.2f max=%.2f" % (
+    q(waits, .5), q(waits, .9), q(waits, 1), q(spans, .5), q(spans, .9), q(spans, 1)))
+print("claim_ms=%.1f (n=%d) fetch_ms=%.1f (n=%d) %s" % (
+    1000 * claim_s / max(claim_n, 1), claim_n, 1000 * fetch_s / max(fetch_n, 1), fetch_n, " | ".join(per)))
+EOF
+}
+
+banner "ZooKeeper"
+start_zk "$WIDE_DIR/zk" 200ms
+
+banner "The wide web: $HOSTS hosts x $PAGES pages, latency median 150ms p99 1s; bound at $RATE/s per host"
+start_bg testweb "$WIDE_DIR/testweb.log" bash -c 'exec "$0" --wide --hosts "$1" --pages "$2" --rate "$3" \
+	--truth-file "$4" --bound-file "$5" >"$6"' \
+	"$BIN/testweb" "$HOSTS" "$PAGES" "$RATE" "$WIDE_DIR/truth.tsv" "$WIDE_DIR/bound.tsv" "$WIDE_DIR/seeds.txt"
+wait_until 120 "testweb to write its bound" test -s "$WIDE_DIR/bound.tsv" || die "testweb did not start; see $WIDE_DIR/testweb.log"
+wait_until 30 "testweb to print its seeds" bash -c '[ "$(wc -l <"$0")" -ge "$1" ]' "$WIDE_DIR/seeds.txt" "$HOSTS" ||
+	die "testweb printed no seeds"
+BOUND=$(awk -F'\t' '$1=="bound_s"{print $2}' "$WIDE_DIR/bound.tsv")
+say "politeness bound: ${BOUND}s ($(awk -F'\t' '$1=="requests"{print $2}' "$WIDE_DIR/bound.tsv") requests)"
+
+# scrape DIR PORT...: every second, each worker's metrics into DIR/PORT.prom
+# (the last good scrape stays), until killed.
+scrape() {
+	local dir=$1 p
+	shift
+	while :; do
+		for p in "$@"; do
+			curl -sf --max-time 1 "http://127.0.0.1:$p/metrics" -o "$dir/$p.tmp" && mv "$dir/$p.tmp" "$dir/$p.prom"
+		done
+		sleep 1
+	done
+}
+
+for n in $WORKERS; do
+	CRAWL=wide-$n-$(date +%s)
+	RUN=$WIDE_DIR/run-$n
+	mkdir -p "$RUN/metrics"
+	banner "Crawl $CRAWL with $n worker(s), per_host_rate_per_s=$RATE, --exit-when-done"
+	printf '{"allow_private_networks": true, "per_host_rate_per_s": %s, "max_depth": 5}\n' "$RATE" >"$RUN/config.json"
+	show "$BIN/seeder" --zk "$ZK" --crawl "$CRAWL" --config "$RUN/config.json" --seeds "$WIDE_DIR/seeds.txt" --log-level warn ||
+		die "seeder failed"
+	ports=()
+	pids=()
+	t0=$(date +%s.%N)
+	for i in $(seq 1 "$n"); do
+		port=$(free_port)
+		ports+=("$port")
+		start_bg "crawler w$i" "$RUN/w$i.log" "$BIN/crawler" --zk "$ZK" --crawl "$CRAWL" --id "w$i" \
+			--out "$RUN/w$i" --exit-when-done --metrics-addr "127.0.0.1:$port"
+		pids+=("$LAST_PID")
+	done
+	scrape "$RUN/metrics" "${ports[@]}" &
+	scraper=$!
+	track_pid "$scraper"
+	: >"$RUN/exits.tsv"
+	deadline=$(($(date +%s) + TIMEOUT))
+	while :; do
+		left=0
+		for i in "${!pids[@]}"; do
+			[ -n "${pids[$i]}" ] || continue
+			if alive "${pids[$i]}"; then
+				left=1
+			else
+				printf 'w%s\t%s\n' "$((i + 1))" "$(date +%s.%N)" >>"$RUN/exits.tsv"
+				pids[i]=
+			fi
+		done
+		[ "$left" = 0 ] && break
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			warn "run with $n worker(s) passed ${TIMEOUT}s: stopping it"
+			for pid in "${pids[@]}"; do [ -n "$pid" ] && signal_tree TERM "$pid"; done
+		fi
+		sleep 0.05
+	done
+	kill "$scraper" 2>/dev/null
+	wait "$scraper" 2>/dev/null
+	python3 "$(pyscript wide_report)" "$WIDE_DIR/truth.tsv" "$BOUND" "$t0" "$RATE" "$RUN" | tee "$RUN/report.txt"
+done
+say "output in $(shorten "$WIDE_DIR")"
