@@ -54,8 +54,20 @@ type Config struct {
 	PerHostBurst int `json:"per_host_burst"`
 	// PerHostMaxInFlight caps concurrent requests to one host, >= 1.
 	PerHostMaxInFlight int `json:"per_host_max_in_flight"`
-	// WorkerConcurrency is the number of concurrent fetches per worker.
+	// WorkerConcurrency is the smallest request budget a worker uses when
+	// MaxInFlight is 0 (automatic): it never allows fewer than this many
+	// requests in flight. It no longer caps them (MaxInFlight does): items
+	// that wait for their politeness key's turn hold a claim, not a request
+	// slot, so a worker keeps as many requests in flight as its hosts'
+	// rates and latencies need (docs/design.md, "In-flight budget").
 	WorkerConcurrency int `json:"worker_concurrency"`
+	// MaxInFlight caps the requests one worker has in flight at once (a
+	// request holds a slot from when its key's politeness admits it until
+	// its response is read); 0 (the default) means automatic: the larger
+	// of WorkerConcurrency and what the worker's file descriptor limit and
+	// memory allow (worker.RequestBudget). A worker holds at most
+	// ClaimsPerRequest x this many claims.
+	MaxInFlight int `json:"max_in_flight"`
 	// MaxDepth is the largest hop count from a seed that is still fetched;
 	// -1 means unlimited (only sensible with include/exclude rules).
 	MaxDepth int `json:"max_depth"`
@@ -184,6 +196,20 @@ func (c Config) NeedsContactUA() bool {
 	return c.UserAgent == DefaultUserAgent && !c.AllowPrivateNetworks
 }
 
+// MaxMaxInFlight is the largest max_in_flight a config may set: requests
+// in flight per worker, each holding a connection (a file descriptor) and
+// up to max_body_bytes of body.
+const MaxMaxInFlight = 65536
+
+// ClaimsPerRequest is how many claims a worker may hold per slot of its
+// request budget (max_in_flight, or the automatic one): an item waiting
+// for its politeness key's turn holds a claim but no request slot, and on
+// a wide web at 1 request/s per host and 150 ms per response each request
+// in flight has about six such items waiting behind it. A claim costs the
+// worker about 10 KB (the item and its goroutine) and ZooKeeper one
+// ephemeral claim node.
+const ClaimsPerRequest = 8
+
 // Default returns the settings used for every key a document leaves out.
 func Default() Config {
 	return Config{
@@ -281,6 +307,8 @@ func (c Config) Validate() error {
 		return bad("per_host_max_in_flight", "%d is outside 1..1000", c.PerHostMaxInFlight)
 	case c.WorkerConcurrency < 1 || c.WorkerConcurrency > 4096:
 		return bad("worker_concurrency", "%d is outside 1..4096", c.WorkerConcurrency)
+	case c.MaxInFlight < 0 || c.MaxInFlight > MaxMaxInFlight:
+		return bad("max_in_flight", "%d is outside 0..%d (0 = automatic)", c.MaxInFlight, MaxMaxInFlight)
 	case c.MaxDepth < -1 || c.MaxDepth > 10000:
 		return bad("max_depth", "%d is outside -1..10000 (-1 = unlimited)", c.MaxDepth)
 	case c.Scope != ScopeSameHost && c.Scope != ScopeSameDomain && c.Scope != ScopeAny:

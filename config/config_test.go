@@ -30,12 +30,29 @@ func TestParseDefaultsAndOverrides(t *testing.T) {
 	}
 }
 
+// max_in_flight defaults to 0 (automatic) and takes 1..MaxMaxInFlight; a
+// config that sets only worker_concurrency, as configs did before
+// max_in_flight, still parses and keeps its value (the automatic budget's
+// floor).
+func TestParseMaxInFlight(t *testing.T) {
+	c, err := Parse([]byte(`{"worker_concurrency": 64}`))
+	if err != nil || c.WorkerConcurrency != 64 || c.MaxInFlight != 0 {
+		t.Fatalf("worker_concurrency only: %+v, %v", c, err)
+	}
+	c, err = Parse([]byte(`{"worker_concurrency": 8, "max_in_flight": 2000}`))
+	if err != nil || c.WorkerConcurrency != 8 || c.MaxInFlight != 2000 {
+		t.Fatalf("both: %+v, %v", c, err)
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	cases := map[string]string{
 		`{`:                                   "not valid JSON",
 		`{"per_host_rate_per_s": "fast"}`:     `key "per_host_rate_per_s"`,
 		`{"per_host_rate_per_s": -1}`:         `key "per_host_rate_per_s"`,
 		`{"worker_concurrency": 0}`:           `key "worker_concurrency"`,
+		`{"max_in_flight": -1}`:               `key "max_in_flight"`,
+		`{"max_in_flight": 70000}`:            `key "max_in_flight"`,
 		`{"max_depth": -2}`:                   `key "max_depth"`,
 		`{"scope": "planet"}`:                 `key "scope"`,
 		`{"colour": "blue"}`:                  `unknown key "colour"`,

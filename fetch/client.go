@@ -119,13 +119,24 @@ func New(opts Options) *Fetcher {
 		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
 		// No TLSHandshakeTimeout: the tee dialer does TLS (10 s bound).
 		DisableCompression:     true,
-		MaxIdleConns:           1024,
-		MaxIdleConnsPerHost:    64,
+		MaxIdleConns:           MaxIdleConns,
+		MaxIdleConnsPerHost:    MaxIdleConnsPerHost,
 		IdleConnTimeout:        60 * time.Second,
 		MaxResponseHeaderBytes: 1 << 20,
 	}
 	return f
 }
+
+// The Fetcher's keep-alive pool (net/http.Transport): a host's connection
+// is reused by its next request while idle for less than 60 s, up to
+// MaxIdleConnsPerHost idle connections per host (more than any
+// per_host_max_in_flight in use) and MaxIdleConns in all, the least
+// recently used closed first. Each idle connection holds a file
+// descriptor; worker.RequestBudget counts the whole pool.
+const (
+	MaxIdleConns        = 1024
+	MaxIdleConnsPerHost = 64
+)
 
 // Options returns the options in effect, with defaults filled in.
 func (f *Fetcher) Options() Options { return *f.opts.Load() }

@@ -27,6 +27,10 @@ type PolitenessOptions struct {
 	Burst int
 	// MaxInFlight caps concurrent requests per host. 0 means unlimited.
 	MaxInFlight int
+	// MaxRequests caps concurrent requests across all hosts of this
+	// Politeness (a process's request budget, see Acquire); 0 means
+	// unlimited. It can be changed later with SetMaxRequests.
+	MaxRequests int
 	// IdleTTL: a host's state (limiter, crawl delay) is dropped once it has
 	// had no request for this long and its token bucket has refilled, so
 	// memory stays bounded with millions of hosts. 0 means DefaultIdleTTL.
@@ -59,6 +63,12 @@ type Politeness struct {
 	maxInFlight int
 	hosts       map[string]*hostState
 	lastSweep   time.Time
+	// The request budget (MaxRequests): requests admitted and not yet
+	// released, across hosts, and the channel closed when one is released
+	// or the budget changes.
+	maxRequests  int
+	requests     int
+	requestFreed chan struct{}
 	// Adaptive delay (SetDelayFactor): 0 factor = off.
 	delayFactor float64
 	maxDelay    time.Duration
@@ -91,6 +101,9 @@ func NewPoliteness(opts PolitenessOptions) (*Politeness, error) {
 	if err := checkLimits(opts.RatePerSec, opts.Burst, opts.MaxInFlight); err != nil {
 		return nil, err
 	}
+	if opts.MaxRequests < 0 {
+		return nil, fmt.Errorf("politeness: max requests %d: %w (want >= 0, 0 = unlimited)", opts.MaxRequests, ErrInvalidLimit)
+	}
 	if opts.IdleTTL < 0 {
 		return nil, fmt.Errorf("politeness: IdleTTL %v: must not be negative", opts.IdleTTL)
 	}
@@ -101,13 +114,15 @@ func NewPoliteness(opts PolitenessOptions) (*Politeness, error) {
 		opts.Logger = slog.Default()
 	}
 	return &Politeness{
-		logger:      opts.Logger,
-		idleTTL:     opts.IdleTTL,
-		rate:        opts.RatePerSec,
-		burst:       opts.Burst,
-		maxInFlight: opts.MaxInFlight,
-		hosts:       make(map[string]*hostState),
-		lastSweep:   time.Now(),
+		logger:       opts.Logger,
+		idleTTL:      opts.IdleTTL,
+		rate:         opts.RatePerSec,
+		burst:        opts.Burst,
+		maxInFlight:  opts.MaxInFlight,
+		hosts:        make(map[string]*hostState),
+		lastSweep:    time.Now(),
+		maxRequests:  opts.MaxRequests,
+		requestFreed: make(chan struct{}),
 	}, nil
 }
 
@@ -187,13 +202,21 @@ func (p *Politeness) sweepLocked(now time.Time) {
 }
 
 // Acquire blocks until a request to host (the caller's host key) may start:
-// first a free in-flight slot (MaxInFlight), then the adaptive delay
+// first a free in-flight slot of host (MaxInFlight), then the adaptive delay
 // (SetDelayFactor), then a token of the host's rate limiter (rate, burst,
-// crawl delay). It returns release, which the caller must call exactly once
-// when the request is done (extra calls are no-ops). Limit changes made
-// while it waits (SetLimits, SetCrawlDelay, SetDelayFactor) apply to it. It
-// fails for an empty host, or when ctx ends, with an error naming the host
-// and the phase and wrapping ctx.Err(); nothing is held then.
+// crawl delay), and last a slot of the request budget shared by all hosts
+// (MaxRequests). The budget slot is taken only once the host's limits admit
+// the request, so a request that waits for its host's rate holds no budget
+// slot, and the budget counts requests on the wire, not requests waiting.
+// If the budget is full when the token comes, Acquire waits for a budget
+// slot and then for a fresh token (the first one is spent unused: never a
+// shorter spacing, at most one interval later); it never holds a budget
+// slot while it waits for a token. It returns release, which the caller
+// must call exactly once when the request is done (extra calls are no-ops).
+// Limit changes made while it waits (SetLimits, SetCrawlDelay,
+// SetDelayFactor, SetMaxRequests) apply to it. It fails for an empty host,
+// or when ctx ends, with an error naming the host and the phase and
+// wrapping ctx.Err(); nothing is held then.
 func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), err error) {
 	if host == "" {
 		return nil, errors.New("politeness: empty host key")
@@ -214,9 +237,22 @@ func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), 
 		p.finish(hs, true)
 		return nil, fmt.Errorf("politeness: waiting for the adaptive delay of %s: %w", host, err)
 	}
-	if err := p.waitToken(ctx, hs); err != nil {
-		p.finish(hs, true)
-		return nil, fmt.Errorf("politeness: waiting for the rate limit of %s: %w", host, err)
+	for {
+		if err := p.waitToken(ctx, hs); err != nil {
+			p.finish(hs, true)
+			return nil, fmt.Errorf("politeness: waiting for the rate limit of %s: %w", host, err)
+		}
+		if p.tryRequest() {
+			break
+		}
+		if err := p.waitRequest(ctx); err != nil {
+			p.finish(hs, true)
+			return nil, fmt.Errorf("politeness: waiting for the request budget (%s admitted): %w", host, err)
+		}
+		if p.tokenNow(hs) {
+			break
+		}
+		p.releaseRequest() // wait for the next token holding no budget slot
 	}
 
 	var once sync.Once
@@ -227,9 +263,89 @@ func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), 
 			hs.lastEnd = time.Now()
 			hs.lastDur = hs.lastEnd.Sub(started)
 			p.mu.Unlock()
+			p.releaseRequest()
 			p.finish(hs, true)
 		})
 	}, nil
+}
+
+// tryRequest takes a slot of the request budget if one is free and
+// reports whether it did.
+func (p *Politeness) tryRequest() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.maxRequests > 0 && p.requests >= p.maxRequests {
+		return false
+	}
+	p.requests++
+	return true
+}
+
+// waitRequest takes a slot of the request budget, waiting for one to
+// free. Errors: ctx's, with no slot taken.
+func (p *Politeness) waitRequest(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		if p.maxRequests <= 0 || p.requests < p.maxRequests {
+			p.requests++
+			p.mu.Unlock()
+			return nil
+		}
+		wake := p.requestFreed
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// releaseRequest gives a slot of the request budget back and wakes its
+// waiters.
+func (p *Politeness) releaseRequest() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests--
+	close(p.requestFreed)
+	p.requestFreed = make(chan struct{})
+}
+
+// tokenNow takes a token of hs's rate limiter if one is there now and
+// reports whether it did (no waiting).
+func (p *Politeness) tokenNow(hs *hostState) bool {
+	p.mu.Lock()
+	lim := hs.lim
+	p.mu.Unlock()
+	return lim.Limit() == rate.Inf || lim.Allow()
+}
+
+// SetMaxRequests changes the request budget (MaxRequests: concurrent
+// requests across all hosts, 0 = unlimited), live: waiters in Acquire see
+// the new budget at once; requests already admitted keep their slots, so
+// after a decrease the count falls to the new budget as they end. It fails,
+// changing nothing, for a negative n.
+func (p *Politeness) SetMaxRequests(n int) error {
+	if n < 0 {
+		return fmt.Errorf("politeness: max requests %d: %w (want >= 0, 0 = unlimited)", n, ErrInvalidLimit)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.maxRequests == n {
+		return nil
+	}
+	p.maxRequests = n
+	close(p.requestFreed)
+	p.requestFreed = make(chan struct{})
+	return nil
+}
+
+// Requests returns how many requests hold a slot of the request budget
+// now, and the budget (0 = unlimited), for metrics and tests.
+func (p *Politeness) Requests() (inFlight, budget int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.requests, p.maxRequests
 }
 
 // waitSlot takes one of hs's in-flight slots (MaxInFlight), waiting for

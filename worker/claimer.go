@@ -12,19 +12,22 @@ import (
 )
 
 // The claimer: one claim loop per owned shard (claimLoop), each with
-// takersPerShard takers that claim an item, wait for a fetch slot and hand
-// the item to the pipeline (process). An item is claimed only while the
+// takersPerShard takers that take a claim slot (claimCap), claim an item
+// and hand it to the pipeline (process). An item is claimed only while the
 // crawl runs (not paused, under max_pages, outputs writable), when its
-// not_before has come and its politeness key has a claim slot here
-// (keySlots).
+// not_before has come, its politeness key has a claim slot here (keySlots)
+// and the worker holds fewer than claimCap claims. No request slot is
+// taken here: the pipeline takes one of the request budget's slots only
+// once the key's politeness admits the request (fetch.Politeness.Acquire),
+// so items that wait for their key's turn cost a claim, not a request.
 
 // claimLoop claims the items of one owned shard while ctx lives: while the
 // crawl is not paused it takes the first claimable item in FIFO order whose
 // not_before has passed and whose politeness key has a free claim slot
-// (keySlots), waits for a fetch slot (worker_concurrency) and starts
-// processing it. No slot is held while waiting for items, so an empty shard
-// never starves a busy one; each shard holds at most takersPerShard claims
-// that wait for a slot.
+// (keySlots), within the worker's claim cap (claimCap), and starts
+// processing it. A claim slot taken for a Take that finds nothing is given
+// back when the Take fails; each shard has at most takersPerShard Takes
+// under way.
 func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup, view string) {
 	if err := w.awaitHandoff(ctx, shard, view); err != nil {
 		return
@@ -46,11 +49,14 @@ const takersPerShard = 4
 // than by session expiry) before it tries again.
 const claimRetryPause = time.Second
 
-// takeLoop is one of a shard's takers: claim, wait for a fetch slot, start
+// takeLoop is one of a shard's takers: take a claim slot, claim, start
 // processing, repeat while ctx lives.
 func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
 	notExpired := func(err error) bool { return !errors.Is(err, coord.ErrSessionExpired) }
 	for ctx.Err() == nil {
+		if err := w.acquireClaimSlot(ctx); err != nil {
+			return
+		}
 		var t taken
 		var claim *coord.Claim
 		// Wait until claiming is allowed, then claim; a failed claim is
@@ -68,20 +74,18 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 				return err
 			})
 		if err != nil {
+			w.releaseClaimSlot()
 			return
 		}
 		w.metrics.claimed()
+		w.counters.inFlight.Add(1)
 		if t.err != nil {
 			// Undecodable item: a dead letter, not a crash.
 			w.failUndecodable(work, claim, t.err)
+			w.releaseSlot()
 			continue
 		}
 		it, key := t.item, t.key
-		if err := w.acquireSlot(ctx); err != nil {
-			w.freeKeySlot(key)
-			w.abandon(work, claim, it, err)
-			return
-		}
 		inflight.Add(1)
 		go func() {
 			defer inflight.Done()
@@ -96,8 +100,8 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 // keySlots counts the claims this worker holds per politeness key that
 // wait for or are in a fetch, so that a key never has more than
 // per_host_max_in_flight + 1 of them here (one prefetched item waits on
-// politeness while another is fetched; worker_concurrency slots are not
-// spent on items that only wait for a busy key). A claim's slot is freed
+// politeness while another is fetched; claims, within claimCap, are not
+// spent on many items that only wait for a busy key). A claim's slot is freed
 // when its fetch ends: writing the records, the fsync batch and the
 // completion multi (about 5 ms, far longer than a fetch on a fast server)
 // no longer keep the key's next item from being claimed; the key's ready
@@ -225,16 +229,16 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 	}
 }
 
-// acquireSlot waits for a fetch slot: fewer than worker_concurrency items
-// in flight.
-func (w *Worker) acquireSlot(ctx context.Context) error {
+// acquireClaimSlot waits for one of the worker's claimCap claim slots
+// (claims held, from before their Take to the end of their processing).
+// Errors: ctx's, with no slot taken.
+func (w *Worker) acquireClaimSlot(ctx context.Context) error {
 	for {
 		wake := w.wake.Wait()
-		n := w.counters.inFlight.Add(1)
-		if n <= int64(w.current().cfg.WorkerConcurrency) {
+		if w.claimSlots.Add(1) <= int64(claimCap(w.current().cfg)) {
 			return nil
 		}
-		w.counters.inFlight.Add(-1)
+		w.claimSlots.Add(-1)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -243,7 +247,16 @@ func (w *Worker) acquireSlot(ctx context.Context) error {
 	}
 }
 
+// releaseClaimSlot gives a claim slot back (acquireClaimSlot) and wakes
+// the takers waiting for one.
+func (w *Worker) releaseClaimSlot() {
+	w.claimSlots.Add(-1)
+	w.wake.Fire()
+}
+
+// releaseSlot ends a claimed item's processing: it is no longer counted
+// in flight and its claim slot is given back.
 func (w *Worker) releaseSlot() {
 	w.counters.inFlight.Add(-1)
-	w.wake.Fire()
+	w.releaseClaimSlot()
 }

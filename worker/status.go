@@ -18,7 +18,7 @@ type counters struct {
 	pages       atomic.Int64 // items finished (completed or dead-lettered)
 	errors      atomic.Int64 // failed fetch attempts (network errors, 5xx, 429)
 	bytes       atomic.Int64 // response body bytes stored
-	inFlight    atomic.Int64 // fetch slots held
+	inFlight    atomic.Int64 // claimed items being processed (waiting for politeness, fetching, storing, completing)
 	shardsOwned atomic.Int64
 	cluster     atomic.Int64 // pages finished crawl-wide (refreshClusterPages)
 	// totalsRead and totalsPages: when R/totals was last summed and its

@@ -154,7 +154,10 @@ type fetchPipeline struct {
 type liveState struct {
 	live   atomic.Pointer[liveConfig] // the config in force; nil until the first valid version
 	cfgErr atomic.Pointer[string]     // why the last version was rejected; "" when none
-	wake   broadcast                  // fired when the config changes, a fetch slot frees or writes work again
+	wake   broadcast                  // fired when the config changes, a claim slot frees or writes work again
+	// claimSlots counts the claim slots taken (acquireClaimSlot): claims
+	// held or being taken, at most claimCap.
+	claimSlots atomic.Int64
 }
 
 // membership is this worker's place among the crawl's workers.
