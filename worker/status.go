@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
 // counters are this worker's running totals, shown in its status node.
@@ -202,27 +203,41 @@ func (c *counters) capped(cfg config.Config) bool {
 // finding work: at most about (2 x shards + 2 x groups) / doneBackoff reads
 // per second per idle worker. Once the only work left is claimed (the
 // crawl's last pages), or the counts read empty, it reads them with
-// watches (frontier.Frontier.WatchPending) and waits for a watch to fire,
-// then reads again at once: done is seen within a few round trips of the
-// last completion. A watch lost across a reconnect fires too; doneFallback
-// bounds the wait on watches all the same. The snapshot is confirmed by a
+// watches (frontier.Frontier.WatchPending: 2 x shards + groups
+// getChildren and a cursor per group) and waits for a watch to fire, then
+// reads again, at most once per doneMinGap: done is seen within doneMinGap
+// and a few round trips of the last completion, and an idle worker makes
+// at most 2 x shards + 3 x groups reads per doneMinGap while only
+// claimed work is left. A watch lost across a reconnect fires too;
+// doneFallback bounds the wait on watches all the same. The snapshot is confirmed by a
 // second count read taken while no watch has fired (docs/design.md, "When
 // a batch crawl is done").
 func (w *Worker) waitDone(ctx context.Context) error {
-	var quietSince time.Time
-	pause := donePoll
+	var quietSince, lastRead time.Time
+	pause, watching := donePoll, false
 	for {
 		if err := w.idleHere(ctx); err != nil {
 			return err
 		}
+		if gap := doneMinGap - time.Since(lastRead); gap > 0 {
+			// Watches fire on every claim and completion: read at most
+			// once per doneMinGap.
+			if !sleepCtx(ctx, gap) {
+				return ctx.Err()
+			}
+		}
+		lastRead = time.Now()
 		var changed <-chan struct{}
-		st, err := w.front.Pending(ctx)
-		watched := err == nil && st.Ready <= st.Claimed && st.Posts == 0 && st.Backlog-st.Held <= 0
-		if watched {
+		var st frontier.Pending
+		var err error
+		if watching {
+			st, changed, err = w.front.WatchPending(ctx)
+		} else if st, err = w.front.Pending(ctx); err == nil && onlyClaimedLeft(st) {
 			st, changed, err = w.front.WatchPending(ctx)
 		}
+		watching = err == nil && onlyClaimedLeft(st)
 		done := err == nil && st.Empty()
-		if done && changed != nil {
+		if done {
 			// Confirm: a second read while no watch has fired.
 			again, err2 := w.front.Pending(ctx)
 			done = err2 == nil && again.Empty() && !isClosed(changed)
@@ -244,23 +259,42 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		switch {
 		case !quietSince.IsZero():
 			wait = min(donePoll, w.opts.QuietPeriod-time.Since(quietSince))
-		case changed != nil:
+		case watching && !isClosed(changed):
 			wait, pause = doneFallback, donePoll
+		case watching:
+			wait, pause = 0, donePoll // a watch fired meanwhile: read again
 		case err == nil && st.Ready == 0 && st.Claimed == 0 && st.Posts == 0:
 			pause = donePoll // only the backlog is left: an owner step moves it soon
 		default:
 			pause = min(2*pause, doneBackoff)
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-changed:
-		case <-timer.C:
+		if err := sleepOrChange(ctx, wait, changed); err != nil {
+			return err
 		}
-		timer.Stop()
 	}
+}
+
+// onlyClaimedLeft reports whether every ready item left is claimed and no
+// post or unheld backlog record is left: the crawl's last pages, or none.
+func onlyClaimedLeft(st frontier.Pending) bool {
+	return st.Ready <= st.Claimed && st.Posts == 0 && st.Backlog-st.Held <= 0
+}
+
+// sleepOrChange waits d, or until changed is closed (nil: never), or until
+// ctx ends (then its error).
+func sleepOrChange(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-changed:
+	case <-timer.C:
+	}
+	return nil
 }
 
 // idleHere returns once nothing is in flight in this worker (checked every
@@ -290,9 +324,10 @@ func isClosed(ch <-chan struct{}) bool {
 // in-flight count; donePoll to doneBackoff between count reads while
 // unclaimed work is left; doneFallback at most on armed watches (a watch
 // can be lost across a reconnect, and a backlog drop by an owner step
-// changes no watched znode).
+// changes no watched znode); doneMinGap at least between two reads.
 const (
 	localPoll    = 20 * time.Millisecond
+	doneMinGap   = 200 * time.Millisecond
 	donePoll     = 100 * time.Millisecond
 	doneBackoff  = 500 * time.Millisecond
 	doneFallback = 3 * time.Second
