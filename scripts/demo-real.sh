@@ -162,7 +162,7 @@ show "$BIN/seeder" --zk "$ZK" --crawl "$CRAWL" --config "$REAL_DIR/config.json" 
 WPIDS=()
 for i in $(seq 1 "$WORKERS"); do
 	start_bg "crawler w$i" "$REAL_DIR/w$i.log" "$BIN/crawler" --zk "$ZK" --crawl "$CRAWL" --id "w$i" \
-		--out "$REAL_DIR/w$i" --exit-when-done --quiet-period 1s
+		--out "$REAL_DIR/w$i" --exit-when-done
 	WPIDS+=("$LAST_PID")
 done
 workers_exited() {
@@ -194,7 +194,7 @@ ZK_S=$(secs "$t0" "$t1")
 for i in $(seq 1 "$WORKERS"); do
 	grep -q 'msg="worker stopped"' "$REAL_DIR/w$i.log" || warn "w$i did not stop cleanly; see $REAL_DIR/w$i.log"
 done
-ok "zkcrawl: $(cat "$REAL_DIR"/w*/crawl.log | wc -l) crawl log lines in ${ZK_S}s (seed to the last worker's exit, --quiet-period 1s included)"
+ok "zkcrawl: $(cat "$REAL_DIR"/w*/crawl.log | wc -l) crawl log lines in ${ZK_S}s (seed to the last worker's exit)"
 for i in $(seq 1 "$WORKERS"); do
 	say "w$i: $(wc -l <"$REAL_DIR/w$i/crawl.log") crawl log lines"
 done

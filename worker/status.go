@@ -189,60 +189,146 @@ func (c *counters) capped(cfg config.Config) bool {
 	return cfg.MaxPages > 0 && c.cluster.Load() >= cfg.MaxPages
 }
 
-// waitDone returns nil once the crawl is done: every queue shard empty, no
-// claim held anywhere and nothing in flight here, continuously for
-// QuietPeriod. Items waiting for a retry still count as queued.
+// waitDone returns nil once the crawl is done: nothing in flight here and,
+// read as one consistent snapshot, no ready item, no claim, no inbox post
+// and no backlog record but those held by host budgets (frontier.Pending.
+// Empty); then, with a positive QuietPeriod, still so QuietPeriod later.
+// Items waiting for a retry still count as ready. With max_pages reached,
+// no claim and nothing in flight here is enough.
+//
+// It reads ZooKeeper only while this worker is idle. While unclaimed work
+// is left (ready items no one holds, posts, backlog) it polls the cheap
+// counts (2 x shards exists and a cursor per group, frontier.Frontier.
+// Pending) every donePoll, doubling up to doneBackoff while they keep
+// finding work: at most about (2 x shards + 2 x groups) / doneBackoff reads
+// per second per idle worker. Once the only work left is claimed (the
+// crawl's last pages), or the counts read empty, it reads them with
+// watches (frontier.Frontier.WatchPending: 2 x shards + groups
+// getChildren and a cursor per group) and waits for a watch to fire, then
+// reads again, at most once per doneMinGap: done is seen within doneMinGap
+// and a few round trips of the last completion, and an idle worker makes
+// at most 2 x shards + 3 x groups reads per doneMinGap while only
+// claimed work is left. A watch lost across a reconnect fires too;
+// doneFallback bounds the wait on watches all the same. The snapshot is confirmed by a
+// second count read taken while no watch has fired (docs/design.md, "When
+// a batch crawl is done").
 func (w *Worker) waitDone(ctx context.Context) error {
-	// The crawl-wide reads (2 x shards exists, then a cursor per group) run
-	// only while this worker is idle, every donePoll at first; while they
-	// keep finding work elsewhere the pause doubles up to doneBackoff, so a
-	// worker idle for long during a big crawl makes at most about
-	// (2 x shards + groups) / doneBackoff reads per second.
-	var quietSince time.Time
-	pause := donePoll
+	var quietSince, lastRead time.Time
+	pause, watching := donePoll, false
 	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pause):
+		if err := w.idleHere(ctx); err != nil {
+			return err
 		}
-		if w.counters.inFlight.Load() > 0 {
-			// Busy here: the crawl is not done, no need to ask ZooKeeper.
-			quietSince, pause = time.Time{}, donePoll
-			continue
+		if gap := doneMinGap - time.Since(lastRead); gap > 0 {
+			// Watches fire on every claim and completion: read at most
+			// once per doneMinGap.
+			if !sleepCtx(ctx, gap) {
+				return ctx.Err()
+			}
 		}
-		st, err := w.front.Queue().Pending(ctx)
-		idle := err == nil && st.Queued == 0 && st.Claimed == 0 && w.counters.inFlight.Load() == 0
-		if idle {
-			// The ready queue is empty: only then read the groups' inboxes
-			// and backlogs (one cursor read per group).
-			idle = w.frontierEmpty(ctx)
+		lastRead = time.Now()
+		var changed <-chan struct{}
+		var st frontier.Pending
+		var err error
+		if watching {
+			st, changed, err = w.front.WatchPending(ctx)
+		} else if st, err = w.front.Pending(ctx); err == nil && onlyClaimedLeft(st) {
+			st, changed, err = w.front.WatchPending(ctx)
 		}
-		if err == nil && !idle && w.counters.capped(w.current().cfg) && st.Claimed == 0 && w.counters.inFlight.Load() == 0 {
-			idle = true // max_pages reached: what is left queued stays for a later run
+		watching = err == nil && onlyClaimedLeft(st)
+		done := err == nil && st.Empty()
+		if done {
+			// Confirm: a second read while no watch has fired.
+			again, err2 := w.front.Pending(ctx)
+			done = err2 == nil && again.Empty() && !isClosed(changed)
 		}
+		if err == nil && !done && w.counters.capped(w.current().cfg) && st.Claimed == 0 {
+			done = true // max_pages reached: what is left queued stays for a later run
+		}
+		if done && w.counters.inFlight.Load() == 0 {
+			if quietSince.IsZero() {
+				quietSince = time.Now()
+			}
+			if time.Since(quietSince) >= w.opts.QuietPeriod {
+				return nil
+			}
+		} else {
+			quietSince = time.Time{}
+		}
+		wait := pause
 		switch {
-		case !idle:
-			quietSince, pause = time.Time{}, min(2*pause, doneBackoff)
-		case quietSince.IsZero():
-			quietSince, pause = time.Now(), donePoll
-		case time.Since(quietSince) >= w.opts.QuietPeriod:
-			return nil
+		case !quietSince.IsZero():
+			wait = min(donePoll, w.opts.QuietPeriod-time.Since(quietSince))
+		case watching && !isClosed(changed):
+			wait, pause = doneFallback, donePoll
+		case watching:
+			wait, pause = 0, donePoll // a watch fired meanwhile: read again
+		case err == nil && st.Ready == 0 && st.Claimed == 0 && st.Posts == 0:
+			pause = donePoll // only the backlog is left: an owner step moves it soon
+		default:
+			pause = min(2*pause, doneBackoff)
+		}
+		if err := sleepOrChange(ctx, wait, changed); err != nil {
+			return err
 		}
 	}
 }
 
-// donePoll and doneBackoff bound the pause between waitDone's crawl-wide
-// reads.
-const (
-	donePoll    = 250 * time.Millisecond
-	doneBackoff = 2 * time.Second
-)
-
-// frontierEmpty reports whether every group's inbox and backlog is empty,
-// but for the backlog records held by host budgets (frontier.Pending.Empty
-// of the groups' part).
-func (w *Worker) frontierEmpty(ctx context.Context) bool {
-	stats, err := w.front.Backlog().Stats(ctx)
-	return err == nil && frontier.BacklogPending(stats).Empty()
+// onlyClaimedLeft reports whether every ready item left is claimed and no
+// post or unheld backlog record is left: the crawl's last pages, or none.
+func onlyClaimedLeft(st frontier.Pending) bool {
+	return st.Ready <= st.Claimed && st.Posts == 0 && st.Backlog-st.Held <= 0
 }
+
+// sleepOrChange waits d, or until changed is closed (nil: never), or until
+// ctx ends (then its error).
+func sleepOrChange(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-changed:
+	case <-timer.C:
+	}
+	return nil
+}
+
+// idleHere returns once nothing is in flight in this worker (checked every
+// localPoll: an atomic read) or with ctx's error.
+func (w *Worker) idleHere(ctx context.Context) error {
+	for w.counters.inFlight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(localPoll):
+		}
+	}
+	return ctx.Err()
+}
+
+// isClosed reports whether ch is closed (ch is only ever closed).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// The pauses of waitDone: localPoll between looks at this worker's
+// in-flight count; donePoll to doneBackoff between count reads while
+// unclaimed work is left; doneFallback at most on armed watches (a watch
+// can be lost across a reconnect, and a backlog drop by an owner step
+// changes no watched znode); doneMinGap at least between two reads.
+const (
+	localPoll    = 20 * time.Millisecond
+	doneMinGap   = 200 * time.Millisecond
+	donePoll     = 100 * time.Millisecond
+	doneBackoff  = 500 * time.Millisecond
+	doneFallback = 3 * time.Second
+)

@@ -38,11 +38,19 @@ type Options struct {
 	// outlive it. The server may grant another (it clamps to [2, 20] x
 	// tickTime by default); the disconnection guard follows the granted one.
 	SessionTimeout time.Duration
-	// ExitWhenDone makes Run return nil once the whole crawl is done: every
-	// queue shard empty and no claim held anywhere for QuietPeriod.
+	// ExitWhenDone makes Run return nil once the whole crawl is done: no
+	// ready item, claim, inbox post or unheld backlog record anywhere and
+	// nothing in flight here, read as one consistent snapshot from
+	// ZooKeeper watches (waitDone; docs/design.md, "When a batch crawl is
+	// done"), typically within a few hundred milliseconds of the last
+	// completion.
 	ExitWhenDone bool
-	// QuietPeriod is how long the crawl must look done before ExitWhenDone
-	// exits (default DefaultQuietPeriod).
+	// QuietPeriod is how much longer the crawl must stay done before
+	// ExitWhenDone exits (default DefaultQuietPeriod, 0; negative counts as
+	// 0). The done check needs none: it reads a consistent snapshot, and
+	// done is stable (only a worker holding a claim, or an operator
+	// seeding, creates work). A positive value lets workers started before
+	// the seeder wait for the seeds.
 	QuietPeriod time.Duration
 	// StopTimeout bounds how long in-flight items may finish after Run's
 	// context is cancelled before they are abandoned (default
@@ -80,9 +88,9 @@ type Options struct {
 // Defaults of Options, applied by New to zero fields; cmd/crawler's flags
 // default to them too.
 const (
-	// DefaultQuietPeriod is Options.QuietPeriod's default: long enough for a
-	// page in flight elsewhere to post its links.
-	DefaultQuietPeriod = 2 * time.Second
+	// DefaultQuietPeriod is Options.QuietPeriod's default: none, the done
+	// check reads a consistent snapshot (waitDone).
+	DefaultQuietPeriod = time.Duration(0)
 	// DefaultStopTimeout is Options.StopTimeout's default, a third of the
 	// default fetch_timeout_ms (config.DefaultFetchTimeoutMS): a fetch
 	// slower than that is abandoned at a stop and its item stays queued.
@@ -243,9 +251,7 @@ func checkOptions(opts Options) (Options, string, error) {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = coord.DefaultSessionTimeout
 	}
-	if opts.QuietPeriod <= 0 {
-		opts.QuietPeriod = DefaultQuietPeriod
-	}
+	opts.QuietPeriod = max(opts.QuietPeriod, 0)
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = DefaultStopTimeout
 	}
@@ -365,7 +371,7 @@ func (w *Worker) watchDone(ctx context.Context, stop func()) (failed func() erro
 	if w.opts.ExitWhenDone {
 		go func() {
 			if derr := w.waitDone(ctx); derr == nil {
-				w.log.Info("crawl is done: every shard empty and no claim held", "quiet", w.opts.QuietPeriod)
+				w.log.Info("crawl is done: no ready item, claim, post or backlog left", "quiet", w.opts.QuietPeriod)
 				w.progress.stopping("crawl done")
 				stop()
 			} else if !errors.Is(derr, context.Canceled) {

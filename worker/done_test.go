@@ -1,0 +1,268 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// exitAt runs one worker as startWorker does, with wire applied to the
+// Worker before Run, and returns a channel that yields Run's error and the
+// time Run returned.
+func (c *crawlEnv) exitAt(ctx context.Context, id string, mutate func(*Options), wire func(*Worker)) <-chan exited {
+	c.t.Helper()
+	opts := Options{
+		Servers: c.zk, Crawl: c.name, OutDir: c.out + "/" + id, ID: id,
+		SessionTimeout: 2 * time.Second, ExitWhenDone: true,
+		HeartbeatInterval: 500 * time.Millisecond, StopTimeout: 5 * time.Second, Logger: testLogger(c.t).With("w", id),
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	w, err := New(ctx, opts)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if wire != nil {
+		wire(w)
+	}
+	done := make(chan exited, 1)
+	go func() {
+		err := w.Run(ctx)
+		done <- exited{err: err, at: time.Now()}
+	}()
+	return done
+}
+
+// exited is how a worker's Run ended.
+type exited struct {
+	err error
+	at  time.Time
+}
+
+// lastLogLine returns the time of the crawl's last crawl-log line.
+func (c *crawlEnv) lastLogLine() time.Time {
+	c.t.Helper()
+	var last time.Time
+	for _, e := range c.logs() {
+		if e.TS.After(last) {
+			last = e.TS
+		}
+	}
+	return last
+}
+
+// With ExitWhenDone (and no quiet period) the workers leave within a second
+// of the crawl's last page: the done check follows watches on the shards,
+// claims and inboxes instead of polling through a quiet period. Before, they
+// left 2 s (the quiet period) plus up to 2 s of polling after it.
+func TestExitWhenDoneWithinASecondOfTheLastPage(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 20, Hosts: 4, PagesPerHost: 25, LinksPerPage: 3})
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, ObeyRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	c := newCrawl(t, zk.Addr(), "donefast", cfg, frontier.Layout{Shards: 8, Spread: 2}, web.Seeds())
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var ws []<-chan exited
+	for i := range 3 {
+		ws = append(ws, c.exitAt(ctx, fmt.Sprintf("w%d", i+1), func(o *Options) { o.QuietPeriod = 0 }, nil))
+	}
+	var lastExit time.Time
+	for i, d := range ws {
+		e := <-d
+		if e.err != nil {
+			t.Errorf("worker w%d: %v", i+1, e.err)
+		}
+		if e.at.After(lastExit) {
+			lastExit = e.at
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the crawl did not finish")
+	}
+	final, _ := finalStatus(c.logs())
+	if bad := diffTruth(truth, final); len(bad) > 0 {
+		t.Fatalf("the crawl differs from the ground truth:\n%s", firstN(bad, 20))
+	}
+	lag := lastExit.Sub(c.lastLogLine())
+	t.Logf("last worker exit %v after the last crawl-log line", lag.Round(time.Millisecond))
+	if lag > 1500*time.Millisecond {
+		t.Fatalf("the last worker exited %v after the last page; want <= 1.5 s", lag)
+	}
+}
+
+// A worker killed mid-claim: its claim lives until its session expires, and
+// the crawl is not done while it exists. The live worker neither exits nor
+// crawls the item before the claim goes; then it claims the item again,
+// crawls the rest and exits soon after the last page.
+func TestDoneWaitsForAKilledWorkersClaim(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	proxy := testenv.ProxyFor(t, zk.Addr())
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 21, Hosts: 1, PagesPerHost: 4})
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, ObeyRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	c := newCrawl(t, zk.Addr(), "donekilled", cfg, frontier.Layout{Shards: 1, Spread: 1}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	// The seed goes straight to the ready window, as its group's owner
+	// moves it there.
+	seed, err := frontier.Normalize(web.Seeds()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp, err := c.front.Backlog().Open(ctx, owner, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := frontier.Item{URL: seed}
+	rec, err := it.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := it.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The killed worker: a session that claims the seed, then falls silent
+	// (blackholed: the server expires it after its timeout).
+	const killedTimeout = 3 * time.Second
+	dead, err := coord.Connect(ctx, proxy.Addr(), coord.WithSessionTimeout(killedTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	sess, err := dead.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dq, err := coord.OpenQueue(ctx, dead, c.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := dq.Take(ctx, sess, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole()
+	killed := time.Now()
+	t.Logf("claimed %s, then killed", claim.Name())
+
+	e := <-c.exitAt(ctx, "w1", func(o *Options) { o.QuietPeriod = 0 }, nil)
+	if e.err != nil || ctx.Err() != nil {
+		t.Fatalf("worker: %v (ctx %v)", e.err, ctx.Err())
+	}
+	logs := c.logs()
+	final, _ := finalStatus(logs)
+	if bad := diffTruth(truth, final); len(bad) > 0 {
+		t.Fatalf("the crawl differs from the ground truth (the killed claim's item lost?):\n%s", firstN(bad, 20))
+	}
+	// The server expires the session no sooner than its timeout (it may
+	// have negotiated it down to its minimum, 2 x tickTime).
+	if first := logs[0].TS; first.Sub(killed) < 1500*time.Millisecond {
+		t.Fatalf("the seed was crawled %v after the kill: the killed claim did not hold it", first.Sub(killed))
+	}
+	lag := e.at.Sub(c.lastLogLine())
+	t.Logf("killed claim gone, item crawled again; exit %v after the last page (%v after the kill)", lag.Round(time.Millisecond), e.at.Sub(killed).Round(time.Millisecond))
+	if lag > 1500*time.Millisecond {
+		t.Fatalf("the worker exited %v after the last page; want <= 1.5 s", lag)
+	}
+}
+
+// slowLinks delays every Enqueue by d: a link batch in flight.
+type slowLinks struct {
+	linkSink
+	d      time.Duration
+	posted atomic.Int64 // UnixNano of the last Enqueue's return
+}
+
+func (s *slowLinks) Enqueue(ctx context.Context, items []frontier.Item) (frontier.EnqueueResult, error) {
+	time.Sleep(s.d)
+	res, err := s.linkSink.Enqueue(ctx, items)
+	s.posted.Store(time.Now().UnixNano())
+	return res, err
+}
+
+// A link batch in flight: w1 fetched a page but has not posted its links
+// yet; w2, idle, must see the crawl not done (w1's claim is completed only
+// after the links are committed) and stay to the end. The web is a chain,
+// so each page's one link is the only work left while it is in flight.
+func TestDoneWaitsForALinkBatchInFlight(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 22, Hosts: 1, PagesPerHost: 4})
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, ObeyRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	c := newCrawl(t, zk.Addr(), "donelinks", cfg, frontier.Layout{Shards: 2, Spread: 1}, web.Seeds())
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	slow := &slowLinks{d: 1500 * time.Millisecond}
+	w1 := c.exitAt(ctx, "w1", func(o *Options) { o.QuietPeriod = 0 }, func(w *Worker) {
+		slow.linkSink = w.links
+		w.links = slow
+	})
+	// w2 starts once w1 holds the seed's claim.
+	for {
+		st, err := c.queue.Pending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Claimed > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w2 := c.exitAt(ctx, "w2", func(o *Options) { o.QuietPeriod = 0 }, nil)
+	e2, e1 := <-w2, <-w1
+	for i, e := range []exited{e1, e2} {
+		if e.err != nil {
+			t.Errorf("worker w%d: %v", i+1, e.err)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the crawl did not finish")
+	}
+	final, _ := finalStatus(c.logs())
+	if bad := diffTruth(truth, final); len(bad) > 0 {
+		t.Fatalf("the crawl differs from the ground truth:\n%s", firstN(bad, 20))
+	}
+	last := c.lastLogLine()
+	if e2.at.Before(last) {
+		t.Fatalf("w2 exited %v before the last page: it took a link batch in flight for done", last.Sub(e2.at))
+	}
+	if posted := time.Unix(0, slow.posted.Load()); e2.at.Before(posted) {
+		t.Fatalf("w2 exited %v before w1's last links were posted", posted.Sub(e2.at))
+	}
+	t.Logf("w2 exited %v, w1 %v after the last page", e2.at.Sub(last).Round(time.Millisecond), e1.at.Sub(last).Round(time.Millisecond))
+}
