@@ -13,12 +13,13 @@ func TestWatchPendingFiresOnAPost(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	c := connect(t, zkAddr(t))
-	q := newQueue(t, c, root, 4)
-	f := frontier.New(q, frontier.Layout{Shards: 4, Spread: 1}, 0)
-	ctx := ctxT(t, 30*time.Second)
-	if err := f.Backlog().Init(ctx); err != nil {
+	levels, err := frontier.StoreLevels(4)
+	if err != nil {
 		t.Fatal(err)
 	}
+	q := newQueue(t, c, root, 4, levels...)
+	f := frontier.New(q, frontier.Layout{Shards: 4, Spread: 1}, 0)
+	ctx := ctxT(t, 30*time.Second)
 	p, changed, err := f.WatchPending(ctx)
 	if err != nil || !p.Empty() {
 		t.Fatalf("new crawl: %+v, %v; want empty", p, err)
