@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -129,9 +128,6 @@ func TestZooKeeperFailover(t *testing.T) {
 	outage := sessionTimeout + 2*time.Second
 	if longRun() {
 		outage = 4 * sessionTimeout
-	}
-	if d, err := time.ParseDuration(os.Getenv("XOUTAGE")); err == nil {
-		outage = d
 	}
 	sleep(t, outage)
 	// In-flight fetches may end and be logged just after the loss; after

@@ -15,9 +15,10 @@ import (
 const completeGaveUp = "Claim.Complete"
 
 // cutOff is the text of the worker log line reporting that its disconnection
-// guard cancelled the session's in-flight items (issue 10 item 3): those
-// items stay claimed by a session that survives the outage, like an item
-// whose Complete gave up.
+// guard (worker.guardConnection) cancelled the session's in-flight items
+// once no ZooKeeper server had answered within the cut-off: those items stay
+// claimed by a session that survives the outage, like an item whose
+// Complete gave up.
 const cutOff = "ZooKeeper has not answered for too long"
 
 // afterGiveUp is how long ZooKeeper stays down after the first Complete

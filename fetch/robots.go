@@ -204,11 +204,20 @@ func (r *Robots) CrawlDelay(ctx context.Context, origin, userAgent string) (d ti
 	}
 	robotsOrigin = originKey(u)
 	e, err := r.entry(ctx, u)
-	if err != nil || e.err != nil {
+	if err != nil {
 		return 0, robotsOrigin
 	}
-	d = min(e.data.crawlDelay(r.productToken(userAgent)), r.opts.MaxCrawlDelay)
-	return max(d, 0), robotsOrigin
+	return r.entryCrawlDelay(e, userAgent), robotsOrigin
+}
+
+// entryCrawlDelay is the Crawl-delay cache entry e sets for userAgent,
+// capped at RobotsOptions.MaxCrawlDelay; 0 when there is none or e is an
+// unreachable robots.txt.
+func (r *Robots) entryCrawlDelay(e *robotsEntry, userAgent string) time.Duration {
+	if e.err != nil {
+		return 0
+	}
+	return max(min(e.data.crawlDelay(r.productToken(userAgent)), r.opts.MaxCrawlDelay), 0)
 }
 
 // Cached reports whether an unexpired robots.txt outcome for rawURL's origin
@@ -235,10 +244,7 @@ func (r *Robots) CachedCrawlDelay(rawURL, userAgent string) (d time.Duration, ro
 	if e == nil {
 		return 0, robotsOrigin, false
 	}
-	if e.err == nil {
-		d = max(min(e.data.crawlDelay(r.productToken(userAgent)), r.opts.MaxCrawlDelay), 0)
-	}
-	return d, robotsOrigin, true
+	return r.entryCrawlDelay(e, userAgent), robotsOrigin, true
 }
 
 // parseHTTPURL parses an absolute http or https URL, or returns an *Error

@@ -12,7 +12,7 @@ import (
 )
 
 // hostileRobots returns a robots.txt of about size bytes of wildcard rules
-// (issue 10 item 7): every rule has many '*' and none matches the
+// (a hostile site's file): every rule has many '*' and none matches the
 // benchmark's paths, so a matcher has to try them all.
 // anchored rules end with '$'; open ones end with a literal that the path
 // lacks, so a matcher scans the whole path for it.

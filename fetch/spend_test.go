@@ -7,8 +7,8 @@ import (
 )
 
 // Spend makes a fresh host's first request wait one interval from the
-// given time, and a Crawl-delay set before counts (shard handoff, issue 10
-// item 4). Without it a fresh limiter lets the first request through at once.
+// given time, and a Crawl-delay set before counts (a host handed over from
+// another owner keeps its interval). Without it a fresh limiter lets the first request through at once.
 func TestPolitenessSpend(t *testing.T) {
 	p, err := NewPoliteness(PolitenessOptions{RatePerSec: 10, Burst: 1, MaxInFlight: 1})
 	if err != nil {

@@ -357,7 +357,7 @@ func (w *Writer) open() error {
 
 // closeFile fsyncs and closes the current file and renames it to its final
 // name. If the flush, fsync or close fails the file keeps OpenSuffix and is
-// marked failed (fileFailed), the error also kept for the next Sync.
+// marked failed, the error kept for the next Sync (closedFailed).
 func (w *Writer) closeFile() error {
 	wf := w.cur
 	w.cur = nil
@@ -370,8 +370,7 @@ func (w *Writer) closeFile() error {
 	}
 	if err != nil {
 		err = fmt.Errorf("storage: close WARC file %s: %w", wf.openPath, err)
-		w.fileFailed(wf, err)
-		w.unreported = append(w.unreported, err)
+		w.closedFailed(wf, err)
 		return err
 	}
 	final := filepath.Join(w.dir, wf.name)
@@ -399,8 +398,7 @@ func (w *Writer) abandon(start int64, cause error) error {
 	if err := wf.f.Sync(); err != nil {
 		err = fmt.Errorf("storage: sync WARC file %s: %w", wf.openPath, err)
 		wf.f.Close()
-		w.fileFailed(wf, err)
-		w.unreported = append(w.unreported, err)
+		w.closedFailed(wf, err)
 		return errors.Join(cause, err)
 	}
 	wf.f.Close()
@@ -492,6 +490,14 @@ func (w *Writer) fileFailed(wf *warcFile, err error) {
 	w.failed[wf.name] = err
 	w.log.Error("WARC file fsync failed: its records may be lost and their items are not finished; the file is closed and keeps its .open suffix, the next records go to a new file",
 		"file", wf.openPath, "error", err)
+}
+
+// closedFailed records that wf, closed by closeFile or abandon rather than
+// by a Sync, failed with err (fileFailed) and keeps err for the next Sync
+// to return. w.mu must be held.
+func (w *Writer) closedFailed(wf *warcFile, err error) {
+	w.fileFailed(wf, err)
+	w.unreported = append(w.unreported, err)
 }
 
 // takeUnreported returns the failures of closed files no Sync returned yet,

@@ -121,7 +121,7 @@ type Ceiling struct {
 // straight through go-zookeeper, one transaction per multi, so that what is
 // measured is the server, not a client's batching. go-zookeeper's calls
 // take no context: each loop ends at the deadline or once ctx ends. The
-// sessions are opened (and have their session) before the clock starts.
+// sessions are opened (RawConn, each with its session) before the clock starts.
 // Errors: a session not established within 30 s, the scratch parent not
 // created or removed, or the server's zxid unreadable.
 func WriteCeiling(ctx context.Context, addr string, sessions, inFlight int, d time.Duration) (Ceiling, error) {
@@ -133,14 +133,13 @@ func WriteCeiling(ctx context.Context, addr string, sessions, inFlight int, d ti
 		}
 	}()
 	for range sessions {
-		conn, events, err := zk.Connect([]string{addr}, 20*time.Second, zk.WithLogger(discardZKLog{}))
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		conn, err := RawConn(cctx, addr, "")
+		cancel()
 		if err != nil {
-			return c, fmt.Errorf("testenv: write ceiling: connect %s: %w", addr, err)
+			return c, fmt.Errorf("testenv: write ceiling: %w", err)
 		}
 		conns = append(conns, conn)
-		if err := awaitSession(ctx, events, 30*time.Second); err != nil {
-			return c, fmt.Errorf("testenv: write ceiling: connect %s: %w", addr, err)
-		}
 	}
 	root := fmt.Sprintf("/ceiling-%d", time.Now().UnixNano())
 	acl := zk.WorldACL(zk.PermAll)
@@ -181,29 +180,3 @@ func WriteCeiling(ctx context.Context, addr string, sessions, inFlight int, d ti
 	}
 	return c, nil
 }
-
-// awaitSession waits until events reports a session, up to timeout.
-func awaitSession(ctx context.Context, events <-chan zk.Event, timeout time.Duration) error {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		select {
-		case ev, open := <-events:
-			if !open {
-				return errors.New("connection closed")
-			}
-			if ev.State == zk.StateHasSession {
-				return nil
-			}
-		case <-t.C:
-			return fmt.Errorf("no session within %v", timeout)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// discardZKLog silences go-zookeeper's connection log.
-type discardZKLog struct{}
-
-func (discardZKLog) Printf(string, ...any) {}

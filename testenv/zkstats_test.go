@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,7 +39,7 @@ func TestReadZKStatsAndWriteCeiling(t *testing.T) {
 	if after.Znodes != before.Znodes || after.Zxid <= before.Zxid {
 		t.Fatalf("after the ceiling: %+v, before %+v; want the same znodes and a later zxid", after, before)
 	}
-	conn, events, err := zk.Connect([]string{srv.Addr()}, 2*time.Second, zk.WithLogger(discardZKLog{}))
+	conn, events, err := zk.Connect([]string{srv.Addr()}, 2*time.Second, zk.WithLogger(quietZK{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,5 +50,26 @@ func TestReadZKStatsAndWriteCeiling(t *testing.T) {
 	got, err := SessionTimeouts(ctx, srv.Addr())
 	if err != nil || got[conn.SessionID()] != 2*time.Second {
 		t.Fatalf("SessionTimeouts = %v, %v; want session %#x granted 2s", got, err, conn.SessionID())
+	}
+}
+
+// awaitSession waits until events reports a session, up to timeout.
+func awaitSession(ctx context.Context, events <-chan zk.Event, timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case ev, open := <-events:
+			if !open {
+				return errors.New("connection closed")
+			}
+			if ev.State == zk.StateHasSession {
+				return nil
+			}
+		case <-t.C:
+			return fmt.Errorf("no session within %v", timeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }

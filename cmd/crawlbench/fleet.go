@@ -182,7 +182,7 @@ func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n 
 	return f, r, nil
 }
 
-// crawlRoot is the znode root of crawl name (worker.Root); the driver's
+// crawlRoot is the znode root of crawl name (coord.Root); the driver's
 // names are valid crawl names, so an error here is a bug.
 func crawlRoot(name string) string {
 	root, err := coord.Root(name)

@@ -9,7 +9,7 @@ import (
 )
 
 // A worker that stopped claiming because its writes fail is shown with the
-// reason from its status node (issue 10 item 1).
+// reason from its status node.
 func TestRenderShowsStorageError(t *testing.T) {
 	d := &statusDoc{State: "RUNNING", Workers: []workerDoc{{
 		Status:   worker.Status{ID: "w1", Host: "h", StorageError: "output writes failing since 2026-11-23T01:00:00Z: no space left on device; not claiming until they succeed"},

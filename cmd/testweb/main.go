@@ -80,12 +80,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	truthDepth := fs.Int("ground-truth-depth", -1, "MaxDepth of the ground truth (-1: no limit; needs --truth-file)")
 	scope := fs.String("scope", testenv.WebScopeSameHost, "scope of the ground truth: same_host, same_domain or any")
 	obeyRobots := fs.Bool("obey-robots", true, "the ground truth obeys robots.txt")
-	var ww testenv.WebWide
+	ww := testenv.DefaultWebWide(0, 0, 0) // latency defaults; hosts, pages and seed set below
 	wide := fs.Bool("wide", false, "serve the wide web (defaults --hosts 1000 --pages 10; flat hosts, lognormal latency, faulty hosts) and print its politeness bound")
 	fs.Float64Var(&ww.PagesSpread, "pages-spread", 0, "--wide: page counts uniform in pages x (1 ± this), 0..1")
-	fs.DurationVar(&ww.Latency.Median, "latency-median", 150*time.Millisecond, "--wide: median response latency (lognormal)")
-	fs.DurationVar(&ww.Latency.P99, "latency-p99", time.Second, "--wide: 99th percentile response latency")
-	fs.DurationVar(&ww.Latency.Max, "latency-max", 3*time.Second, "--wide: cap of any one latency draw")
+	fs.DurationVar(&ww.Latency.Median, "latency-median", ww.Latency.Median, "--wide: median response latency (lognormal)")
+	fs.DurationVar(&ww.Latency.P99, "latency-p99", ww.Latency.P99, "--wide: 99th percentile response latency")
+	fs.DurationVar(&ww.Latency.Max, "latency-max", ww.Latency.Max, "--wide: cap of any one latency draw")
 	fs.IntVar(&ww.SlowHosts, "slow-hosts", 0, "--wide: hosts answering --host-slow-delay later")
 	fs.DurationVar(&ww.SlowDelay, "host-slow-delay", 2*time.Second, "--wide: extra delay of a slow host")
 	fs.IntVar(&ww.DeadHosts, "dead-hosts", 0, "--wide: hosts refusing connections")
