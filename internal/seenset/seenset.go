@@ -1,6 +1,6 @@
 // Package seenset holds a crawl's seen-set of 64-bit URL keys
 // (fingerprints) in about 8 bytes of heap per key, for a shard group's
-// owner (coord) and for a seeder's view of every group (frontier
+// owner (frontier Group) and for a seeder's view of every group (frontier
 // LoadKnown).
 //
 // It is hand-written because the libraries at hand do not fit the bound: a
