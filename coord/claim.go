@@ -309,17 +309,21 @@ func (cl *Claim) Reschedule(ctx context.Context, newData []byte) error {
 	})
 }
 
-// fail moves the item to the dead letters with data, uncapped: one multi
-// of check(session marker), check(claim, version),
-// create(R/failed/<shard>-<item>, data), delete(item), delete(claim).
-func (cl *Claim) fail(ctx context.Context, data []byte) error {
-	return cl.finish(ctx, "Fail", 3, []any{
+// fail moves the item to the dead letters with data: one multi of
+// check(session marker), check(claim, version), the guard ops (Fail's cap:
+// a versioned set of R/failed), create(R/failed/<shard>-<item>, data),
+// delete(item), delete(claim).
+func (cl *Claim) fail(ctx context.Context, data []byte, guard ...any) error {
+	ops := append([]any{
 		&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
 		&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
+	}, guard...)
+	ops = append(ops,
 		&zk.CreateRequest{Path: cl.q.failedPath(ShardName(cl.shard) + "-" + cl.name), Data: data, Acl: cl.q.c.acl(), Flags: zk.FlagPersistent},
 		&zk.DeleteRequest{Path: cl.q.itemPath(cl.shard, cl.name), Version: -1},
 		&zk.DeleteRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
-	})
+	)
+	return cl.finish(ctx, "Fail", 3+len(guard), ops)
 }
 
 // finish runs one fenced, finishing multi. ops[0] is the session-marker

@@ -14,7 +14,7 @@ import (
 
 func TestConfigReadWrite(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
 	s := coord.Store(c, testRoot(t)+"/config")
 	if _, _, err := s.Read(ctx); !errors.Is(err, coord.ErrNotFound) {
@@ -50,7 +50,7 @@ func TestConfigReadWrite(t *testing.T) {
 func TestConfigWatchRapidWrites(t *testing.T) {
 	t.Parallel()
 	const writes, watchers = 1000, 3
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	path := testRoot(t) + "/config"
 	wc := connect(t, zkAddr(t))
 	w := coord.Store(wc, path)
@@ -94,7 +94,7 @@ func TestConfigWatchRapidWrites(t *testing.T) {
 // after rejoining (the writes happened during the partition).
 func TestConfigWatchAcrossExpiry(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	path := testRoot(t) + "/config"
 	w := coord.Store(connect(t, zkAddr(t)), path)
 	if _, err := w.Write(ctx, []byte("before"), -1); err != nil {
@@ -148,7 +148,7 @@ func TestConfigWatchAcrossExpiry(t *testing.T) {
 // client, finds it and changes nothing.
 func TestConfigCreateOnce(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
 	s := coord.Store(c, testRoot(t)+"/a/b/totals")
 	if _, err := s.Create(ctx, []byte("first")); err != nil {
@@ -168,7 +168,7 @@ func TestConfigCreateOnce(t *testing.T) {
 // every call fail with ErrInvalidArgument.
 func TestStoreChildrenDelete(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
 	root := testRoot(t)
 	for _, id := range []string{"a", "b"} {

@@ -150,14 +150,7 @@ func (cl *Claim) Fail(ctx context.Context, data []byte, max int64) (deadLettered
 		case int64(st.NumChildren) >= max:
 			return false, cl.Complete(ctx)
 		}
-		err = cl.finish(ctx, "Fail", 4, []any{
-			&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
-			&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
-			&zk.SetDataRequest{Path: fp, Data: nil, Version: st.Version},
-			&zk.CreateRequest{Path: cl.q.failedPath(ShardName(cl.shard) + "-" + cl.name), Data: data, Acl: cl.q.c.acl(), Flags: zk.FlagPersistent},
-			&zk.DeleteRequest{Path: cl.q.itemPath(cl.shard, cl.name), Version: -1},
-			&zk.DeleteRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
-		})
+		err = cl.fail(ctx, data, &zk.SetDataRequest{Path: fp, Data: nil, Version: st.Version})
 		if errors.Is(err, zk.ErrBadVersion) {
 			continue // another dead letter came or went since the count: count again
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 // Dead letters from four processes failing 40 items at once never exceed
@@ -17,7 +18,7 @@ func TestFailCapHoldsUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	const processes, perProcess, max = 4, 10, 7
 	root := testRoot(t)
-	ctx := ctxT(t, 120*time.Second)
+	ctx := testenv.Context(t, 120*time.Second)
 	admin := connect(t, zkAddr(t))
 	q := newQueue(t, admin, root, 1)
 	for i := range processes * perProcess {

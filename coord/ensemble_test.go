@@ -16,7 +16,7 @@ func TestEnsembleLeaderKilled(t *testing.T) {
 	t.Parallel()
 	const consumers, items, shards = 3, 2000, 4
 	ens := testenv.NewEnsemble(t, 3)
-	ctx := ctxT(t, 150*time.Second)
+	ctx := testenv.Context(t, 150*time.Second)
 	root := testRoot(t)
 	admin := connect(t, ens.ConnString())
 	q := newQueue(t, admin, root, shards)
@@ -58,7 +58,7 @@ func TestEnsembleLeaderKilled(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	leader := <-killed
-	eventually(t, 120*time.Second, "every item processed and the queue empty", func() bool {
+	testenv.Eventually(t, 120*time.Second, "every item processed and the queue empty", func() bool {
 		n, _, _ := l.counts()
 		if n < items {
 			return t.Failed()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 // SessionTimeout reports what the server granted, not what was asked:
@@ -34,7 +35,7 @@ func TestLastHeardIgnoresWatchEvents(t *testing.T) {
 	addr := zkAddr(t)
 	p, a := proxied(t, addr, coord.WithSessionTimeout(4*time.Second))
 	b := connect(t, addr)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	const watched = 20
 	roots := make([]string, watched)
 	for i := range roots {
@@ -50,7 +51,7 @@ func TestLastHeardIgnoresWatchEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a ping answered", func() bool { return time.Since(a.LastHeard()) < time.Second })
+	testenv.Eventually(t, 10*time.Second, "a ping answered", func() bool { return time.Since(a.LastHeard()) < time.Second })
 
 	p.HalfOpen()
 	halfOpen := time.Now()

@@ -57,32 +57,3 @@ func key(prefix string, i int) string {
 	h := sha1.Sum([]byte(fmt.Sprintf("%s-%d", prefix, i)))
 	return hex.EncodeToString(h[:])
 }
-
-// eventually polls cond every 20ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// ctxT returns a context bounded by d and cancelled at cleanup.
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// sleepCtx sleeps d or until ctx ends; it reports whether it slept fully.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
-}

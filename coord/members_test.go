@@ -35,7 +35,7 @@ func waitMembers(t *testing.T, ch <-chan []string, want string) {
 // the member re-joins with the new session.
 func TestMembership(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	root := testRoot(t)
 	obs := connect(t, zkAddr(t))
 	ch := coord.WatchMembers(ctx, obs, root)

@@ -134,7 +134,7 @@ func produce(ctx context.Context, q *coord.Queue, prefix string, from, to int) (
 // queueLeft returns the items and claims left in every shard.
 func queueLeft(t testing.TB, c *coord.Client, root string, shards int) (items, claims int) {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	q := coord.NewQueue(c, root, shards)
 	for s := 0; s < shards; s++ {
 		a, err := q.ReadyNames(ctx, s)
@@ -154,7 +154,7 @@ func queueLeft(t testing.TB, c *coord.Client, root string, shards int) (items, c
 func newQueue(t testing.TB, c *coord.Client, root string, shards int) *coord.Queue {
 	t.Helper()
 	q := coord.NewQueue(c, root, shards)
-	if err := q.Init(ctxT(t, 30*time.Second)); err != nil {
+	if err := q.Init(testenv.Context(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	return q
@@ -168,7 +168,7 @@ func TestQueueExactlyOnce(t *testing.T) {
 	root := testRoot(t)
 	admin := connect(t, zkAddr(t))
 	newQueue(t, admin, root, shards)
-	ctx := ctxT(t, 150*time.Second)
+	ctx := testenv.Context(t, 150*time.Second)
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	l := newLedger()
@@ -201,7 +201,7 @@ func TestQueueExactlyOnce(t *testing.T) {
 		t.Fatalf("duplicate Put = %v, %v", ok, err)
 	}
 	produced := time.Since(start)
-	eventually(t, 120*time.Second, "all items completed", func() bool {
+	testenv.Eventually(t, 120*time.Second, "all items completed", func() bool {
 		_, done, _ := l.counts()
 		return done == items || t.Failed()
 	})
@@ -239,7 +239,7 @@ func TestQueueAtLeastOnceWithExpiry(t *testing.T) {
 	root := testRoot(t)
 	admin := connect(t, zkAddr(t))
 	q := newQueue(t, admin, root, shards)
-	ctx := ctxT(t, 150*time.Second)
+	ctx := testenv.Context(t, 150*time.Second)
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	l := newLedger()
@@ -258,7 +258,7 @@ func TestQueueAtLeastOnceWithExpiry(t *testing.T) {
 		ewg.Add(1)
 		go func() {
 			defer ewg.Done()
-			if !sleepCtx(cctx, time.Duration(500+rand.IntN(5000))*time.Millisecond) {
+			if !testenv.Sleep(cctx, time.Duration(500+rand.IntN(5000))*time.Millisecond) {
 				return
 			}
 			if testenv.ExpireSession(cctx, p, testSessionTimeout) == nil {
@@ -273,7 +273,7 @@ func TestQueueAtLeastOnceWithExpiry(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	ewg.Wait() // every expiry is over before the queue is checked
-	eventually(t, 120*time.Second, "every item processed and the queue empty", func() bool {
+	testenv.Eventually(t, 120*time.Second, "every item processed and the queue empty", func() bool {
 		n, _, _ := l.counts()
 		if n < items {
 			return t.Failed()
@@ -312,7 +312,7 @@ func TestQueuePutConnectionLoss(t *testing.T) {
 	root := testRoot(t)
 	admin := connect(t, zkAddr(t))
 	newQueue(t, admin, root, shards)
-	ctx := ctxT(t, 120*time.Second)
+	ctx := testenv.Context(t, 120*time.Second)
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	l := newLedger()
@@ -360,7 +360,7 @@ func TestQueuePutConnectionLoss(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	stop()
 	cwg.Wait()
-	eventually(t, 10*time.Second, "no claims", func() bool { _, n := queueLeft(t, admin, root, shards); return n == 0 })
+	testenv.Eventually(t, 10*time.Second, "no claims", func() bool { _, n := queueLeft(t, admin, root, shards); return n == 0 })
 	left, claims := queueLeft(t, admin, root, shards)
 	_, completedKeys, completions := l.counts()
 	processed, _, _ := l.counts()
@@ -382,7 +382,7 @@ func TestQueuePutConnectionLoss(t *testing.T) {
 func TestClaimLifecycle(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	p, c := proxied(t, zkAddr(t), coord.WithOwner("test"))
 	q := newQueue(t, c, root, 2)
 	other := connect(t, zkAddr(t), coord.WithOwner("other"))
@@ -507,7 +507,7 @@ func TestClaimLifecycle(t *testing.T) {
 func TestClaimQueuedAcrossExpiryIsFenced(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	p, c := proxied(t, zkAddr(t))
 	q := newQueue(t, c, root, 1)
 	sess, _ := c.Session(ctx)
@@ -558,7 +558,7 @@ func TestClaimQueuedAcrossExpiryIsFenced(t *testing.T) {
 func TestTakeWaitsForPut(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
 	q := coord.NewQueue(c, root, 1)
 	q.SetRecheck(200 * time.Millisecond)

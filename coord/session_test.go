@@ -20,7 +20,7 @@ import (
 func TestSessionLossAndExpiry(t *testing.T) {
 	t.Parallel()
 	p, c := proxied(t, zkAddr(t))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 
 	states := c.Subscribe(ctx)
 	if first := <-states; first.State != coord.StateConnected {
@@ -32,7 +32,7 @@ func TestSessionLossAndExpiry(t *testing.T) {
 	}
 
 	p.CutAll()
-	eventually(t, 10*time.Second, "reconnect after CutAll", func() bool { return c.State() == coord.StateConnected && p.Conns() > 0 })
+	testenv.Eventually(t, 10*time.Second, "reconnect after CutAll", func() bool { return c.State() == coord.StateConnected && p.Conns() > 0 })
 	if s2, err := c.Session(ctx); err != nil || s2 != s1 {
 		t.Fatalf("after connection loss: session %v (err %v), want the same %v", s2, err, s1)
 	}
@@ -112,7 +112,7 @@ func TestConnectChroot(t *testing.T) {
 	root := testRoot(t)
 	c := connect(t, zkAddr(t)+root)
 	cfg := coord.Store(c, "/config")
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	if _, err := cfg.Write(ctx, []byte("x"), -1); err != nil {
 		t.Fatal(err)
 	}

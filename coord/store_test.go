@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 // Queue.Commit runs its ops as one multi: creates report their names, an
@@ -18,7 +19,7 @@ func TestStoreCommit(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	c := connect(t, zkAddr(t))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	q := coord.NewQueue(c, root, 2)
 	if err := q.Init(ctx, []string{"area"}, []string{"area/a"}); err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestStoreCommitNeedsALiveSession(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	admin := connect(t, zkAddr(t))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	q := coord.NewQueue(admin, root, 1)
 	if err := q.Init(ctx, []string{"area"}); err != nil {
 		t.Fatal(err)

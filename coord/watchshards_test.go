@@ -1,6 +1,7 @@
 package coord_test
 
 import (
+	"github.com/zkcrawl/zkcrawl/testenv"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ func TestWatchShardsCountsAndFiresOnChange(t *testing.T) {
 	root := testRoot(t)
 	c := connect(t, zkAddr(t))
 	q := newQueue(t, c, root, 3)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	isClosed := func(ch <-chan struct{}) bool {
 		select {
 		case <-ch:

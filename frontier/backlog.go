@@ -173,16 +173,12 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 		if s.Posts, _, err = b.q.Stat(ctx, b.inboxPath(g)); err != nil {
 			return err
 		}
-		data, _, err := b.q.Read(ctx, b.cursorPath(g))
+		cur, _, err := b.readCursor(ctx, g)
 		if errors.Is(err, coord.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
-		}
-		cur, err := decodeCursor(data)
-		if err != nil {
-			return fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
 		}
 		s.Batches, s.SeenChunks, s.Annex = len(cur.batches), len(cur.chunks), cur.annex
 		for _, bt := range cur.batches {
@@ -211,16 +207,12 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 func (b *Backlog) SeenBytes(ctx context.Context) (int64, error) {
 	sizes := make([]int64, b.groups)
 	err := parallel(ctx, b.groups, 16, func(ctx context.Context, g int) error {
-		data, _, err := b.q.Read(ctx, b.cursorPath(g))
+		cur, _, err := b.readCursor(ctx, g)
 		if errors.Is(err, coord.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
-		}
-		cur, err := decodeCursor(data)
-		if err != nil {
-			return fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
 		}
 		for _, c := range cur.chunks {
 			_, n, err := b.q.Stat(ctx, b.chunkPath(g, c.seq))

@@ -24,8 +24,9 @@ import (
 // or taken by a committed step), so no link is ever outside every watched
 // place (docs/design.md, "When a batch crawl is done").
 //
-// Cost: 2 x shards + groups getChildren (names only) and groups cursor
-// reads, pipelined; the watches stay registered until changed is closed.
+// Cost: 2 x shards + groups getChildren (names only), then Backlog.Stats:
+// groups exists and groups cursor reads, pipelined; the watches stay
+// registered until changed is closed.
 // Errors: ZooKeeper errors after retries; a cursor that does not decode.
 func (f *Frontier) WatchPending(ctx context.Context) (p Pending, changed <-chan struct{}, err error) {
 	qs, qch, err := f.q.WatchShards(ctx)

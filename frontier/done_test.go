@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 // WatchPending counts what Pending counts and closes changed once an
@@ -19,7 +20,7 @@ func TestWatchPendingFiresOnAPost(t *testing.T) {
 	}
 	q := newQueue(t, c, root, 4, levels...)
 	f := frontier.New(q, frontier.Layout{Shards: 4, Spread: 1}, 0)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	p, changed, err := f.WatchPending(ctx)
 	if err != nil || !p.Empty() {
 		t.Fatalf("new crawl: %+v, %v; want empty", p, err)

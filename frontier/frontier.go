@@ -237,8 +237,8 @@ func (f *Frontier) flushLoop() {
 	}
 }
 
-// LoadKnown reads every group's seen-set and waiting posts (coord
-// Backlog.Keys) so that Enqueue counts URLs the crawl already holds as
+// LoadKnown reads every group's seen-set and waiting posts
+// (Backlog.Keys) so that Enqueue counts URLs the crawl already holds as
 // duplicates instead of posting them: for a seeder, whose report should say
 // what was new. Call it before the first Enqueue. It returns how many keys
 // it loaded. The groups are read one at a time and merged into one

@@ -118,18 +118,29 @@ func (b *Backlog) Open(ctx context.Context, sess *coord.Session, g int) (*Group,
 	return &Group{b: b, sess: sess, g: g, st: st}, nil
 }
 
+// readCursor reads and decodes group g's cursor with its znode version.
+// Errors: the store's, coord.ErrNotFound (unwrapped) for a group never
+// initialized; a cursor that does not decode.
+func (b *Backlog) readCursor(ctx context.Context, g int) (cursorState, int32, error) {
+	data, version, err := b.q.Read(ctx, b.cursorPath(g))
+	if err != nil {
+		return cursorState{}, 0, err
+	}
+	cur, err := decodeCursor(data)
+	if err != nil {
+		return cursorState{}, 0, fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
+	}
+	return cur, version, nil
+}
+
 // load reads group g's cursor, batches and seen chunks.
 func (b *Backlog) load(ctx context.Context, g int) (*groupState, error) {
-	data, version, err := b.q.Read(ctx, b.cursorPath(g))
+	cur, version, err := b.readCursor(ctx, g)
 	if errors.Is(err, coord.ErrNotFound) {
 		return nil, fmt.Errorf("frontier: group %s: %w", GroupName(g), coord.ErrNotInitialized)
 	}
 	if err != nil {
 		return nil, err
-	}
-	cur, err := decodeCursor(data)
-	if err != nil {
-		return nil, fmt.Errorf("frontier: cursor of group %s: %w", GroupName(g), err)
 	}
 	st := &groupState{cur: cur, version: version, batches: map[uint64][][]byte{},
 		rawSize: map[uint64]int{}}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 // Step.Drop retires backlog records without ready items (their keys stay
@@ -17,7 +18,7 @@ func TestGroupDropAndAnnex(t *testing.T) {
 	root := testRoot(t)
 	c := connect(t, zkAddr(t))
 	b := newBacklog(t, c, root, 1)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	sess, err := c.Session(ctx)
 	if err != nil {
 		t.Fatal(err)

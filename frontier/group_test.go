@@ -96,7 +96,7 @@ func owner(ctx context.Context, t testing.TB, c *coord.Client, b *frontier.Backl
 // readyRecords returns the data of every ready item of shard g.
 func readyRecords(t testing.TB, c *coord.Client, root string, g int) []string {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	q, err := coord.OpenQueue(ctx, c, root)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 	root := testRoot(t)
 	c := connect(t, zkAddr(t))
 	b := newBacklog(t, c, root, 2)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	var wg sync.WaitGroup
 	for p := 0; p < 2; p++ {
 		wg.Add(1)
@@ -162,7 +162,7 @@ func TestGroupEnqueuesExactlyOnce(t *testing.T) {
 	done := make(chan int)
 	go func() { done <- owner(octx, t, c, b, 1) }()
 	wg.Wait()
-	eventually(t, 30*time.Second, "every record ready", func() bool { return len(readyRecords(t, c, root, 1)) >= keys })
+	testenv.Eventually(t, 30*time.Second, "every record ready", func() bool { return len(readyRecords(t, c, root, 1)) >= keys })
 	time.Sleep(300 * time.Millisecond) // a few idle steps: batches retire
 	stop()
 	<-done
@@ -205,7 +205,7 @@ func TestGroupSecondOwnerIsFenced(t *testing.T) {
 	c2 := connect(t, zkAddr(t))
 	b1 := newBacklog(t, c1, root, 1)
 	b2 := frontier.NewBacklog(openQueue(t, c2, root), 1, recKey)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	s1, _ := c1.Session(ctx)
 	s2, _ := c2.Session(ctx)
 	g1, err := b1.Open(ctx, s1, 0)
@@ -261,7 +261,7 @@ func TestGroupStepsUnderConnectionLoss(t *testing.T) {
 	pp, pc := proxied(t, zkAddr(t))
 	ob := frontier.NewBacklog(openQueue(t, oc, root), 1, recKey)
 	pb := frontier.NewBacklog(openQueue(t, pc, root), 1, recKey)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := testenv.Context(t, 90*time.Second)
 	octx, stop := context.WithCancel(ctx)
 	recovered := make(chan int)
 	go func() { recovered <- owner(octx, t, oc, ob, 0) }()
@@ -296,7 +296,7 @@ func TestGroupStepsUnderConnectionLoss(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 60*time.Second, "every record ready", func() bool { return len(readyRecords(t, admin, root, 0)) >= keys })
+	testenv.Eventually(t, 60*time.Second, "every record ready", func() bool { return len(readyRecords(t, admin, root, 0)) >= keys })
 	stop()
 	<-cut
 	n := <-recovered
@@ -321,7 +321,7 @@ func TestBacklogSeenBytes(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	c := connect(t, zkAddr(t))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	b := newBacklog(t, c, root, 2)
 	if n, err := b.SeenBytes(ctx); err != nil || n != 0 {
 		t.Fatalf("SeenBytes of a new crawl: %d, %v", n, err)

@@ -49,30 +49,11 @@ func testRoot(t testing.TB) string {
 	return fmt.Sprintf("/frontiertest/%s-%d-%d", name, time.Now().UnixNano()%1e6, rootSeq.Add(1))
 }
 
-// eventually polls cond every 20ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// ctxT returns a context bounded by d and cancelled at cleanup.
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // newQueue creates the queue of a fresh crawl root with shards shards and
 // the given store levels.
 func newQueue(t testing.TB, c *coord.Client, root string, shards int, levels ...[]string) *coord.Queue {
 	t.Helper()
-	q, err := coord.CreateQueue(ctxT(t, 30*time.Second), c, root, shards, levels...)
+	q, err := coord.CreateQueue(testenv.Context(t, 30*time.Second), c, root, shards, levels...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,19 +63,9 @@ func newQueue(t testing.TB, c *coord.Client, root string, shards int, levels ...
 // openQueue opens the queue of the existing crawl at root.
 func openQueue(t testing.TB, c *coord.Client, root string) *coord.Queue {
 	t.Helper()
-	q, err := coord.OpenQueue(ctxT(t, 30*time.Second), c, root)
+	q, err := coord.OpenQueue(testenv.Context(t, 30*time.Second), c, root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return q
-}
-
-// sleepCtx sleeps d or until ctx ends; it reports whether it slept fully.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
 }

@@ -21,7 +21,7 @@ const MaxHostCounts = 8192
 
 // HostCounts is one shard group's per-host page counts for
 // max_pages_per_host, kept by the group's owner in the annex of the
-// group's cursor (coord.Step.Annex), with two totals the owner computed
+// group's cursor (Step.Annex), with two totals the owner computed
 // when it wrote them.
 type HostCounts struct {
 	// Pages maps HostID to the URLs moved to the ready window (each fetched or sent to the

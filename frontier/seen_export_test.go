@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/zkcrawl/zkcrawl/coord"
@@ -13,13 +12,9 @@ import (
 // crawl's owner leaves, without the steps that fold it. keys must be new
 // to the group. Errors: a cursor that does not decode; ZooKeeper errors.
 func (b *Backlog) PutSeenChunks(ctx context.Context, g int, keys []uint64) error {
-	data, version, err := b.q.Read(ctx, b.cursorPath(g))
+	cur, version, err := b.readCursor(ctx, g)
 	if err != nil {
 		return err
-	}
-	cur, err := decodeCursor(data)
-	if err != nil {
-		return fmt.Errorf("cursor of group %d: %w", g, err)
 	}
 	slices.Sort(keys)
 	for len(keys) > 0 {

@@ -1,6 +1,7 @@
 package frontier_test
 
 import (
+	"github.com/zkcrawl/zkcrawl/testenv"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -15,7 +16,7 @@ func TestGroupSeenHeapPerKey(t *testing.T) {
 	const n = 1 << 20
 	c := connect(t, zkAddr(t))
 	b := newBacklog(t, c, testRoot(t), 1)
-	ctx := ctxT(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	rng := rand.New(rand.NewPCG(5, 6))
 	keys := make([]uint64, n)
 	for i := range keys {

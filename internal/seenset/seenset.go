@@ -1,6 +1,6 @@
 // Package seenset holds a crawl's seen-set of 64-bit URL keys
 // (fingerprints) in about 8 bytes of heap per key, for a shard group's
-// owner (coord) and for a seeder's view of every group (frontier
+// owner (frontier Group) and for a seeder's view of every group (frontier
 // LoadKnown).
 //
 // It is hand-written because the libraries at hand do not fit the bound: a
@@ -152,6 +152,11 @@ func (s *Set) Contains(key uint64) bool {
 	if _, ok := slices.BinarySearch(s.tail, key); ok {
 		return true
 	}
+	return s.inLevels(key)
+}
+
+// inLevels reports whether key is in one of s's levels.
+func (s *Set) inLevels(key uint64) bool {
 	for i := range s.levels {
 		if s.levels[i].contains(key) {
 			return true
@@ -162,10 +167,10 @@ func (s *Set) Contains(key uint64) bool {
 
 // Add adds key to s and reports whether it was new.
 func (s *Set) Add(key uint64) bool {
-	if s.Contains(key) {
+	i, inTail := slices.BinarySearch(s.tail, key) // one search: lookup and insertion point
+	if inTail || s.inLevels(key) {
 		return false
 	}
-	i, _ := slices.BinarySearch(s.tail, key)
 	s.tail = slices.Insert(s.tail, i, key)
 	s.n++
 	if len(s.tail) >= tailKeys {
