@@ -235,7 +235,7 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 func (w *Worker) acquireClaimSlot(ctx context.Context) error {
 	for {
 		wake := w.wake.Wait()
-		if w.claimSlots.Add(1) <= int64(claimCap(w.current().cfg)) {
+		if w.claimSlots.Add(1) <= int64(w.current().claimCap) {
 			return nil
 		}
 		w.claimSlots.Add(-1)
