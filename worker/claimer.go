@@ -176,7 +176,7 @@ func (w *Worker) reserveFor(shard int, t *taken) coord.Reserve {
 		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
 			return nil, false
 		}
-		cfg := w.current().cfg
+		cfg := &w.current().cfg // per candidate: no copy of the Config
 		if cfg.Paused {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
