@@ -56,7 +56,7 @@ type Config struct {
 	PerHostMaxInFlight int `json:"per_host_max_in_flight"`
 	// WorkerConcurrency is the smallest request budget a worker uses when
 	// MaxInFlight is 0 (automatic): it never allows fewer than this many
-	// requests in flight. It no longer caps them (MaxInFlight does): items
+	// requests in flight. It does not cap them (MaxInFlight does): items
 	// that wait for their politeness key's turn hold a claim, not a request
 	// slot, so a worker keeps as many requests in flight as its hosts'
 	// rates and latencies need (docs/design.md, "In-flight budget").

@@ -176,7 +176,7 @@ func (w *Worker) reserveFor(shard int, t *taken) coord.Reserve {
 		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
 			return nil, false
 		}
-		cfg := w.current().cfg
+		cfg := &w.current().cfg // per candidate: no copy of the Config
 		if cfg.Paused {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
@@ -235,7 +235,7 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 func (w *Worker) acquireClaimSlot(ctx context.Context) error {
 	for {
 		wake := w.wake.Wait()
-		if w.claimSlots.Add(1) <= int64(claimCap(w.current().cfg)) {
+		if w.claimSlots.Add(1) <= int64(w.current().claimCap) {
 			return nil
 		}
 		w.claimSlots.Add(-1)

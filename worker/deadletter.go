@@ -50,9 +50,6 @@ func (w *Worker) failUndecodable(ctx context.Context, claim *coord.Claim, decode
 	w.log.Error("moving the undecodable item to failed failed; releasing its claim",
 		"item", claim.Name(), "error", err)
 	w.abandon(ctx, claim, pseudo, err)
-	select {
-	case <-ctx.Done():
-	case <-time.After(deadLetterPause):
-	}
+	sleepCtx(ctx, deadLetterPause)
 	return false
 }

@@ -100,17 +100,19 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
 		w.log.Error("politeness limits rejected", "error", err) // config.Validate checked the ranges
 	}
-	if err := w.polite.SetMaxRequests(RequestBudget(cfg)); err != nil {
+	budget := RequestBudget(cfg) // getrlimit and sysinfo: read once per version
+	if err := w.polite.SetMaxRequests(budget); err != nil {
 		w.log.Error("request budget rejected", "error", err)
 	}
 	if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
 		w.log.Error("adaptive delay rejected", "error", err)
 	}
-	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope})
+	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope,
+		claimCap: config.ClaimsPerRequest * budget})
 	w.metrics.configVersion(version)
 	if prev == nil || prev.version != version {
 		w.log.Info("crawl config applied", "version", version,
-			"rate_per_s", cfg.PerHostRatePerS, "max_in_flight", RequestBudget(cfg), "paused", cfg.Paused, "scope", cfg.Scope)
+			"rate_per_s", cfg.PerHostRatePerS, "max_in_flight", budget, "paused", cfg.Paused, "scope", cfg.Scope)
 		if cfg.NeedsContactUA() && (prev == nil || !prev.cfg.NeedsContactUA()) {
 			w.log.Warn(config.UserAgentHint, "user_agent", cfg.UserAgent)
 		}

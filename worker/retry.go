@@ -50,14 +50,7 @@ func retry(ctx context.Context, p retryPolicy, retryable func(error) bool, faile
 func anyError(error) bool { return true }
 
 // sleepCtx waits d or until ctx ends; it reports whether the whole wait
-// passed.
+// passed (sleepOrChange with no change channel).
 func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return sleepOrChange(ctx, d, nil) == nil
 }

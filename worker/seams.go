@@ -130,9 +130,9 @@ type itemClaim interface {
 //
 // Each is one fenced transaction that changes nothing unless the claim is
 // still held by its live session. Errors: coord.ErrClaimLost (the session
-// ended or the claim is gone: nothing changed, and the item stays queued
-// for whoever claims it next: drop it), coord.ErrGone (the item vanished),
-// coord.ErrClaimFinished (the claim was ended already), a connection-loss
+// ended, the claim is gone or was ended already: nothing changed, and the
+// item stays queued for whoever claims it next: drop it), coord.ErrGone
+// (the item vanished), a connection-loss
 // error (coord.ErrConnectionLoss) or ctx's (the outcome is unknown: calling
 // the same method again is safe, and reports success if the first call
 // committed). Safe for concurrent use, but meant for one owner.

@@ -209,9 +209,9 @@ func (c *counters) capped(cfg config.Config) bool {
 // and a few round trips of the last completion, and an idle worker makes
 // at most 2 x shards + 3 x groups reads per doneMinGap while only
 // claimed work is left. A watch lost across a reconnect fires too;
-// doneFallback bounds the wait on watches all the same. The snapshot is confirmed by a
-// second count read taken while no watch has fired (docs/design.md, "When
-// a batch crawl is done").
+// doneFallback bounds the wait on watches all the same. The snapshot is
+// confirmed by a second count read taken while no watch has fired
+// (docs/design.md, "When a batch crawl is done").
 func (w *Worker) waitDone(ctx context.Context) error {
 	var quietSince, lastRead time.Time
 	pause, watching := donePoll, false

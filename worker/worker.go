@@ -191,6 +191,10 @@ type liveConfig struct {
 	// reqScope judges page requisites: mode requisites_scope, the same
 	// include/exclude/max_depth as scope.
 	reqScope *frontier.Scope
+	// claimCap is claimCap(cfg), the claims this worker may hold, computed
+	// once per version: acquireClaimSlot reads it per claim, and
+	// RequestBudget makes two system calls.
+	claimCap int
 }
 
 // New validates opts and connects to ZooKeeper. Errors: a missing option,
