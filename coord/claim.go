@@ -227,13 +227,40 @@ func (q *Queue) ownClaim(ctx context.Context, sess *Session, cp string) (int32, 
 	return st.Version, nil
 }
 
-// releaseOrphan deletes a claim of ours that no caller owns (best effort,
-// in the background, fenced by the session marker, given up with the
-// session).
+// orphanRetryInterval is the pause between the background tries of
+// releaseOrphan while ZooKeeper stays unreachable.
+const orphanRetryInterval = time.Second
+
+// releaseOrphan deletes a claim of ours that no caller owns, fenced by the
+// session marker: one try of at most two session timeouts plus 5 s (the
+// caller waits for it), then, while that try ended cut off from ZooKeeper
+// (connection loss, or its deadline) and the session lives, another try
+// every orphanRetryInterval in the background until the claim is gone (or
+// is not ours), the session ends or the client closes (which ends the
+// session). An outage can outlast any fixed bound and the session survive
+// it (a restarted ensemble restores its sessions): a claim given up then
+// would hold its item for the session's whole life. Cost: one goroutine
+// per orphaned claim while ZooKeeper is unreachable.
 func (q *Queue) releaseOrphan(sess *Session, fence, cp string) {
+	if q.tryReleaseOrphan(sess, fence, cp) {
+		return
+	}
+	go func() {
+		for sleepCtx(sess.Ctx(), orphanRetryInterval) {
+			if q.tryReleaseOrphan(sess, fence, cp) {
+				return
+			}
+		}
+	}()
+}
+
+// tryReleaseOrphan makes one bounded, retried attempt of releaseOrphan; it
+// reports false when the attempt ended cut off from ZooKeeper while the
+// session lives (try again), true otherwise.
+func (q *Queue) tryReleaseOrphan(sess *Session, fence, cp string) bool {
 	ctx, cancel := context.WithTimeout(sess.Ctx(), 2*q.c.timeout+5*time.Second)
 	defer cancel()
-	_ = q.c.retry(ctx, func(ctx context.Context) error {
+	err := q.c.retry(ctx, func(ctx context.Context) error {
 		ok, st, err := q.c.exists(ctx, cp)
 		if err != nil || !ok || st.EphemeralOwner != sess.id {
 			return err
@@ -246,6 +273,8 @@ func (q *Queue) releaseOrphan(sess *Session, fence, cp string) {
 		}
 		return err
 	})
+	cutOff := isConnectionLoss(err) || errors.Is(err, context.DeadlineExceeded)
+	return !cutOff || !sess.alive() || q.c.isClosed()
 }
 
 // reserve records that this process is claiming path for s; false if a live

@@ -223,3 +223,9 @@ func (q *Queue) Init(ctx context.Context, levels ...[]string) error { return q.i
 
 // MapErr is mapErr: how coord classifies a go-zookeeper error.
 func (c *Client) MapErr(err error) error { return c.mapErr(err) }
+
+// ReleaseOrphan hands cl to the orphan handler's release, as when the
+// caller of the claim multi that created it gave up on it.
+func (cl *Claim) ReleaseOrphan() {
+	cl.q.releaseOrphan(cl.sess, cl.fence, cl.q.claimPath(cl.shard, cl.name))
+}
