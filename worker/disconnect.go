@@ -131,7 +131,10 @@ func (w *Worker) releaseWhenConnected(claim itemClaim, it frontier.Item) {
 		case errors.Is(err, coord.ErrConnectionLoss), errors.Is(err, context.DeadlineExceeded):
 			continue
 		default:
-			return // ErrClaimLost...: nothing is held any more
+			// ErrClaimLost...: nothing should be held any more; logged so
+			// that a claim left behind anyway can be traced.
+			w.log.Warn("release of an item abandoned while cut off gave up", "url", it.URL, "error", err)
+			return
 		}
 	}
 }

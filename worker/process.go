@@ -444,7 +444,9 @@ func (w *Worker) abandon(ctx context.Context, claim itemClaim, it frontier.Item,
 		return
 	}
 	if err != nil && !errors.Is(err, coord.ErrClaimLost) {
-		w.log.Debug("release after abandon failed", "url", it.URL, "error", err)
+		// Warn: a release that fails for good may leave the item claimed
+		// by a live session until that session ends.
+		w.log.Warn("release after abandon failed", "url", it.URL, "error", err)
 	}
 }
 
