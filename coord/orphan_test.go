@@ -16,7 +16,7 @@ import (
 func TestOrphanReleasedAfterLongOutage(t *testing.T) {
 	t.Parallel()
 	zs := testenv.ZooKeeper(t)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := testenv.Context(t, 90*time.Second)
 	root := testRoot(t)
 	// A session timeout long enough for the client to reconnect to the
 	// restarted server before the restored session expires.
@@ -52,7 +52,7 @@ func TestOrphanReleasedAfterLongOutage(t *testing.T) {
 	if sess.Ctx().Err() != nil {
 		t.Skipf("the session did not survive the restart: %v", sess.Ctx().Err())
 	}
-	eventually(t, 20*time.Second, "the orphaned claim released", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the orphaned claim released", func() bool {
 		claims, err := q.Claims(ctx, 0)
 		return err == nil && len(claims) == 0
 	})
