@@ -49,7 +49,10 @@ func BenchmarkCrawlLoop(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, shard := range coord.OwnedShards(ids[w], shards, ids) {
+		for shard, o := range coord.Owners(shards, ids) {
+			if o != ids[w] {
+				continue
+			}
 			for t := 0; t < takers; t++ {
 				wg.Add(1)
 				go func() {

@@ -14,9 +14,9 @@
 //     a watch that is re-armed after every event, reconnect and expiry);
 //     Store opens one on a crawl node (ConfigNode, DrainNode, TotalsNode,
 //     a member's WorkersNode entry) or on any znode.
-//   - Join, Members, WatchMembers, OwnedShards: group membership through
-//     ephemeral znodes and rendezvous (highest random weight) hashing of
-//     shards over members.
+//   - Join, Members, WatchMembers, Owners: group membership through
+//     ephemeral znodes and rendezvous (highest random weight) hashing with
+//     bounded loads of shards over members.
 //
 // layout.go names the znodes coord itself keeps (queue, claims, dead
 // letters, session markers, members, config, drain); callers use the

@@ -60,6 +60,10 @@ const (
 	// created and updated by Join and Member.Update; Store(c, R,
 	// WorkersNode, id) reads it without joining.
 	WorkersNode = "workers"
+	// AssignmentNode, R/assignment: which member owns which shard group,
+	// written by the members' balancer (the member of smallest id) with a
+	// compare-and-set, watched by every member.
+	AssignmentNode = "assignment"
 )
 
 // Store returns the store of the znode root/elem/... (root absolute, the

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -282,34 +283,60 @@ func hrwScore(member string, shard int) uint64 {
 	return x
 }
 
-// owner returns the member that owns shard by rendezvous (highest random
-// weight) hashing (Thaler and Ravishankar, 1996): every member scores the
-// shard and the highest score wins (ties: the smaller id). When a member
-// joins or leaves only the shards it wins or held move. Returns "" when
-// members is empty. members need not be sorted.
-func owner(shard int, members []string) string {
-	best, bestScore := "", uint64(0)
-	for _, m := range members {
-		s := hrwScore(m, shard)
-		if best == "" || s > bestScore || (s == bestScore && m < best) {
-			best, bestScore = m, s
-		}
+// owners assigns every shard in [0, shards) to one of members by
+// rendezvous (highest random weight) hashing with bounded loads
+// (Thaler and Ravishankar, 1996; Mirrokni, Thorup and Zadimoghaddam,
+// "Consistent Hashing with Bounded Loads", 2018): shards are taken in
+// increasing order, each goes to the member of highest score that is under
+// its capacity (floor(shards/n), one more for the first shards%n members to
+// reach it), ties to the smaller id. So no member owns more than one shard
+// above another (plain rendezvous hashing gave
+// one of 12 workers 6x another's share of 64 groups), and when a member
+// joins or leaves mostly the shards it wins or held move (a few more
+// cascade where a capacity is reached). Returns nil when members is empty;
+// otherwise out[i] is the owner of shard i. members need not be sorted.
+// Cost: shards x len(members) hashes.
+func owners(shards int, members []string) []string {
+	if len(members) == 0 {
+		return nil
 	}
-	return best
-}
-
-// OwnedShards returns, in increasing order, the shards in [0, shards) that
-// self owns among members by rendezvous (highest random weight) hashing
-// (Thaler and Ravishankar, 1996): every member scores each shard and the
-// highest score wins (ties: the smaller id), so when a member joins or
-// leaves only the shards it wins or held move. Over all members the
-// results partition the shards exactly. Empty when self is not a member.
-func OwnedShards(self string, shards int, members []string) []int {
-	var out []int
-	for i := 0; i < shards; i++ {
-		if owner(i, members) == self {
-			out = append(out, i)
+	// Loads end exactly balanced: every member owns floor(shards/n) shards
+	// and the first shards%n members to reach that one more.
+	floor, extra := shards/len(members), shards%len(members)
+	load := make(map[string]int, len(members))
+	out := make([]string, shards)
+	type ranked struct {
+		id    string
+		score uint64
+	}
+	rank := make([]ranked, len(members))
+	for i := range shards {
+		for j, m := range members {
+			rank[j] = ranked{m, hrwScore(m, i)}
+		}
+		slices.SortFunc(rank, func(a, b ranked) int {
+			if a.score != b.score {
+				return cmp.Compare(b.score, a.score)
+			}
+			return strings.Compare(a.id, b.id)
+		})
+		for _, r := range rank {
+			if l := load[r.id]; l < floor || (l == floor && extra > 0) {
+				if l == floor {
+					extra--
+				}
+				out[i], load[r.id] = r.id, l+1
+				break
+			}
 		}
 	}
 	return out
 }
+
+// Owners returns the owner of every shard in [0, shards) among members
+// (out[i] owns shard i; nil when members is empty) by rendezvous hashing
+// with bounded loads (see owners): every member owns floor or ceil of
+// shards/len(members), and a member change moves mostly the shards of the
+// member that joined or left. members need not be sorted. Cost: shards x
+// len(members) hashes and a sort of members per shard.
+func Owners(shards int, members []string) []string { return owners(shards, members) }

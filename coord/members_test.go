@@ -88,11 +88,14 @@ func TestMembership(t *testing.T) {
 		t.Fatal("re-join used the old session")
 	}
 	waitMembers(t, ch, "[a c]")
-	// OwnedShards over the live members partitions every shard exactly.
+	// Owners over the live members partitions every shard exactly.
 	ids, _, _ = coord.Members(ctx, obs, root)
 	owned := map[int]string{}
 	for _, id := range ids {
-		for _, s := range coord.OwnedShards(id, 16, ids) {
+		for s, o := range coord.Owners(16, ids) {
+			if o != id {
+				continue
+			}
 			if prev, ok := owned[s]; ok {
 				t.Fatalf("shard %d owned by %s and %s", s, prev, id)
 			}

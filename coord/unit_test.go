@@ -126,16 +126,24 @@ func TestRetry(t *testing.T) {
 	}
 }
 
-func TestOwnedShardsPartition(t *testing.T) {
+func TestOwnersPartition(t *testing.T) {
 	const shards = 64
-	for n := 1; n <= 7; n++ {
+	for n := 1; n <= 13; n++ {
 		var members []string
 		for i := 0; i < n; i++ {
 			members = append(members, fmt.Sprintf("worker-%d", i))
 		}
 		seen := make(map[int]string)
+		least, most := shards, 0
 		for _, m := range members {
-			for _, s := range OwnedShards(m, shards, members) {
+			var owned []int
+			for s, o := range Owners(shards, members) {
+				if o == m {
+					owned = append(owned, s)
+				}
+			}
+			least, most = min(least, len(owned)), max(most, len(owned))
+			for _, s := range owned {
 				if prev, dup := seen[s]; dup {
 					t.Fatalf("n=%d: shard %d owned by %s and %s", n, s, prev, m)
 				}
@@ -145,20 +153,24 @@ func TestOwnedShardsPartition(t *testing.T) {
 		if len(seen) != shards {
 			t.Fatalf("n=%d: %d of %d shards owned", n, len(seen), shards)
 		}
+		if most-least > 1 {
+			t.Errorf("n=%d: members own %d to %d shards, want at most one apart", n, least, most)
+		}
 		if n > 1 {
-			// Rendezvous hashing: removing the last member moves only its shards.
-			fewer := members[:n-1]
+			// Bounded loads: removing a member moves its shards and only a
+			// few others (a cascade where a capacity is reached).
+			fewer, moved := owners(shards, members[:n-1]), 0
 			for s, m := range seen {
-				if m != members[n-1] && owner(s, fewer) != m {
-					t.Fatalf("n=%d: shard %d moved from %s though its owner stayed", n, s, m)
+				if m != members[n-1] && fewer[s] != m {
+					moved++
 				}
+			}
+			if moved > 3*shards/n+2 {
+				t.Errorf("n=%d: removing one member moved %d shards of the others", n, moved)
 			}
 		}
 	}
-	if got := OwnedShards("x", 8, nil); len(got) != 0 {
-		t.Errorf("OwnedShards with no members = %v", got)
-	}
-	if owner(3, nil) != "" {
-		t.Errorf("owner with no members not empty")
+	if got := Owners(8, nil); got != nil {
+		t.Errorf("Owners with no members = %v", got)
 	}
 }

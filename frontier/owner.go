@@ -93,6 +93,10 @@ type OwnerTotals struct {
 	// AtBudget counts the hosts at max_pages_per_host; Held their backlog
 	// records kept (host_budget_action keep).
 	AtBudget, Held int64
+	// Queued maps each group running here to its records not yet finished
+	// (backlog plus ready window), as its loop last saw them: the load that
+	// shard ownership is balanced by. nil when no group runs here.
+	Queued map[int]int64
 }
 
 // Totals returns the sums over the groups running here (0 for a group
@@ -102,8 +106,17 @@ func (o *Owner) Totals() OwnerTotals {
 	if o == nil {
 		return t
 	}
-	o.groups.Range(func(_, v any) bool {
+	o.groups.Range(func(k, v any) bool {
 		og := v.(*ownedGroup)
+		og.mu.Lock()
+		active := og.active
+		og.mu.Unlock()
+		if active {
+			if t.Queued == nil {
+				t.Queued = map[int]int64{}
+			}
+			t.Queued[k.(int)] = og.queuedGauge.Load()
+		}
 		t.Backlog += og.backlogGauge.Load()
 		t.AtBudget += og.atBudget.Load()
 		t.Held += og.held.Load()
@@ -126,6 +139,7 @@ type ownedGroup struct {
 	offers []offer  // records handed over locally, for the next step
 
 	backlogGauge atomic.Int64 // the backlog as the loop last saw it (0 when not running)
+	queuedGauge  atomic.Int64 // queued as the loop last saw it (0 when not running)
 	// atBudget and held: hosts at max_pages_per_host and their backlog
 	// records kept, as the loop last computed (0 when not running).
 	atBudget, held atomic.Int64
@@ -379,6 +393,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 	og.setActive(true)
 	defer og.setActive(false)
 	defer og.backlogGauge.Store(0)
+	defer og.queuedGauge.Store(0)
 	defer og.atBudget.Store(0)
 	defer og.held.Store(0)
 	resync := time.NewTicker(groupResync)
@@ -398,6 +413,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 		}
 		busy, lost, err := o.groupStep(ctx, og, og.takeOffers())
 		og.backlogGauge.Store(og.backlogLen())
+		og.queuedGauge.Store(og.queued)
 		if err != nil {
 			return err
 		}

@@ -85,8 +85,8 @@ func TestHandoffWaitsForLongFetch(t *testing.T) {
 	zks := testenv.ZooKeeper(t)
 	layout := frontier.Layout{Shards: 4, Spread: 1}
 	w2Groups := map[int]bool{}
-	for _, g := range coord.OwnedShards("w2", layout.Groups(), []string{"w1", "w2"}) {
-		w2Groups[g] = true
+	for g, o := range coord.Owners(layout.Groups(), []string{"w1", "w2"}) {
+		w2Groups[g] = o == "w2"
 	}
 	// Sites whose host moves to w2 once it joins.
 	var sites []*slowSite

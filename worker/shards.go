@@ -3,9 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"hash/fnv"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -14,9 +11,10 @@ import (
 
 // runSession runs the worker under one ZooKeeper session until the session
 // ends or claimCtx is cancelled: it joins R/workers, keeps its status node
-// fresh, follows the member list and runs one claim loop per owned shard
-// (rendezvous hashing over shard groups: a politeness key's shards stay
-// together, docs/design.md "Shard ownership"). In-flight items run under a
+// fresh, runs the balancer when it leads (balance), follows the shard
+// assignment and runs one claim loop per owned shard (groups are assigned,
+// so a politeness key's shards stay together; docs/design.md "Shard
+// ownership"). In-flight items run under a
 // context derived from workCtx that is also cancelled when the session
 // ends, so a lost session abandons them uncompleted.
 func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Session, inflight *sync.WaitGroup) {
@@ -41,6 +39,8 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	}()
 
 	members := coord.WatchMembers(sctx, w.client, w.root)
+	store := coord.Store(w.client, w.root, coord.AssignmentNode)
+	assigned := store.Watch(sctx)
 	own := &ownership{sess: sess, member: member, work: swork, inflight: inflight,
 		claimers: newLoops(sctx, &loops), managers: newLoops(sctx, &loops)}
 	defer func() {
@@ -48,16 +48,28 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 		own.managers.stopAll()
 		loops.Wait()
 	}()
+	tick := time.NewTicker(balanceInterval)
+	defer tick.Stop()
+	var ids []string
 	for {
 		select {
 		case <-sctx.Done():
 			return
-		case ids, ok := <-members:
+		case next, ok := <-members:
 			if !ok {
 				<-sctx.Done()
 				return
 			}
-			w.followMembers(sctx, own, ids)
+			ids = next
+			w.balance(sctx, store, ids)
+		case v, ok := <-assigned:
+			if !ok {
+				<-sctx.Done()
+				return
+			}
+			w.followAssignment(sctx, own, v)
+		case <-tick.C:
+			w.balance(sctx, store, ids)
 		}
 	}
 }
@@ -95,25 +107,32 @@ type ownership struct {
 	managers *loops          // group managers by group
 }
 
-// followMembers moves this worker's loops to a new member list ids: it
-// gives up the groups and shards it lost and waits until their loops have
-// stopped claiming; only then it acknowledges the list in its status node
-// (the view a gaining worker waits for, awaitHandoff), and starts the loops
-// of what it gained. Not counted in ids while in standby, it owns nothing.
-func (w *Worker) followMembers(ctx context.Context, own *ownership, ids []string) {
-	if !slices.Contains(ids, w.opts.ID) && !w.standby.Load() {
-		ids = append(ids, w.opts.ID)
-		slices.Sort(ids)
+// followAssignment moves this worker's loops to a new value v of
+// R/assignment: it gives up the groups and shards it lost and waits until
+// their loops have stopped claiming; only then it acknowledges the value
+// in its status node (the view a gaining worker waits for, awaitHandoff),
+// and starts the loops of what it gained. It owns nothing while the znode
+// is absent or bad, or does not name it (in standby, or not yet balanced).
+func (w *Worker) followAssignment(ctx context.Context, own *ownership, v coord.ConfigValue) {
+	var a *assignment
+	if v.Data != nil {
+		var err error
+		if a, err = decodeAssignment(v.Data, w.layout.Groups()); err != nil {
+			w.log.Warn("ignoring a bad shard assignment until the balancer replaces it", "error", err)
+		}
 	}
-	groups, shards := w.ownedBy(ids)
+	if w.standby.Load() {
+		a = nil
+	}
+	groups, shards := w.ownedBy(a)
 	own.managers.keepOnly(groups)
 	w.counters.shardsOwned.Store(int64(len(shards)))
 	w.setOwnedShards(shards)
 	own.claimers.keepOnly(shards)
-	view := memberView(ids)
+	view := assignmentView(v.Data)
 	w.view.Store(&view)
 	if err := own.member.Update(ctx, w.status(own.sess)); err != nil && ctx.Err() == nil {
-		w.log.Warn("could not acknowledge the member list", "error", err)
+		w.log.Warn("could not acknowledge the shard assignment", "error", err)
 	}
 	for s := range shards {
 		own.claimers.start(s, func(ctx context.Context) { w.claimLoop(ctx, own.work, own.sess, s, own.inflight, view) })
@@ -121,15 +140,19 @@ func (w *Worker) followMembers(ctx context.Context, own *ownership, ids []string
 	for g := range groups {
 		own.managers.start(g, func(ctx context.Context) { w.owner.Run(ctx, own.sess, g) })
 	}
-	w.log.Info("shard ownership", "members", len(ids), "owned", len(shards))
+	members := 0
+	if a != nil {
+		members = len(a.Members)
+	}
+	w.log.Info("shard ownership", "members", members, "owned", len(shards))
 }
 
-// ownedBy returns the shard groups this worker owns among the members ids
-// (rendezvous hashing over groups, so a politeness key's shards stay
-// together) and their shards.
-func (w *Worker) ownedBy(ids []string) (groups, shards map[int]bool) {
+// ownedBy returns the shard groups a gives this worker (groups, not shards,
+// are assigned, so a politeness key's shards stay together) and their
+// shards.
+func (w *Worker) ownedBy(a *assignment) (groups, shards map[int]bool) {
 	groups, shards = map[int]bool{}, map[int]bool{}
-	for _, g := range coord.OwnedShards(w.opts.ID, w.layout.Groups(), ids) {
+	for _, g := range a.owned(w.opts.ID) {
 		groups[g] = true
 		for _, s := range w.layout.GroupShards(g) {
 			shards[s] = true
@@ -140,7 +163,7 @@ func (w *Worker) ownedBy(ids []string) (groups, shards map[int]bool) {
 
 // awaitHandoff runs when this worker gains a shard, before it claims
 // there. It waits until (1) every other live worker has acknowledged the
-// member list this worker computed its ownership from (their status nodes
+// shard assignment this worker computed its ownership from (their status nodes
 // carry the view), so no worker still believes it owns the shard and is
 // still claiming in it (bounded by handoffAckWait);
 // (2) no other worker holds a claim in the shard (the previous owner
@@ -151,7 +174,7 @@ func (w *Worker) ownedBy(ids []string) (groups, shards map[int]bool) {
 // handed over (handedOver), so the first request to each of its politeness
 // keys waits one effective interval, Crawl-delay included
 // (coolAfterHandoff). So a key's request spacing holds across ownership
-// changes, not only inside one worker. If the member list changes meanwhile and the shard stays ours, the
+// changes, not only inside one worker. If the assignment changes meanwhile and the shard stays ours, the
 // newest view counts; if the shard is lost, ctx is cancelled.
 func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error {
 	deadline := time.Now().Add(handoffAckWait(w.opts.SessionTimeout))
@@ -172,7 +195,7 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 		}
 		view := view
 		if v := w.view.Load(); v != nil {
-			view = *v // a newer member list that still gives us the shard
+			view = *v // a newer assignment that still gives us the shard
 		}
 		others = len(ids) > 1 || (len(ids) == 1 && ids[0] != w.opts.ID)
 		acked := true
@@ -200,7 +223,7 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 }
 
 // handoffAckWait bounds how long a worker gaining a shard waits for every
-// other live worker to acknowledge its member list: two session timeouts
+// other live worker to acknowledge its assignment: two session timeouts
 // plus handoffAckMargin. A worker that has not acknowledged by then is cut
 // off from ZooKeeper: its disconnection guard stopped its claim loops
 // after 2/3 of a session timeout, and its session, with its claims, has
@@ -268,14 +291,4 @@ func (ls *loops) stopAll() {
 	for _, h := range ls.m {
 		h.stop()
 	}
-}
-
-// memberView names a member list: a short hash of the sorted ids.
-func memberView(ids []string) string {
-	h := fnv.New64a()
-	for _, id := range ids {
-		h.Write([]byte(id))
-		h.Write([]byte{0})
-	}
-	return strconv.FormatUint(h.Sum64(), 36)
 }

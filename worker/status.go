@@ -88,10 +88,14 @@ type Status struct {
 	// budget.
 	HostsAtBudget int64 `json:"hosts_at_budget,omitempty"`
 	HeldByBudget  int64 `json:"held_by_budget,omitempty"`
-	// View names the member list this worker's shard ownership follows;
-	// a worker gaining a shard waits until every live worker shows its
-	// view (docs/design.md "Shard handoff").
+	// View names the shard assignment (R/assignment) this worker's
+	// ownership follows; a worker gaining a shard waits until every live
+	// worker shows its view (docs/design.md "Shard handoff").
 	View string `json:"view,omitempty"`
+	// Loads maps each shard group running here to its queued records
+	// (backlog plus ready window): what the balancer weighs
+	// (docs/design.md "Shard ownership").
+	Loads map[int]int64 `json:"loads,omitempty"`
 	// Version is the worker binary's zkcrawl version (Options.Version).
 	Version string `json:"version,omitempty"`
 }
@@ -111,7 +115,7 @@ func (w *Worker) status(sess *coord.Session) []byte {
 		Version: w.opts.Version,
 	}
 	totals := w.owner.Totals()
-	st.HostsAtBudget, st.HeldByBudget = totals.AtBudget, totals.Held
+	st.HostsAtBudget, st.HeldByBudget, st.Loads = totals.AtBudget, totals.Held, totals.Queued
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
 	}

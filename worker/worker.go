@@ -170,7 +170,7 @@ type liveState struct {
 
 // membership is this worker's place among the crawl's workers.
 type membership struct {
-	view    atomic.Pointer[string] // the member list shard ownership follows (memberView)
+	view    atomic.Pointer[string] // the shard assignment ownership follows (assignmentView)
 	owned   atomic.Pointer[[]int]  // shards owned now, sorted (gauges.go)
 	standby atomic.Bool            // out of the worker list while output writes fail (standby.go)
 }

@@ -1,0 +1,215 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+)
+
+// Shard ownership follows R/assignment (docs/design.md "Shard ownership"):
+// the balancer, run by the live member of smallest id, writes it on every
+// member change (bounded-load rendezvous hashing, coord.Owners) and moves
+// shard groups from the busiest member to the idlest every balanceInterval
+// while their loads (the records each group has queued, from the members'
+// status nodes) are skewed. Every member follows the znode; the handoff
+// protocol (awaitHandoff) makes each move safe for politeness.
+
+// assignment is R/assignment: Owners[g] indexes Members, the sorted live
+// member ids it was computed for. About 3 bytes a group and the ids.
+type assignment struct {
+	Members []string `json:"members"`
+	Owners  []int    `json:"owners"`
+}
+
+const (
+	// balanceInterval is how often the balancer looks at the loads: two
+	// heartbeats (DefaultHeartbeatInterval), so each look sees the status
+	// nodes refreshed since its last moves.
+	balanceInterval = 4 * time.Second
+	// balanceSkew: groups move only while the busiest member's load is
+	// above this multiple of the mean (each move costs a handoff: the
+	// gaining member waits for the old owner's claims, and the group's
+	// seen-set is loaded again).
+	balanceSkew = 1.25
+)
+
+// decodeAssignment parses R/assignment's data for a crawl of groups shard
+// groups. Errors name what is wrong (a bad znode is ignored until the
+// balancer writes a good one).
+func decodeAssignment(data []byte, groups int) (*assignment, error) {
+	var a assignment
+	if err := json.Unmarshal(data, &a); err != nil {
+		return nil, fmt.Errorf("R/%s: %w", coord.AssignmentNode, err)
+	}
+	if len(a.Owners) != groups {
+		return nil, fmt.Errorf("R/%s: %d owners for %d shard groups", coord.AssignmentNode, len(a.Owners), groups)
+	}
+	for g, o := range a.Owners {
+		if o < 0 || o >= len(a.Members) {
+			return nil, fmt.Errorf("R/%s: group %d: owner index %d of %d members", coord.AssignmentNode, g, o, len(a.Members))
+		}
+	}
+	return &a, nil
+}
+
+// owned returns the groups a gives to id.
+func (a *assignment) owned(id string) []int {
+	var out []int
+	if a == nil {
+		return out
+	}
+	for g, o := range a.Owners {
+		if a.Members[o] == id {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// planAssignment returns the assignment of groups shard groups over the
+// sorted member ids: cur where it was computed for the same members, else
+// the bounded-load rendezvous assignment (coord.Owners), then at most
+// ceil(groups/len(ids)) moves by load (balanceMoves). nil when ids is
+// empty.
+func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int64) *assignment {
+	if len(ids) == 0 {
+		return nil
+	}
+	next := &assignment{Members: ids, Owners: make([]int, groups)}
+	if cur != nil && slices.Equal(cur.Members, ids) {
+		copy(next.Owners, cur.Owners)
+	} else {
+		index := map[string]int{}
+		for i, id := range ids {
+			index[id] = i
+		}
+		for g, o := range coord.Owners(groups, ids) {
+			next.Owners[g] = index[o]
+		}
+	}
+	balanceMoves(next.Owners, len(ids), loads, (groups+len(ids)-1)/len(ids))
+	return next
+}
+
+// balanceMoves moves groups, at most maxMoves, from the member of largest
+// load to the member of smallest while the largest is above balanceSkew
+// times the mean: each time the group whose weight is nearest half their
+// gap (and below the gap, so the move narrows it). A group weighs its
+// queued records plus one (so idle groups balance by count).
+func balanceMoves(owners []int, members int, loads map[int]int64, maxMoves int) {
+	weight := func(g int) int64 { return loads[g] + 1 }
+	load := make([]int64, members)
+	var total int64
+	for g, o := range owners {
+		load[o] += weight(g)
+		total += weight(g)
+	}
+	for range maxMoves {
+		hi, lo := 0, 0
+		for m := range load {
+			if load[m] > load[hi] {
+				hi = m
+			}
+			if load[m] < load[lo] {
+				lo = m
+			}
+		}
+		if float64(load[hi]) <= balanceSkew*float64(total)/float64(members) {
+			return
+		}
+		gap, best := load[hi]-load[lo], -1
+		for g, o := range owners {
+			if o != hi || weight(g) >= gap {
+				continue
+			}
+			if best < 0 || abs64(2*weight(g)-gap) < abs64(2*weight(best)-gap) {
+				best = g
+			}
+		}
+		if best < 0 {
+			return
+		}
+		owners[best] = lo
+		load[hi] -= weight(best)
+		load[lo] += weight(best)
+	}
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// balance runs the balancer's round if this worker leads (the smallest of
+// the live member ids, not in standby): it reads R/assignment and the
+// members' loads, plans, and writes the plan with a compare-and-set when
+// it differs (a conflict: another balancer wrote, the next round looks
+// again). Errors are logged; the next round retries.
+func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string) {
+	if len(ids) == 0 || ids[0] != w.opts.ID || w.standby.Load() {
+		return
+	}
+	data, version, err := store.Read(ctx)
+	if errors.Is(err, coord.ErrNotFound) {
+		data, version, err = nil, -1, nil
+	}
+	if err != nil {
+		w.log.Warn("balancer: could not read the shard assignment", "error", err)
+		return
+	}
+	var cur *assignment
+	if data != nil {
+		if cur, err = decodeAssignment(data, w.layout.Groups()); err != nil {
+			w.log.Warn("balancer: replacing a bad shard assignment", "error", err)
+		}
+	}
+	_, statuses, err := coord.Members(ctx, w.client, w.root)
+	if err != nil {
+		w.log.Warn("balancer: could not read the members' loads", "error", err)
+		return
+	}
+	loads := map[int]int64{}
+	for _, b := range statuses {
+		var st Status
+		if json.Unmarshal(b, &st) == nil {
+			for g, q := range st.Loads {
+				loads[g] = max(loads[g], q)
+			}
+		}
+	}
+	next := planAssignment(cur, ids, w.layout.Groups(), loads)
+	if cur != nil && slices.Equal(cur.Members, next.Members) && slices.Equal(cur.Owners, next.Owners) {
+		return
+	}
+	b, _ := json.Marshal(next)
+	if version < 0 {
+		_, err = store.Create(ctx, b)
+	} else {
+		_, err = store.Write(ctx, b, version)
+	}
+	switch {
+	case errors.Is(err, coord.ErrVersionConflict):
+		w.log.Info("balancer: the shard assignment changed meanwhile; looking again next round")
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("balancer: could not write the shard assignment", "error", err)
+	case err == nil:
+		w.log.Info("balancer: shard assignment written", "members", len(ids))
+	}
+}
+
+// assignmentView names an assignment's data: a short hash (the view a
+// gaining worker waits for every live worker to show, awaitHandoff).
+func assignmentView(data []byte) string {
+	h := fnv.New64a()
+	h.Write(data)
+	return strconv.FormatUint(h.Sum64(), 36)
+}

@@ -1,0 +1,68 @@
+package worker
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestPlanAssignmentBalancesLoads(t *testing.T) {
+	ids := []string{"w1", "w10", "w11", "w12", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"}
+	const groups = 64
+	// 100 hosts of 200 pages in random groups: most groups hold 0-3 hosts.
+	loads := map[int]int64{}
+	for h := range 100 {
+		loads[(h*37+h*h*11)%groups] += 200
+	}
+	a := planAssignment(nil, ids, groups, loads)
+	for range 8 { // rounds of the balancer at unchanged loads
+		a = planAssignment(a, ids, groups, loads)
+	}
+	per := make([]int64, len(ids))
+	var total int64
+	for g, o := range a.Owners {
+		per[o] += loads[g] + 1
+		total += loads[g] + 1
+	}
+	mean := float64(total) / float64(len(ids))
+	for m, l := range per {
+		if r := float64(l) / mean; r > balanceSkew+0.01 || r < 0.67 {
+			t.Errorf("%s: load %d is %.2fx the mean %.0f", ids[m], l, r, mean)
+		}
+	}
+	// A settled assignment stays as it is.
+	b := planAssignment(a, ids, groups, loads)
+	if fmt.Sprint(a.Owners) != fmt.Sprint(b.Owners) {
+		t.Errorf("a balanced assignment moved again:\n%v\n%v", a.Owners, b.Owners)
+	}
+}
+
+func TestPlanAssignmentMemberChange(t *testing.T) {
+	a := planAssignment(nil, []string{"a", "b", "c"}, 30, nil)
+	count := map[string]int{}
+	for _, o := range a.Owners {
+		count[a.Members[o]]++
+	}
+	if count["a"] != 10 || count["b"] != 10 || count["c"] != 10 {
+		t.Errorf("idle groups not balanced by count: %v", count)
+	}
+	// A member leaves: the next plan is for the live ones only.
+	b := planAssignment(a, []string{"a", "c"}, 30, nil)
+	if len(b.owned("b")) != 0 || len(b.owned("a"))+len(b.owned("c")) != 30 {
+		t.Errorf("after b left: a %v, b %v, c %v", b.owned("a"), b.owned("b"), b.owned("c"))
+	}
+	if planAssignment(a, nil, 30, nil) != nil {
+		t.Error("no members: want no assignment")
+	}
+}
+
+func TestDecodeAssignmentErrors(t *testing.T) {
+	for _, data := range []string{`{`, `{"members":["a"],"owners":[0]}`, `{"members":["a"],"owners":[0,1]}`} {
+		if _, err := decodeAssignment([]byte(data), 2); err == nil {
+			t.Errorf("%s: no error", data)
+		}
+	}
+	a, err := decodeAssignment([]byte(`{"members":["a","b"],"owners":[1,0]}`), 2)
+	if err != nil || fmt.Sprint(a.owned("a")) != "[1]" {
+		t.Errorf("got %v, %v", a, err)
+	}
+}
