@@ -184,6 +184,11 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 	if err := zkCreate(conn, "/before", nil); err != nil {
 		t.Fatalf("create /before: %v", err)
 	}
+	// Through the connect string: a ceiling's multis each commit one
+	// transaction, read as the highest zxid of the members.
+	if c, err := WriteCeiling(ctx, e.ConnString(), 2, 2, 200*time.Millisecond); err != nil || c.Multis == 0 || c.ZxidDelta != c.Multis+c.Errors {
+		t.Fatalf("WriteCeiling(ensemble) = %+v, %v; want multis, one zxid each", c, err)
+	}
 
 	old := e.Servers()[leader]
 	if err := old.Kill(); err != nil {
