@@ -37,9 +37,10 @@ var synthConfig = map[string]any{
 	"scope":                  synthScope,
 }
 
-// runSynth runs part 1: every worker count on every shared server,
-// --repeat rounds (the table keeps each count's fastest run), plus the
-// baseline build's 3 workers when --baseline-bin is given.
+// runSynth runs part 1: every worker count on both standalone servers
+// and the most workers on the ensemble, --repeat rounds (the table keeps
+// each count's fastest run), plus the baseline build's 3 workers when
+// --baseline-bin is given.
 func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	o := b.opts
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 1, Hosts: o.hosts, PagesPerHost: o.pagesPerHost,
@@ -63,6 +64,9 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	for a := 1; a <= max(o.repeat, 1); a++ {
 		for _, n := range o.workers {
 			for _, s := range b.servers {
+				if s.Ensemble && n != slices.Max(o.workers) {
+					continue // the quorum runs the most workers only: make bench stays short
+				}
 				zk, err := b.sharedServer(ctx, s, warm)
 				if err != nil {
 					return res, err

@@ -54,10 +54,7 @@ func beside(cell func(Server) string) string {
 			others = append(others, s.Label()+": "+c)
 		}
 	}
-	if len(others) == 0 {
-		return cell(Fsync)
-	}
-	return cell(Fsync) + " (" + strings.Join(others, "; ") + ")"
+	return cell(Fsync) + map[bool]string{true: " (" + strings.Join(others, "; ") + ")"}[len(others) > 0]
 }
 
 // tableFuncs are the functions table.md.tmpl calls beside the formatting
