@@ -1,9 +1,9 @@
 package main
 
-// The benchmark's ZooKeeper servers (testenv.StartZooKeeper, or
-// testenv.StartEnsemble for the 3-node ensemble; the full JIT, a 1 GiB
-// heap) and their readings: four letter words (testenv.ReadZKStats) and
-// the JVMs' /proc (testenv.ReadProcUsage).
+// The benchmark's ZooKeeper servers (testenv.StartEnsemble: of one member,
+// standalone, or the 3-node ensemble; the full JIT, a 1 GiB heap) and their
+// readings: four letter words (testenv.ReadZKStats) and the JVMs' /proc
+// (testenv.ReadProcUsage).
 
 import (
 	"cmp"
