@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -278,5 +279,24 @@ func TestZooCfgForceSync(t *testing.T) {
 		if !strings.Contains(string(data), want) || strings.Count(string(data), "forceSync=") != 1 {
 			t.Errorf("ForceSync=%v: zoo.cfg has no single %q:\n%s", force, want, data)
 		}
+	}
+}
+
+// TestExitErrorFindsBindFailureBeforeTheTail: an election port bind failure
+// is followed by its retries' stack traces and the shutdown, more lines
+// than an error quotes; it still marks the exit as a port taken, which
+// StartEnsemble retries with fresh ports.
+func TestExitErrorFindsBindFailureBeforeTheTail(t *testing.T) {
+	var log strings.Builder
+	log.WriteString("java.net.BindException: Address already in use\n")
+	for i := range 3 * zkLogLines {
+		fmt.Fprintf(&log, "shutdown line %d\n", i)
+	}
+	s := &ZKServer{logPath: filepath.Join(t.TempDir(), "zookeeper.log")}
+	if err := os.WriteFile(s.logPath, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.exitError(&zkProc{err: errors.New("exit status 14")}); !errors.Is(err, errZKPortTaken) {
+		t.Errorf("exitError = %v; want errZKPortTaken", err)
 	}
 }
