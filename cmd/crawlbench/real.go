@@ -97,6 +97,7 @@ func (b *bench) realPair(ctx context.Context, base, dir string, pair report.Real
 	crawl := "pgdocs-" + filepath.Base(dir)
 	var runs []report.RealRun
 	for _, s := range servers {
+		pair.Server = s
 		// When part 1 did not warm this server up, unrecorded crawls of
 		// the manual do.
 		zk, err := b.sharedServer(ctx, s, func(z *benchZK) error {
@@ -112,7 +113,6 @@ func (b *bench) realPair(ctx context.Context, base, dir string, pair report.Real
 			return runs, err
 		}
 		run, name := pair, crawl+"-"+serverTag(s)
-		run.Server = s
 		if err := b.realCrawl(ctx, zk, base, filepath.Join(dir, name), name, m.Pages, &run); err != nil {
 			return runs, err
 		}
