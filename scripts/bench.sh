@@ -9,6 +9,7 @@
 #
 #   ./scripts/bench.sh                  # all six parts, about 10 minutes on 2 cores
 #   ./scripts/bench.sh --skip-big       # without the 10,000,000-URL frontier (1.5 minutes)
+#   ./scripts/bench.sh --skip-ensemble  # without the 3-node ensemble's runs of parts 1, 2 and 5
 #   ./scripts/bench.sh --only trap      # one part (synth, real, queued, big, trap, ceiling, takeover)
 #   ./scripts/bench.sh --workers 3      # any crawlbench flag (see bin/crawlbench --help)
 #

@@ -35,9 +35,27 @@ type ZKStats struct {
 }
 
 // ReadZKStats sends `srvr` and `mntr` to addr and parses the figures of
-// ZKStats. Errors: an exchange failed (FourLetterWord), or a figure is
+// ZKStats. addr may be an ensemble's connect string ("h:p,h:p,h:p"): every
+// member is asked and the reading of the highest zxid returned, the
+// member that has committed the most (the leader, once writes have
+// settled). Errors: an exchange failed (FourLetterWord), or a figure is
 // missing or malformed (the error names the word, the key and the value).
 func ReadZKStats(ctx context.Context, addr string) (ZKStats, error) {
+	var best ZKStats
+	for i, a := range strings.Split(addr, ",") {
+		s, err := readZKStats(ctx, a)
+		if err != nil {
+			return s, err
+		}
+		if i == 0 || s.Zxid > best.Zxid {
+			best = s
+		}
+	}
+	return best, nil
+}
+
+// readZKStats is ReadZKStats of one server.
+func readZKStats(ctx context.Context, addr string) (ZKStats, error) {
 	var s ZKStats
 	srvr, err := fourLetterFields(ctx, addr, "srvr", ":")
 	if err != nil {
@@ -114,7 +132,9 @@ type Ceiling struct {
 	ZxidDelta      int64         // the server's write transactions over that time (ReadZKStats)
 }
 
-// WriteCeiling measures the write ceiling of the server at addr: sessions
+// WriteCeiling measures the write ceiling of the server at addr (or of the
+// ensemble of the connect string addr, the sessions spread over its
+// members by go-zookeeper and the zxid read as ReadZKStats does): sessions
 // sessions, each with inFlight goroutines, send multis of `create` and
 // `delete` of a znode of their own (one transaction each, nothing left
 // behind) under a scratch parent /ceiling-<nanotime>, for d. The multis go

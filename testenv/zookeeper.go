@@ -412,10 +412,12 @@ func (s *ZKServer) current() (*zkProc, bool) {
 var errZKPortTaken = errors.New("port already in use")
 
 // exitError describes an early exit, wrapping errZKPortTaken when the log
-// shows a bind failure.
+// shows a bind failure. It looks further back than the tail it quotes: an
+// election port that cannot be bound is logged with a stack trace per
+// retry and then the whole shutdown, well over zkLogLines lines.
 func (s *ZKServer) exitError(p *zkProc) error {
 	tail := s.LogTail(zkLogLines)
-	if strings.Contains(tail, "Address already in use") {
+	if strings.Contains(s.LogTail(10*zkLogLines), "Address already in use") {
 		return fmt.Errorf("%w (%w): %s: %v\n--- log tail %s ---\n%s", ErrExited, errZKPortTaken, s.Addr(), p.err, s.logPath, tail)
 	}
 	return fmt.Errorf("%w: %s: %v\n--- log tail %s ---\n%s", ErrExited, s.Addr(), p.err, s.logPath, tail)

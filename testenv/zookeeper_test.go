@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,11 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 	if err := zkCreate(conn, "/before", nil); err != nil {
 		t.Fatalf("create /before: %v", err)
 	}
+	// Through the connect string: a ceiling's multis each commit one
+	// transaction, read as the highest zxid of the members.
+	if c, err := WriteCeiling(ctx, e.ConnString(), 2, 2, 200*time.Millisecond); err != nil || c.Multis == 0 || c.ZxidDelta != c.Multis+c.Errors {
+		t.Fatalf("WriteCeiling(ensemble) = %+v, %v; want multis, one zxid each", c, err)
+	}
 
 	old := e.Servers()[leader]
 	if err := old.Kill(); err != nil {
@@ -273,5 +279,24 @@ func TestZooCfgForceSync(t *testing.T) {
 		if !strings.Contains(string(data), want) || strings.Count(string(data), "forceSync=") != 1 {
 			t.Errorf("ForceSync=%v: zoo.cfg has no single %q:\n%s", force, want, data)
 		}
+	}
+}
+
+// TestExitErrorFindsBindFailureBeforeTheTail: an election port bind failure
+// is followed by its retries' stack traces and the shutdown, more lines
+// than an error quotes; it still marks the exit as a port taken, which
+// StartEnsemble retries with fresh ports.
+func TestExitErrorFindsBindFailureBeforeTheTail(t *testing.T) {
+	var log strings.Builder
+	log.WriteString("java.net.BindException: Address already in use\n")
+	for i := range 3 * zkLogLines {
+		fmt.Fprintf(&log, "shutdown line %d\n", i)
+	}
+	s := &ZKServer{logPath: filepath.Join(t.TempDir(), "zookeeper.log")}
+	if err := os.WriteFile(s.logPath, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.exitError(&zkProc{err: errors.New("exit status 14")}); !errors.Is(err, errZKPortTaken) {
+		t.Errorf("exitError = %v; want errZKPortTaken", err)
 	}
 }

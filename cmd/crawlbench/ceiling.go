@@ -1,7 +1,8 @@
 package main
 
-// Part 5: the write ceiling of the shared servers (testenv.WriteCeiling)
-// and the cluster pages/s it implies at part 1's writes per page.
+// Part 5: the write ceiling of the shared servers (testenv.WriteCeiling;
+// through the 3-node ensemble's quorum too) and the cluster pages/s it
+// implies at part 1's writes per page.
 
 import (
 	"context"
@@ -18,24 +19,24 @@ const (
 	ceilingTime                      = 5 * time.Second
 )
 
-// runCeiling runs part 5 on both shared servers and divides each ceiling
+// runCeiling runs part 5 on every shared server and divides each ceiling
 // by part 1's writes per page on the same server (synth nil: not run).
 func (b *bench) runCeiling(ctx context.Context, synth *report.Synth) (*report.Ceiling, error) {
 	res := &report.Ceiling{Clients: ceilingSessions, InFlight: ceilingInFlight, TimeS: ceilingTime.Seconds()}
-	for _, fsync := range []bool{true, false} {
-		z, err := b.sharedServer(ctx, fsync, nil)
+	for _, s := range b.servers {
+		z, err := b.sharedServer(ctx, s, nil)
 		if err != nil {
 			return res, err
 		}
-		c, err := testenv.WriteCeiling(ctx, z.srv.Addr(), ceilingSessions, ceilingInFlight, ceilingTime)
+		c, err := testenv.WriteCeiling(ctx, z.addr, ceilingSessions, ceilingInFlight, ceilingTime)
 		if err != nil {
-			return res, fmt.Errorf("forceSync=%v: %w", fsync, err)
+			return res, fmt.Errorf("%s: %w", s.Label(), err)
 		}
-		run := report.CeilingRun{ForceSync: fsync, Multis: c.Multis, Errors: c.Errors, ZxidDelta: c.ZxidDelta, TxPerS: float64(c.Multis) / c.Elapsed.Seconds()}
+		run := report.CeilingRun{Server: s, Multis: c.Multis, Errors: c.Errors, ZxidDelta: c.ZxidDelta, TxPerS: float64(c.Multis) / c.Elapsed.Seconds()}
 		if synth != nil {
 			most := 0
 			for _, r := range synth.Runs {
-				if r.ForceSync == fsync && r.Workers >= most {
+				if r.Server == s && r.Workers >= most {
 					most, run.WritesPerPage = r.Workers, r.ZKWritesPerPage
 				}
 			}

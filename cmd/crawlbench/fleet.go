@@ -157,7 +157,7 @@ func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n 
 		}
 	}
 	t0 := time.Now()
-	f, err := b.startFleet(ctx, zk.srv.Addr(), crawl, dir, n)
+	f, err := b.startFleet(ctx, zk.addr, crawl, dir, n)
 	if err != nil {
 		return nil, r, err
 	}

@@ -43,14 +43,14 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	if err := os.WriteFile(filepath.Join(dir, "seeds.txt"), []byte(seeds.String()), 0o644); err != nil {
 		return nil, err
 	}
-	zk, err := b.startZK(ctx, "queued/zk", true, 0)
+	zk, err := b.startZK(ctx, "queued/zk", report.Fsync, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer zk.close()
 	res.Base, res.LoadBefore = zk.base, loadavg()
 	t0 := time.Now()
-	out, err := b.seed(ctx, zk.srv.Addr(), "queued", dir, map[string]any{"paused": true}, nil, 10*time.Minute)
+	out, err := b.seed(ctx, zk.addr, "queued", dir, map[string]any{"paused": true}, nil, 10*time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 		return err
 	}
 	t1 := time.Now()
-	f, err := b.startFleet(ctx, zk.srv.Addr(), crawl, dir, 1)
+	f, err := b.startFleet(ctx, zk.addr, crawl, dir, 1)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 // ZooKeeper, its footprint and files, then a restart with that data.
 func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	res := &report.Big{Target: bigHosts * bigPaths, Hosts: bigHosts, Paths: bigPaths, TimeLimitS: b.opts.bigTime.Seconds(), Heap: zkHeap}
-	zk, err := b.startZK(ctx, "big/zk", true, 0)
+	zk, err := b.startZK(ctx, "big/zk", report.Fsync, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -124,10 +124,10 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	if res.After, err = zk.footprint(ctx); err != nil {
 		return nil, err
 	}
-	if p, err := zk.jvm(); err == nil {
+	if p, err := zk.mark(ctx); err == nil {
 		res.JVMPeakMB = float64(p.PeakKB) / 1024
 	}
-	dataDir := filepath.Join(zk.srv.Dir(), "data", "version-2")
+	dataDir := filepath.Join(zk.ens.Servers()[0].Dir(), "data", "version-2")
 	snaps := map[string]float64{}
 	res.TxnLogMB = dataFiles(dataDir, snaps)
 	for _, mb := range snaps {
@@ -138,7 +138,7 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 		return nil, fmt.Errorf("seen-set heap: %w", err)
 	}
 	t1 := time.Now()
-	if err := zk.srv.Restart(ctx); err != nil {
+	if err := zk.ens.Servers()[0].Restart(ctx); err != nil {
 		return nil, fmt.Errorf("restart: %w", err)
 	}
 	res.RestartS = time.Since(t1).Seconds()
@@ -150,7 +150,7 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 		}
 	}
 	res.LargestSnapshotMB = max(res.LargestSnapshotMB, res.RestartSnapshotMB)
-	if p, err := zk.jvm(); err == nil {
+	if p, err := zk.mark(ctx); err == nil {
 		res.AfterRestartRSSMB = float64(p.RSSKB) / 1024
 	}
 	res.LoadAfter = loadavg()

@@ -28,12 +28,13 @@ import (
 
 const about = `Runs zkcrawl's benchmark parts (see --only) against their targets, on
 ZooKeeper with forceSync=yes (production's default) and, for every write
-and speed figure, also forceSync=no. It prints one table and writes it to
+and speed figure, also forceSync=no; parts 1, 2 and 5 also on a 3-node
+ensemble on loopback. It prints one table and writes it to
 --md with the machine and the commands to rerun. Every process it starts
 is stopped when it ends or is interrupted.`
 
 const examples = `  crawlbench --bin ./bin --out ./out/bench --md BENCHMARKS.md
-  crawlbench --skip-big --skip-takeover --md ''        # quick: no 10M frontier, no kill test
+  crawlbench --skip-big --skip-takeover --skip-ensemble --md ''   # quick: no 10M frontier, kill test, quorum
   crawlbench --only real                              # part 2 only
   crawlbench --only trap --trap-time 20s --md ''      # part 4, shorter`
 
@@ -43,7 +44,7 @@ func main() { cli.Main("crawlbench", run) }
 type options struct {
 	binDir, outDir, mdPath    string
 	only                      []string
-	skip                      map[string]*bool // --skip-<part>
+	skip                      map[string]*bool // --skip-<part>, --skip-ensemble
 	workers                   []int
 	hosts, pagesPerHost       int
 	repeat, realRepeat        int
@@ -75,6 +76,7 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 		names = append(names, p.name)
 		o.skip[p.name] = fs.Bool("skip-"+p.name, false, "skip "+p.desc)
 	}
+	o.skip["ensemble"] = fs.Bool("skip-ensemble", false, "parts 1, 2 and 5: no runs on the 3-node ensemble")
 	fs.StringVar(&o.binDir, "bin", "bin", "directory holding seeder and crawler (make build)")
 	fs.StringVar(&o.outDir, "out", filepath.Join("out", "bench-"+time.Now().Format("20060102-150405")), "directory for logs, crawl output and results.json")
 	fs.StringVar(&o.mdPath, "md", "BENCHMARKS.md", "write the report here ('' = do not write)")
@@ -142,13 +144,14 @@ func (o *options) prepare() error {
 
 // bench holds what every part shares.
 type bench struct {
-	opts   options
-	log    *slog.Logger      // progress, to stderr
-	quiet  *slog.Logger      // ZooKeeper, web and client chatter: none
-	zkVer  string            // of the first server started
-	shared map[bool]*benchZK // parts 1, 2 and 5, by forceSync
-	warmS  []float64         // warm-up of each shared server, seconds
-	binDir string            // replaces --bin while a baseline run of part 1 runs
+	opts    options
+	log     *slog.Logger               // progress, to stderr
+	quiet   *slog.Logger               // ZooKeeper, web and client chatter: none
+	zkVer   string                     // of the first server started
+	shared  map[report.Server]*benchZK // parts 1, 2 and 5
+	servers []report.Server            // theirs, in the order they run (--skip-ensemble: no Quorum)
+	warmS   []float64                  // warm-up of each shared server, seconds
+	binDir  string                     // replaces --bin while a baseline run of part 1 runs
 }
 
 // bin returns the path of bin/name (the baseline's during a baseline run).
@@ -174,7 +177,10 @@ func run(ctx context.Context, args []string) error {
 	if err := o.prepare(); err != nil {
 		return err
 	}
-	b := &bench{opts: o, log: log, quiet: slog.New(slog.DiscardHandler), shared: map[bool]*benchZK{}}
+	b := &bench{opts: o, log: log, quiet: slog.New(slog.DiscardHandler), shared: map[report.Server]*benchZK{}}
+	if b.servers = []report.Server{report.Fsync, report.NoFsync, report.Quorum}; *o.skip["ensemble"] {
+		b.servers = b.servers[:2]
+	}
 	defer b.closeShared()
 	rep := b.runParts(ctx)
 	jsonPath := filepath.Join(o.outDir, "results.json")

@@ -68,7 +68,7 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 	}
 	defer nginx.Close()
 	for round := 1; round <= max(b.opts.realRepeat, 1); round++ {
-		runs, err := b.realPair(ctx, nginx.URL, filepath.Join(dir, fmt.Sprint("loopback-", round)), report.RealRun{Round: round}, true, false)
+		runs, err := b.realPair(ctx, nginx.URL, filepath.Join(dir, fmt.Sprint("loopback-", round)), report.RealRun{Round: round}, b.servers...)
 		res.Runs = append(res.Runs, runs...)
 		if err != nil {
 			return res, err
@@ -80,15 +80,15 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 	}
 	defer stopProxy()
 	latency := report.RealRun{LatencyMS: float64(realLatency) / float64(time.Millisecond)}
-	runs, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), latency, true)
+	runs, err := b.realPair(ctx, proxy, filepath.Join(dir, "latency"), latency, report.Fsync)
 	res.Runs = append(res.Runs, runs...)
 	return res, err
 }
 
 // realPair mirrors base with wget (testenv.WgetMirror) into dir, then
-// crawls it with zkcrawl once on the shared ZooKeeper of each forceSync
-// setting in modes, each run filled in over pair.
-func (b *bench) realPair(ctx context.Context, base, dir string, pair report.RealRun, modes ...bool) ([]report.RealRun, error) {
+// crawls it with zkcrawl once on each shared server in servers, each run
+// filled in over pair.
+func (b *bench) realPair(ctx context.Context, base, dir string, pair report.RealRun, servers ...report.Server) ([]report.RealRun, error) {
 	m, err := testenv.WgetMirror(ctx, base+"index.html", dir)
 	if err != nil {
 		return nil, err
@@ -96,12 +96,13 @@ func (b *bench) realPair(ctx context.Context, base, dir string, pair report.Real
 	pair.WgetS, pair.WgetWARCMB, pair.WgetPages = m.Elapsed.Seconds(), float64(m.WARCBytes)/(1<<20), len(m.Pages)
 	crawl := "pgdocs-" + filepath.Base(dir)
 	var runs []report.RealRun
-	for _, fsync := range modes {
+	for _, s := range servers {
+		pair.Server = s
 		// When part 1 did not warm this server up, unrecorded crawls of
 		// the manual do.
-		zk, err := b.sharedServer(ctx, fsync, func(z *benchZK) error {
+		zk, err := b.sharedServer(ctx, s, func(z *benchZK) error {
 			for i := 1; i <= realWarmups; i++ {
-				warm, name := pair, fmt.Sprintf("%s-warmup%d-%s", crawl, i, syncTag(fsync))
+				warm, name := pair, fmt.Sprintf("%s-warmup%d-%s", crawl, i, serverTag(s))
 				if err := b.realCrawl(ctx, z, base, filepath.Join(dir, name), name, m.Pages, &warm); err != nil {
 					return err
 				}
@@ -111,8 +112,7 @@ func (b *bench) realPair(ctx context.Context, base, dir string, pair report.Real
 		if err != nil {
 			return runs, err
 		}
-		run, name := pair, crawl+"-"+syncTag(fsync)
-		run.ForceSync = fsync
+		run, name := pair, crawl+"-"+serverTag(s)
 		if err := b.realCrawl(ctx, zk, base, filepath.Join(dir, name), name, m.Pages, &run); err != nil {
 			return runs, err
 		}
@@ -129,7 +129,7 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 		return err
 	}
 	t0 := time.Now()
-	if _, err := b.seed(ctx, zk.srv.Addr(), crawl, dir, realConfig, []string{base + "index.html"}, time.Minute); err != nil {
+	if _, err := b.seed(ctx, zk.addr, crawl, dir, realConfig, []string{base + "index.html"}, time.Minute); err != nil {
 		return err
 	}
 	t1 := time.Now()
@@ -174,7 +174,7 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 			run.Dups++
 		}
 	}
-	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "fsync", run.ForceSync, "wget_s", run.WgetS,
+	b.log.Info("part 2 run done", "latency_ms", run.LatencyMS, "zk", run.Label(), "wget_s", run.WgetS,
 		"zkcrawl_s", run.ZKS, "ratio", run.Ratio, "missing", run.Missing, "dups", run.Dups)
 	return nil
 }

@@ -1,7 +1,7 @@
 package main
 
 // Part 1: the synthetic web, rate limits off, crawled by 1, 2 and 3
-// workers on each shared ZooKeeper, checked against the web's ground
+// workers on each shared ZooKeeper (b.servers), checked against the web's ground
 // truth; then part 3b, what the finished crawl left in ZooKeeper.
 
 import (
@@ -37,9 +37,10 @@ var synthConfig = map[string]any{
 	"scope":                  synthScope,
 }
 
-// runSynth runs part 1: every worker count on both shared servers,
-// --repeat rounds (the table keeps each count's fastest run), plus the
-// baseline build's 3 workers when --baseline-bin is given.
+// runSynth runs part 1: every worker count on both standalone servers
+// and the most workers on the ensemble, --repeat rounds (the table keeps
+// each count's fastest run), plus the baseline build's 3 workers when
+// --baseline-bin is given.
 func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	o := b.opts
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 1, Hosts: o.hosts, PagesPerHost: o.pagesPerHost,
@@ -62,22 +63,25 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	warm := func(z *benchZK) error { _, err := b.synthRun(ctx, web, truth, z, 3, 0, false); return err }
 	for a := 1; a <= max(o.repeat, 1); a++ {
 		for _, n := range o.workers {
-			for _, fsync := range []bool{true, false} {
-				zk, err := b.sharedServer(ctx, fsync, warm)
+			for _, s := range b.servers {
+				if s.Ensemble && n != slices.Max(o.workers) {
+					continue // the quorum runs the most workers only: make bench stays short
+				}
+				zk, err := b.sharedServer(ctx, s, warm)
 				if err != nil {
 					return res, err
 				}
 				run, err := b.synthRun(ctx, web, truth, zk, n, a, false)
 				if err != nil {
-					return res, fmt.Errorf("part 1, %d workers, forceSync=%v, attempt %d: %w", n, fsync, a, err)
+					return res, fmt.Errorf("part 1, %d workers, %s, attempt %d: %w", n, s.Label(), a, err)
 				}
 				res.Attempts, res.Runs = append(res.Attempts, run), keepFastest(res.Runs, run)
-				if o.baselineBin != "" && n == 3 {
+				if o.baselineBin != "" && n == 3 && !s.Ensemble {
 					b.binDir = o.baselineBin
 					run, err = b.synthRun(ctx, web, truth, zk, 3, a, true)
 					b.binDir = ""
 					if err != nil {
-						return res, fmt.Errorf("part 1, %s baseline, forceSync=%v, attempt %d: %w", o.baselineName, fsync, a, err)
+						return res, fmt.Errorf("part 1, %s baseline, %s, attempt %d: %w", o.baselineName, s.Label(), a, err)
 					}
 					res.BaselineAttempts, res.Baseline = append(res.BaselineAttempts, run), keepFastest(res.Baseline, run)
 				}
@@ -88,9 +92,9 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 }
 
 // keepFastest returns runs with run in place of the run of its worker
-// count and forceSync when faster, or added when there is none.
+// count and server when faster, or added when there is none.
 func keepFastest(runs []report.SynthRun, run report.SynthRun) []report.SynthRun {
-	i := slices.IndexFunc(runs, func(x report.SynthRun) bool { return x.Workers == run.Workers && x.ForceSync == run.ForceSync })
+	i := slices.IndexFunc(runs, func(x report.SynthRun) bool { return x.Workers == run.Workers && x.Server == run.Server })
 	if i < 0 {
 		return append(runs, run)
 	}
@@ -106,17 +110,17 @@ func keepFastest(runs []report.SynthRun, run report.SynthRun) []report.SynthRun 
 // found done by the queue alone (coord.Queue.Pending: ready items and
 // claims), and part 3b is not read.
 func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (report.SynthRun, error) {
-	tag := fmt.Sprintf("w%d-%s-a%d", n, syncTag(zk.forceSync), attempt)
+	tag := fmt.Sprintf("w%d-%s-a%d", n, serverTag(zk.Server), attempt)
 	if baseline {
 		tag = "baseline-" + tag
 	}
-	run := report.SynthRun{Workers: n, ForceSync: zk.forceSync, Baseline: baseline, Attempt: attempt, Crawl: fmt.Sprintf("synth-%s-%d", tag, time.Now().Unix())}
+	run := report.SynthRun{Workers: n, Server: zk.Server, Baseline: baseline, Attempt: attempt, Crawl: fmt.Sprintf("synth-%s-%d", tag, time.Now().Unix())}
 	dir := filepath.Join(b.opts.outDir, "synth", tag)
 	before, err := zk.footprint(ctx)
 	if err != nil {
 		return run, err
 	}
-	if _, err := b.seed(ctx, zk.srv.Addr(), run.Crawl, dir, synthConfig, web.Seeds(), time.Minute); err != nil {
+	if _, err := b.seed(ctx, zk.addr, run.Crawl, dir, synthConfig, web.Seeds(), time.Minute); err != nil {
 		return run, err
 	}
 	var pending func(context.Context) (bool, error) // nil: frontier.Pending
@@ -169,7 +173,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	}
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
 	b.judgeSynth(&run, f, lines, truth)
-	b.log.Info("part 1 run done", "workers", n, "fsync", zk.forceSync, "attempt", attempt, "baseline", baseline,
+	b.log.Info("part 1 run done", "workers", n, "zk", zk.Label(), "attempt", attempt, "baseline", baseline,
 		"pages", run.Pages, "pages_per_s", int(run.PagesPerS), "missing", run.Missing, "dups", run.Dups)
 	return run, nil
 }
@@ -199,7 +203,7 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 	}
 	if len(diff) > 0 {
 		slices.Sort(diff)
-		b.log.Warn("part 1: crawl differs from the ground truth", "workers", run.Workers, "fsync", run.ForceSync, "examples", testenv.FirstLines(diff, 6))
+		b.log.Warn("part 1: crawl differs from the ground truth", "workers", run.Workers, "zk", run.Label(), "examples", testenv.FirstLines(diff, 6))
 	}
 	per := map[string]int{}
 	for _, l := range lines {

@@ -36,7 +36,7 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 		return nil, err
 	}
 	defer web.Close()
-	bz, err := b.startZK(ctx, filepath.Join("takeover", "zk"), true, killTick)
+	bz, err := b.startZK(ctx, filepath.Join("takeover", "zk"), report.Fsync, killTick)
 	if err != nil {
 		return nil, err
 	}
@@ -47,14 +47,14 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	cfg["per_host_burst"] = 1
 	cfg["per_host_max_in_flight"] = 1
 	dir := filepath.Join(b.opts.outDir, "takeover")
-	if _, err := b.seed(ctx, bz.srv.Addr(), crawl, dir, cfg, web.Seeds(), time.Minute); err != nil {
+	if _, err := b.seed(ctx, bz.addr, crawl, dir, cfg, web.Seeds(), time.Minute); err != nil {
 		return nil, err
 	}
 	q, err := coord.OpenQueue(ctx, bz.client, crawlRoot(crawl))
 	if err != nil {
 		return nil, err
 	}
-	f, err := b.startFleet(ctx, bz.srv.Addr(), crawl, dir, 3, "--session-timeout", killSession.String())
+	f, err := b.startFleet(ctx, bz.addr, crawl, dir, 3, "--session-timeout", killSession.String())
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 	if res.ClaimsBefore[res.Victim] == 0 {
 		return fmt.Errorf("no worker holds a claim 5 s into the crawl (claims: %v)", res.ClaimsBefore)
 	}
-	if granted, err := testenv.SessionTimeouts(ctx, bz.srv.Addr()); err == nil {
+	if granted, err := testenv.SessionTimeouts(ctx, bz.addr); err == nil {
 		res.NegotiatedS = granted[sessOf[res.Victim]].Seconds()
 	}
 	tKill := time.Now()

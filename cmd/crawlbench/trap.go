@@ -59,7 +59,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 	srv.Config.Handler = h
 	srv.Start()
 	dir := filepath.Join(b.opts.outDir, "trap", string(flavour))
-	zk, err := b.startZK(ctx, filepath.Join("trap", string(flavour), "zk"), true, 0)
+	zk, err := b.startZK(ctx, filepath.Join("trap", string(flavour), "zk"), report.Fsync, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +69,10 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		return run, err
 	}
 	crawl := "trap-" + string(flavour)
-	if _, err := b.seed(ctx, zk.srv.Addr(), crawl, dir, run.Config, []string{"http://" + trapHost + "/"}, time.Minute); err != nil {
+	if _, err := b.seed(ctx, zk.addr, crawl, dir, run.Config, []string{"http://" + trapHost + "/"}, time.Minute); err != nil {
 		return run, err
 	}
-	f, err := b.startFleet(ctx, zk.srv.Addr(), crawl, dir, 1)
+	f, err := b.startFleet(ctx, zk.addr, crawl, dir, 1)
 	if err != nil {
 		return run, err
 	}

@@ -1,10 +1,12 @@
 package main
 
-// The benchmark's ZooKeeper servers (testenv.StartZooKeeper, the full JIT,
-// a 1 GiB heap) and their readings: four letter words (testenv.ReadZKStats)
-// and the JVM's /proc (testenv.ReadProcUsage).
+// The benchmark's ZooKeeper servers (testenv.StartEnsemble: of one member,
+// standalone, or the 3-node ensemble; the full JIT, a 1 GiB heap) and their
+// readings: four letter words (testenv.ReadZKStats) and the JVMs' /proc
+// (testenv.ReadProcUsage).
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -17,12 +19,14 @@ import (
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// benchZK is one running ZooKeeper of the benchmark and a client of it.
+// benchZK is one running ZooKeeper of the benchmark (standalone: an
+// ensemble of one) and a client of it.
 type benchZK struct {
-	srv       *testenv.ZKServer
-	client    *coord.Client
-	forceSync bool
-	base      report.ZKFootprint // read once started, before anything is written
+	report.Server
+	ens    *testenv.Ensemble
+	addr   string // its connect string
+	client *coord.Client
+	base   report.ZKFootprint // read once started, before anything is written
 }
 
 // zkHeap is the -Xmx of every server the benchmark starts.
@@ -33,41 +37,37 @@ const zkHeap = "1g"
 // deployed) and the heap.
 var zkJavaOpts = []string{"-Xms256m", "-Xmx" + zkHeap, "-XX:TieredStopAtLevel=4"}
 
-// syncTag is how crawl, directory and file names name a forceSync setting.
-func syncTag(forceSync bool) string {
-	return map[bool]string{true: "fsync", false: "nosync"}[forceSync]
+// serverTag is how crawl, directory and file names name a shared server.
+func serverTag(s report.Server) string {
+	return map[report.Server]string{report.Fsync: "fsync", report.NoFsync: "nosync", report.Quorum: "quorum"}[s]
 }
 
-// startZK starts a standalone server in dir under --out (its data
-// directory emptied first: old snapshots would confuse the sizes) with
-// forceSync as asked and tickTime tick (0: 2 s), connects a client and
-// reads the footprint.
-func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick time.Duration) (*benchZK, error) {
+// startZK starts server s in dir under --out (emptied first: old snapshots
+// would confuse the sizes), standalone (testenv.StartEnsemble of one, in
+// dir/zk1) or the 3-node ensemble on loopback (dir/zk1..3), with tickTime
+// tick (0: 2 s), connects a client and reads the footprint.
+func (b *bench) startZK(ctx context.Context, dir string, s report.Server, tick time.Duration) (*benchZK, error) {
 	dir, err := filepath.Abs(filepath.Join(b.opts.outDir, dir))
 	if err != nil {
 		return nil, err
 	}
-	_ = os.RemoveAll(filepath.Join(dir, "data"))
-	if tick == 0 {
-		tick = 2 * time.Second
-	}
-	srv, err := testenv.StartZooKeeper(ctx, testenv.ZKConfig{
-		TickTime: tick, Dir: dir, Logger: b.quiet, ForceSync: forceSync, StartTimeout: 3 * time.Minute,
-		JavaOpts: append(slices.Clone(zkJavaOpts), "-Xlog:gc:file="+filepath.Join(dir, "gc.log")),
-	})
-	if err != nil {
+	_ = os.RemoveAll(dir)
+	z := &benchZK{Server: s}
+	if z.ens, err = testenv.StartEnsemble(ctx, map[bool]int{false: 1, true: 3}[s.Ensemble], testenv.ZKConfig{
+		TickTime: cmp.Or(tick, 2*time.Second), Dir: dir, Logger: b.quiet, ForceSync: s.ForceSync, StartTimeout: 3 * time.Minute,
+		JavaOpts: append(slices.Clone(zkJavaOpts), "-Xlog:gc:file="+filepath.Join(dir, "gc-%p.log")),
+	}); err != nil {
 		return nil, err
 	}
+	z.addr = z.ens.ConnString()
 	if b.zkVer == "" {
-		st, _ := testenv.ReadZKStats(ctx, srv.Addr())
+		st, _ := testenv.ReadZKStats(ctx, z.addr)
 		b.zkVer = st.Version
 	}
-	client, err := coord.Connect(ctx, srv.Addr(), coord.WithLogger(b.quiet), coord.WithSessionTimeout(20*time.Second))
-	if err != nil {
-		_ = srv.Close()
+	if z.client, err = coord.Connect(ctx, z.addr, coord.WithLogger(b.quiet), coord.WithSessionTimeout(20*time.Second)); err != nil {
+		_ = z.ens.Close()
 		return nil, err
 	}
-	z := &benchZK{srv: srv, client: client, forceSync: forceSync}
 	if z.base, err = z.footprint(ctx); err != nil {
 		z.close()
 		return nil, err
@@ -75,22 +75,24 @@ func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick ti
 	return z, nil
 }
 
-// close stops the server and removes its snapshots and transaction logs
-// (zookeeper.log and gc.log stay).
+// close stops the servers and removes their snapshots and transaction
+// logs (zookeeper.log and gc-<pid>.log stay).
 func (z *benchZK) close() {
 	z.client.Close()
-	_ = z.srv.Close()
-	_ = os.RemoveAll(filepath.Join(z.srv.Dir(), "data"))
+	_ = z.ens.Close()
+	for _, m := range z.ens.Servers() {
+		_ = os.RemoveAll(filepath.Join(m.Dir(), "data"))
+	}
 }
 
-// sharedServer starts (once per forceSync setting) the server of parts 1,
-// 2 and 5, warmed up by warm (nil: none) as a long-running server's JIT
-// is; the warm-up's time goes to b.warmS.
-func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *benchZK) error) (*benchZK, error) {
-	if z := b.shared[forceSync]; z != nil {
+// sharedServer starts (once per server) the server s of parts 1, 2 and
+// 5, warmed up by warm (nil: none) as a long-running server's JIT is; the
+// warm-up's time goes to b.warmS.
+func (b *bench) sharedServer(ctx context.Context, s report.Server, warm func(z *benchZK) error) (*benchZK, error) {
+	if z := b.shared[s]; z != nil {
 		return z, nil
 	}
-	z, err := b.startZK(ctx, "zk-"+syncTag(forceSync), forceSync, 0)
+	z, err := b.startZK(ctx, "zk-"+serverTag(s), s, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -98,12 +100,12 @@ func (b *bench) sharedServer(ctx context.Context, forceSync bool, warm func(z *b
 		t0 := time.Now()
 		if err := warm(z); err != nil {
 			z.close()
-			return nil, fmt.Errorf("warm-up crawl (forceSync=%v): %w", forceSync, err)
+			return nil, fmt.Errorf("warm-up crawl (%s): %w", s.Label(), err)
 		}
 		b.warmS = append(b.warmS, time.Since(t0).Seconds())
-		b.log.Info("ZooKeeper warmed up", "fsync", forceSync, "took", time.Since(t0).Round(100*time.Millisecond))
+		b.log.Info("ZooKeeper warmed up", "zk", s.Label(), "took", time.Since(t0).Round(100*time.Millisecond))
 	}
-	b.shared[forceSync] = z
+	b.shared[s] = z
 	return z, nil
 }
 
@@ -115,44 +117,40 @@ func (b *bench) closeShared() {
 	}
 }
 
-// footprint reads mntr's data size and znode count, and the JVM's
-// resident memory (0 when /proc cannot be read).
-func (z *benchZK) footprint(ctx context.Context) (report.ZKFootprint, error) {
-	st, err := testenv.ReadZKStats(ctx, z.srv.Addr())
-	f := report.ZKFootprint{DataBytes: st.DataBytes, Znodes: st.Znodes}
-	if p, perr := z.jvm(); perr == nil {
-		f.RSSKB = p.RSSKB
-	}
-	return f, err
-}
-
-// jvm reads the CPU time and memory of the server's JVM from /proc.
-func (z *benchZK) jvm() (testenv.ProcUsage, error) { return testenv.ReadProcUsage(z.srv.Pid()) }
-
-// zkMark is a reading of a server's last zxid, its JVM's CPU time and the
-// machine's load average: the start of a measured interval.
+// zkMark is one reading of a server (an ensemble's member of highest
+// zxid, testenv.ReadZKStats), its JVMs' CPU time and memory (summed over
+// an ensemble's; zero when /proc cannot be read) and the load average.
 type zkMark struct {
-	zxid int64
-	cpu  time.Duration
+	testenv.ZKStats
+	testenv.ProcUsage
 	load string
 }
 
-// mark reads the zxid, the JVM's CPU time and the load average.
+// mark reads the server, its JVMs and the load average.
 func (z *benchZK) mark(ctx context.Context) (zkMark, error) {
-	st, err := testenv.ReadZKStats(ctx, z.srv.Addr())
-	if err != nil {
-		return zkMark{}, err
+	m := zkMark{load: loadavg()}
+	for _, s := range z.ens.Servers() {
+		if p, err := testenv.ReadProcUsage(s.Pid()); err == nil {
+			m.CPU, m.RSSKB, m.PeakKB = m.CPU+p.CPU, m.RSSKB+p.RSSKB, m.PeakKB+p.PeakKB
+		}
 	}
-	p, err := z.jvm()
-	return zkMark{zxid: st.Zxid, cpu: p.CPU, load: loadavg()}, err
+	var err error
+	m.ZKStats, err = testenv.ReadZKStats(ctx, z.addr)
+	return m, err
 }
 
-// since returns the write transactions (zxid delta) and the JVM's CPU
+// footprint is mark's data size, znode count and JVM resident memory.
+func (z *benchZK) footprint(ctx context.Context) (report.ZKFootprint, error) {
+	m, err := z.mark(ctx)
+	return report.ZKFootprint{DataBytes: m.DataBytes, Znodes: m.Znodes, RSSKB: m.RSSKB}, err
+}
+
+// since returns the write transactions (zxid delta) and the JVMs' CPU
 // seconds since m.
 func (z *benchZK) since(ctx context.Context, m zkMark) (writes int64, cpuS float64, err error) {
 	now, err := z.mark(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	return now.zxid - m.zxid, (now.cpu - m.cpu).Seconds(), nil
+	return now.Zxid - m.Zxid, (now.CPU - m.CPU).Seconds(), nil
 }

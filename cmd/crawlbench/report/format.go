@@ -37,9 +37,6 @@ func met(ok bool) string {
 	return "**NOT MET**"
 }
 
-// yesNo renders a forceSync setting in a table cell.
-func yesNo(v bool) string { return map[bool]string{true: "yes", false: "no"}[v] }
-
 // signed formats a change in MB with its sign; "±0.0" within 0.05.
 func signed(v float64) string {
 	switch {
@@ -70,12 +67,12 @@ func joinNums[T int | float64](v []T, d int) string {
 // opsLine formats counts by name (requests by op, dropped links by
 // reason), most frequent first, with errs[name] in parentheses when
 // positive.
-func opsLine(ops, errs map[string]float64) string {
+func opsLine[V int64 | float64](ops, errs map[string]V) string {
 	var parts []string
 	for _, k := range slices.SortedFunc(maps.Keys(ops), func(a, b string) int { return cmp.Or(cmp.Compare(ops[b], ops[a]), cmp.Compare(a, b)) }) {
-		s := k + " " + f0(ops[k])
+		s := k + " " + f0(float64(ops[k]))
 		if errs[k] > 0 {
-			s += " (" + f0(errs[k]) + ")"
+			s += " (" + f0(float64(errs[k])) + ")"
 		}
 		parts = append(parts, s)
 	}
@@ -84,13 +81,7 @@ func opsLine(ops, errs map[string]float64) string {
 
 // dropLine formats dropped-link counts by reason, largest first; "none"
 // for none.
-func dropLine(m map[string]int64) string {
-	f := map[string]float64{}
-	for k, v := range m {
-		f[k] = float64(v)
-	}
-	return orNone(opsLine(f, nil))
-}
+func dropLine(m map[string]int64) string { return orNone(opsLine(m, nil)) }
 
 // orNone is s, or "none" when s is empty.
 func orNone(s string) string { return cmp.Or(s, "none") }

@@ -42,8 +42,9 @@ func TestTableJudgesTargets(t *testing.T) {
 			{Flavour: "subdomain", GrowthMB: 30, PeakGrowthMB: 33, Dropped: map[string]int64{"bytes": 5}},
 		}},
 		Real: &Real{MaxInFlight: 8, Runs: []RealRun{
-			{ForceSync: true, WgetS: 2, ZKS: 1, Ratio: 0.5, WritesPerLine: 1.3, ZKPages: 10, WgetPages: 10},
-			{ForceSync: false, WgetS: 2, ZKS: 3, Ratio: 1.5, WritesPerLine: 1.2, ZKPages: 10, WgetPages: 10},
+			{Server: Fsync, WgetS: 2, ZKS: 1, Ratio: 0.5, WritesPerLine: 1.3, ZKPages: 10, WgetPages: 10},
+			{Server: NoFsync, WgetS: 2, ZKS: 3, Ratio: 1.5, WritesPerLine: 1.2, ZKPages: 10, WgetPages: 10},
+			{Server: Quorum, WgetS: 2, ZKS: 2.2, Ratio: 1.1, WritesPerLine: 1.2, ZKPages: 10, WgetPages: 10},
 		}},
 	}
 	table := r.Table()
@@ -53,7 +54,7 @@ func TestTableJudgesTargets(t *testing.T) {
 		"ZooKeeper data per queued URL":  "**NOT MET**", // 49 B after the drain
 		"repetitive: ZooKeeper data":     "met",
 		"subdomain: ZooKeeper data":      "**NOT MET**", // the peak counts
-		"loopback: ratio zkcrawl / wget": "met",         // judged on forceSync=yes
+		"loopback: ratio zkcrawl / wget": "met",         // judged on standalone forceSync=yes
 		"writes per crawl log line":      "**NOT MET**",
 		"pages zkcrawl of wget; missing": "met",
 	} {
@@ -63,8 +64,8 @@ func TestTableJudgesTargets(t *testing.T) {
 			t.Errorf("row %q: verdict %q, want %q:\n%s", measure, got, want, row)
 		}
 	}
-	if row := tableRow(t, table, "loopback: ratio"); !strings.Contains(row, "0.50 (forceSync=no: 1.50)") {
-		t.Errorf("ratio row does not show forceSync=no beside yes: %s", row)
+	if row := tableRow(t, table, "loopback: ratio"); !strings.Contains(row, "0.50 (forceSync=no: 1.50; 3-node ensemble: 1.10)") {
+		t.Errorf("ratio row does not show forceSync=no and the ensemble beside yes: %s", row)
 	}
 	if row := tableRow(t, table, "subdomain: ZooKeeper data"); !strings.Contains(row, "bytes 5") {
 		t.Errorf("trap row lacks the dropped counts: %s", row)
@@ -75,19 +76,19 @@ func TestTableJudgesTargets(t *testing.T) {
 // median ratio, and lists every round.
 func TestRealPickMedian(t *testing.T) {
 	runs := []RealRun{
-		{Round: 1, ForceSync: true, Ratio: 1.3}, {Round: 1, Ratio: 0.7},
-		{Round: 2, ForceSync: true, Ratio: 0.9}, {Round: 2, Ratio: 0.8},
-		{Round: 3, ForceSync: true, Ratio: 0.95}, {Round: 3, Ratio: 0.9},
-		{LatencyMS: 5, ForceSync: true, Ratio: 0.2},
+		{Round: 1, Server: Fsync, Ratio: 1.3}, {Round: 1, Ratio: 0.7},
+		{Round: 2, Server: Fsync, Ratio: 0.9}, {Round: 2, Ratio: 0.8},
+		{Round: 3, Server: Fsync, Ratio: 0.95}, {Round: 3, Ratio: 0.9},
+		{LatencyMS: 5, Server: Fsync, Ratio: 0.2},
 	}
-	if got := realPick(loopback(runs, true)); got == nil || got.Ratio != 0.95 {
+	if got := realPick(loopback(runs, Fsync)); got == nil || got.Ratio != 0.95 {
 		t.Errorf("median forceSync=yes round = %+v, want ratio 0.95", got)
 	}
-	if got := realPick(realRuns(runs, true, true)); got == nil || got.Ratio != 0.2 {
+	if got := realPick(realRuns(runs, true, Fsync)); got == nil || got.Ratio != 0.2 {
 		t.Errorf("latency run = %+v, want ratio 0.2", got)
 	}
-	if got := realRatios(runs, true); got != " (1.30, 0.90, 0.95)" {
-		t.Errorf("realRatios = %q", got)
+	if got := realFigures["ratio"](loopback(runs, Fsync), &runs[4]); got != "0.95 (1.30, 0.90, 0.95)" {
+		t.Errorf("ratio cell = %q", got)
 	}
 }
 

@@ -50,6 +50,22 @@ type ZKFootprint struct {
 	RSSKB     int64 // the JVM's VmRSS
 }
 
+// Server is the shared ZooKeeper of a run of parts 1, 2 and 5: a
+// standalone server with forceSync=yes or =no, or the 3-node ensemble on
+// loopback, forceSync=yes (Quorum).
+type Server struct {
+	ForceSync bool
+	Ensemble  bool `json:",omitempty"`
+}
+
+// The shared servers, in the order the table shows them.
+var Fsync, NoFsync, Quorum = Server{ForceSync: true}, Server{}, Server{ForceSync: true, Ensemble: true}
+
+// Label names s in logs and tables (not String: the runs embedding it would print as it).
+func (s Server) Label() string {
+	return map[Server]string{Fsync: "forceSync=yes", NoFsync: "forceSync=no", Quorum: "3-node ensemble"}[s]
+}
+
 // Synth is part 1: the synthetic web crawled by 1, 2 and 3 workers.
 type Synth struct {
 	Hosts, PagesPerHost, LinksPerPage int
@@ -57,7 +73,7 @@ type Synth struct {
 	Scope                             string
 	MaxInFlight                       int        // per_host_max_in_flight
 	Expected                          int        // ground-truth URLs a correct crawl fetches
-	Runs                              []SynthRun // the fastest attempt of each worker count and forceSync
+	Runs                              []SynthRun // the fastest attempt of each worker count and server
 	Attempts                          []SynthRun // every run, in order
 	// The previous frontier layout's build (--baseline-bin), 3 workers,
 	// run in the same rounds: the fastest per forceSync, and every attempt.
@@ -67,17 +83,18 @@ type Synth struct {
 
 // SynthRun is one part 1 crawl with Workers processes.
 type SynthRun struct {
-	Workers, Attempt    int
-	ForceSync, Baseline bool // Baseline: run with --baseline-bin
-	Crawl               string
-	Pages               int     // crawl log lines (fetch attempts)
-	URLs                int     // distinct URLs logged
-	Missing             int     // ground-truth URLs never logged
-	Dups                int     // URLs logged more than once
-	Extra               int     // URLs logged that a correct crawl does not fetch
-	WrongStatus         int     // URLs whose last status differs from the truth
-	WallS               float64 // first worker start to the last crawl log line (the crawl then found done)
-	PagesPerS           float64
+	Workers, Attempt int
+	Server
+	Baseline    bool // run with --baseline-bin
+	Crawl       string
+	Pages       int     // crawl log lines (fetch attempts)
+	URLs        int     // distinct URLs logged
+	Missing     int     // ground-truth URLs never logged
+	Dups        int     // URLs logged more than once
+	Extra       int     // URLs logged that a correct crawl does not fetch
+	WrongStatus int     // URLs whose last status differs from the truth
+	WallS       float64 // first worker start to the last crawl log line (the crawl then found done)
+	PagesPerS   float64
 	CrawlFigures
 	WorkerCPUMsPerPage, ZKCPUMsPerPage float64
 	ZKWritesPerPage                    float64
@@ -109,7 +126,7 @@ type Real struct {
 type RealRun struct {
 	LatencyMS     float64 // added to every response by the proxy (0: none)
 	Round         int     // 1.. of the loopback pair (--real-repeat); 0 with added latency
-	ForceSync     bool    // of the ZooKeeper zkcrawl ran on
+	Server                // the ZooKeeper zkcrawl ran on
 	WgetWARCMB    float64 // wget's WARC file
 	WgetPages     int     // .html files in wget's mirror
 	WgetS         float64 // wget -r wall time
@@ -223,10 +240,10 @@ type Ceiling struct {
 
 // CeilingRun is one server of part 5.
 type CeilingRun struct {
-	ForceSync                 bool
+	Server
 	Multis, Errors, ZxidDelta int64
 	TxPerS                    float64
-	WritesPerPage             float64 // part 1, 3 workers (or the most workers run), same forceSync; 0 if not run
+	WritesPerPage             float64 // part 1, 3 workers (or the most workers run), same server; 0 if not run
 	ImpliedPagesS             float64
 	LoadAfter                 string
 }

@@ -24,30 +24,78 @@ var synthFigures = map[string]func(x SynthRun) string{
 	"cpu":     func(x SynthRun) string { return f2(x.WorkerCPUMsPerPage) + " + " + f2(x.ZKCPUMsPerPage) },
 	"claim":   func(x SynthRun) string { return f1(x.ClaimP50Ms) + " · " + f1(x.ClaimP99Ms) },
 	"data":    func(x SynthRun) string { return f1(x.DataPerURL) },
+	"done":    func(x SynthRun) string { return f1(x.CompleteP50Ms) },
+	"workers": func(x SynthRun) string { return fmt.Sprint(x.Workers) },
+}
+
+// realFigures are the part 2 figures the table shows of a server's
+// loopback run of median ratio (x) among its rounds.
+var realFigures = map[string]func(rounds []*RealRun, x *RealRun) string{
+	"wall":   func(_ []*RealRun, x *RealRun) string { return f2(x.ZKS) },
+	"writes": func(_ []*RealRun, x *RealRun) string { return f2(x.WritesPerLine) },
+	"fsync":  func(_ []*RealRun, x *RealRun) string { return fsyncCell(float64(x.ZKLines), x.FsyncRounds, x.FsyncS) },
+	// ratio: and those of every round, "a (a, b, c)", when more than one.
+	"ratio": func(rounds []*RealRun, x *RealRun) string {
+		var r []string
+		for _, y := range rounds {
+			r = append(r, f2(y.Ratio))
+		}
+		return f2(x.Ratio) + map[bool]string{true: " (" + strings.Join(r, ", ") + ")"}[len(r) > 1]
+	},
+}
+
+// beside formats a figure of each shared server: forceSync=yes's, then
+// those of the others that ran in parentheses, "a (forceSync=no: b;
+// 3-node ensemble: c)"; cell returns "" for a server that did not run.
+func beside(cell func(Server) string) string {
+	var others []string
+	for _, s := range []Server{NoFsync, Quorum} {
+		if c := cell(s); c != "" {
+			others = append(others, s.Label()+": "+c)
+		}
+	}
+	return cell(Fsync) + map[bool]string{true: " (" + strings.Join(others, "; ") + ")"}[len(others) > 0]
 }
 
 // tableFuncs are the functions table.md.tmpl calls beside the formatting
 // ones of format.go.
 var tableFuncs = template.FuncMap{
-	"met": met, "signed": signed, "mb": mb, "kbMB": kbMB, "dropLine": dropLine, "realRounds": realRounds, "realRatios": realRatios,
-	"add":  func(a, b float64) float64 { return a + b },
-	"add2": func(a, b int) int { return a + b },
-	// synth formats a figure of the part 1 runs: "a / b / c" by worker
-	// count, forceSync=yes, then (forceSync=no: ...).
+	"met": met, "signed": signed, "mb": mb, "kbMB": kbMB, "dropLine": dropLine,
+	"realRounds": func(runs []RealRun) int { return len(loopback(runs, Fsync)) }, // part 2's loopback rounds
+	"add":        func(a, b float64) float64 { return a + b },
+	"add2":       func(a, b int) int { return a + b },
+	// synth formats a figure of the part 1 runs of each server (beside):
+	// "a / b / c" by worker count.
 	"synth": func(runs []SynthRun, figure string) string {
-		var yes, no []string
+		by := map[Server][]string{}
 		for _, x := range runs {
-			if x.ForceSync {
-				yes = append(yes, synthFigures[figure](x))
-			} else {
-				no = append(no, synthFigures[figure](x))
-			}
+			by[x.Server] = append(by[x.Server], synthFigures[figure](x))
 		}
-		if len(no) == 0 {
-			return strings.Join(yes, " / ")
-		}
-		return strings.Join(yes, " / ") + " (forceSync=no: " + strings.Join(no, " / ") + ")"
+		return beside(func(s Server) string { return strings.Join(by[s], " / ") })
 	},
+	// real formats a figure of each server's part 2 loopback run of median
+	// ratio (beside).
+	"real": func(runs []RealRun, figure string) string {
+		return beside(func(s Server) string {
+			if x := realPick(loopback(runs, s)); x != nil {
+				return realFigures[figure](loopback(runs, s), x)
+			}
+			return ""
+		})
+	},
+	// ceiling formats part 5's multis/s (implied: the cluster pages/s
+	// and the writes per page behind it) of each server (beside).
+	"ceiling": func(runs []CeilingRun, implied bool) string {
+		return beside(func(s Server) string {
+			for _, x := range runs {
+				if x.Server == s {
+					return map[bool]string{false: f0(x.TxPerS), true: f0(x.ImpliedPagesS) + " at " + f2(x.WritesPerPage) + " writes/page"}[implied]
+				}
+			}
+			return ""
+		})
+	},
+	"fsync": func() Server { return Fsync }, "nofsync": func() Server { return NoFsync },
 	// most is the largest of a figure over the part 1 runs, 0 for none.
 	"most": func(runs []SynthRun, figure string) float64 {
 		m := 0.0
@@ -59,18 +107,9 @@ var tableFuncs = template.FuncMap{
 		}
 		return m
 	},
-	"workerCounts": func(runs []SynthRun) string {
-		var counts []string
-		for _, x := range runs {
-			if x.ForceSync {
-				counts = append(counts, fmt.Sprint(x.Workers))
-			}
-		}
-		return strings.Join(counts, " / ")
-	},
-	// ofSync is the first run of a forceSync setting, nil for none.
-	"ofSync": func(runs []SynthRun, fsync bool) *SynthRun {
-		if i := slices.IndexFunc(runs, func(x SynthRun) bool { return x.ForceSync == fsync }); i >= 0 {
+	// on is the first run on server s, nil for none.
+	"on": func(runs []SynthRun, s Server) *SynthRun {
+		if i := slices.IndexFunc(runs, func(x SynthRun) bool { return x.Server == s }); i >= 0 {
 			return &runs[i]
 		}
 		return nil
@@ -79,27 +118,20 @@ var tableFuncs = template.FuncMap{
 	"threeWorkers": func(runs []SynthRun) float64 {
 		v := 0.0
 		for _, x := range runs {
-			if x.ForceSync && x.Workers == 3 {
+			if x.Server == Fsync && x.Workers == 3 {
 				v = x.PagesPerS
 			}
 		}
 		return v
 	},
-	// correctness lists the outcomes of every part 1 run against the
-	// ground truth, equal outcomes counted together.
+	// correctness tallies the outcomes of every part 1 run against the
+	// ground truth.
 	"correctness": func(s *Synth) string {
 		var outcomes []string
-		seen := map[string]int{}
 		for _, x := range s.Attempts {
-			o := fmt.Sprintf("%s of %s; %d, %d, %d, %d", f0(float64(x.URLs)), f0(float64(s.Expected)), x.Missing, x.Dups, x.Extra, x.WrongStatus)
-			if seen[o]++; seen[o] == 1 {
-				outcomes = append(outcomes, o)
-			}
+			outcomes = append(outcomes, fmt.Sprintf("%s of %s; %d, %d, %d, %d", f0(float64(x.URLs)), f0(float64(s.Expected)), x.Missing, x.Dups, x.Extra, x.WrongStatus))
 		}
-		for i, o := range outcomes {
-			outcomes[i] = fmt.Sprintf("%d runs: %s", seen[o], o)
-		}
-		return strings.Join(outcomes, " / ")
+		return tally(outcomes)
 	},
 	"correct": func(s *Synth) bool {
 		return !slices.ContainsFunc(s.Attempts, func(x SynthRun) bool {
@@ -110,24 +142,35 @@ var tableFuncs = template.FuncMap{
 	"retired": func(s *Synth) bool {
 		return !slices.ContainsFunc(s.Attempts, func(x SynthRun) bool { return !x.Retired || x.SeenKeys != x.Pages })
 	},
-	"median":     func(runs []RealRun, fsync bool) *RealRun { return realPick(loopback(runs, fsync)) },
-	"latencyRun": func(runs []RealRun) *RealRun { return realPick(realRuns(runs, true, true)) },
-	// realPages lists each part 2 run's pages against wget's; "N runs: x"
-	// when all are x.
+	"median":     func(runs []RealRun, s Server) *RealRun { return realPick(loopback(runs, s)) },
+	"latencyRun": func(runs []RealRun) *RealRun { return realPick(realRuns(runs, true, Fsync)) },
+	// realPages tallies each part 2 run's pages against wget's.
 	"realPages": func(runs []RealRun) string {
-		var res []string
+		var outcomes []string
 		for _, x := range runs {
-			res = append(res, fmt.Sprintf("%s of %s (+%d not in wget's mirror); %d, %d", f0(float64(x.ZKPages-x.Extra)), f0(float64(x.WgetPages)), x.Extra, x.Missing, x.Dups))
+			outcomes = append(outcomes, fmt.Sprintf("%s of %s (+%d not in wget's mirror); %d, %d", f0(float64(x.ZKPages-x.Extra)), f0(float64(x.WgetPages)), x.Extra, x.Missing, x.Dups))
 		}
-		if len(res) > 1 && !slices.ContainsFunc(res, func(o string) bool { return o != res[0] }) {
-			return fmt.Sprintf("%d runs: %s", len(res), res[0])
-		}
-		return strings.Join(res, " / ")
+		return tally(outcomes)
 	},
 	"realComplete": func(runs []RealRun) bool {
 		return !slices.ContainsFunc(runs, func(x RealRun) bool { return x.Missing != 0 || x.Dups != 0 })
 	},
-	"fsyncCell": func(lines int, rounds, s float64) string { return fsyncCell(float64(lines), rounds, s) },
+}
+
+// tally lists outcomes in the order first seen, equal ones counted
+// together: "2 runs: a / 1 runs: b".
+func tally(outcomes []string) string {
+	var order []string
+	seen := map[string]int{}
+	for _, o := range outcomes {
+		if seen[o]++; seen[o] == 1 {
+			order = append(order, o)
+		}
+	}
+	for i, o := range order {
+		order[i] = fmt.Sprintf("%d runs: %s", seen[o], o)
+	}
+	return strings.Join(order, " / ")
 }
 
 // Table renders the results table in GitHub markdown (table.md.tmpl).
@@ -149,21 +192,20 @@ func render(name, text string, data any, extra template.FuncMap) string {
 	return b.String()
 }
 
-// realRuns returns part 2's runs on the ZooKeeper of one forceSync
-// setting, in round order: the loopback rounds, or (latency) the runs
-// through the delaying proxy.
-func realRuns(runs []RealRun, latency, fsync bool) []*RealRun {
+// realRuns returns part 2's runs on server s, in round order: the loopback
+// rounds, or (latency) the runs through the delaying proxy.
+func realRuns(runs []RealRun, latency bool, s Server) []*RealRun {
 	var of []*RealRun
 	for i := range runs {
-		if x := &runs[i]; (x.LatencyMS > 0) == latency && x.ForceSync == fsync {
+		if x := &runs[i]; (x.LatencyMS > 0) == latency && x.Server == s {
 			of = append(of, x)
 		}
 	}
 	return of
 }
 
-// loopback returns part 2's loopback runs of one forceSync setting.
-func loopback(runs []RealRun, fsync bool) []*RealRun { return realRuns(runs, false, fsync) }
+// loopback returns part 2's loopback runs on server s.
+func loopback(runs []RealRun, s Server) []*RealRun { return realRuns(runs, false, s) }
 
 // realPick returns the run of median ratio of runs (the lower middle of
 // an even count), nil for none.
@@ -174,20 +216,4 @@ func realPick(runs []*RealRun) *RealRun {
 	of := slices.Clone(runs)
 	slices.SortStableFunc(of, func(a, b *RealRun) int { return cmp.Compare(a.Ratio, b.Ratio) })
 	return of[(len(of)-1)/2]
-}
-
-// realRounds counts the loopback rounds of part 2.
-func realRounds(runs []RealRun) int { return len(loopback(runs, true)) }
-
-// realRatios lists the loopback ratios of one forceSync setting in round
-// order, as " (a, b, c)"; "" for a single round.
-func realRatios(runs []RealRun, fsync bool) string {
-	var r []string
-	for _, x := range loopback(runs, fsync) {
-		r = append(r, f2(x.Ratio))
-	}
-	if len(r) < 2 {
-		return ""
-	}
-	return " (" + strings.Join(r, ", ") + ")"
 }
