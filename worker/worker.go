@@ -74,10 +74,11 @@ type Options struct {
 	// Version is the zkcrawl version written to every WARC file's warcinfo
 	// ("software: zkcrawl/<Version>") and the status node; "" means "dev".
 	Version string
-	// ZK are extra coord.Connect options, e.g. coord.WithAuth (then every
-	// znode the worker creates is readable and writable by those
-	// credentials only).
-	ZK []coord.Option
+	// ZK is the worker's coord.Connect configuration: its Username and
+	// Password (then every znode the worker creates is readable and
+	// writable by those credentials only) and TLS; Run sets its
+	// SessionTimeout, Logger, Observer and Owner from the options above.
+	ZK coord.Config
 	// ForbidPrivateNetworks refuses private, loopback, link-local and other
 	// special addresses (fetch.BlockedAddr) whatever the crawl config's
 	// allow_private_networks says: whoever can write the config cannot
@@ -210,8 +211,9 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("worker: output directory %s: %w", opts.OutDir, err)
 	}
 	w := newWorker(opts, root)
-	w.client, err = coord.Connect(ctx, opts.Servers, append([]coord.Option{coord.WithSessionTimeout(opts.SessionTimeout),
-		coord.WithLogger(w.log), coord.WithObserver(opts.Metrics.ObserveZK), coord.WithOwner(opts.ID)}, opts.ZK...)...)
+	zkCfg := opts.ZK
+	zkCfg.SessionTimeout, zkCfg.Logger, zkCfg.Observer, zkCfg.Owner = opts.SessionTimeout, w.log, opts.Metrics.ObserveZK, opts.ID
+	w.client, err = coord.Connect(ctx, opts.Servers, zkCfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w: %w", ErrUnreachable, err)
 	}

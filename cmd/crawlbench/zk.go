@@ -62,7 +62,7 @@ func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick ti
 		st, _ := testenv.ReadZKStats(ctx, srv.Addr())
 		b.zkVer = st.Version
 	}
-	client, err := coord.Connect(ctx, srv.Addr(), coord.WithLogger(b.quiet), coord.WithSessionTimeout(20*time.Second))
+	client, err := coord.Connect(ctx, srv.Addr(), coord.Config{Logger: b.quiet, SessionTimeout: 20 * time.Second})
 	if err != nil {
 		_ = srv.Close()
 		return nil, err
