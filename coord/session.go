@@ -14,18 +14,18 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// DefaultSessionTimeout is the session timeout requested when
+// defaultSessionTimeout is the session timeout requested when
 // Config.SessionTimeout is zero. The server clamps it to
 // [2*tickTime, 20*tickTime].
-const DefaultSessionTimeout = 10 * time.Second
+const defaultSessionTimeout = 10 * time.Second
 
 // Config configures Connect, as etcd's clientv3.Config configures
 // clientv3.New. Every field is optional: the zero Config connects over
-// plain TCP without credentials, asks for DefaultSessionTimeout and logs
+// plain TCP without credentials, asks for a 10 s session timeout and logs
 // to slog.Default().
 type Config struct {
-	// SessionTimeout is the requested session timeout (0:
-	// DefaultSessionTimeout; negative: ErrInvalidArgument). The server
+	// SessionTimeout is the requested session timeout (0: 10 s;
+	// negative: ErrInvalidArgument). The server
 	// clamps it to [minSessionTimeout, maxSessionTimeout], by default
 	// [2*tickTime, 20*tickTime]; Client.SessionTimeout reports the granted
 	// one. A session survives a connection loss shorter than the granted
@@ -176,7 +176,7 @@ func Connect(ctx context.Context, servers string, cfg Config) (*Client, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.SessionTimeout == 0 {
-		cfg.SessionTimeout = DefaultSessionTimeout
+		cfg.SessionTimeout = defaultSessionTimeout
 	}
 	if cfg.SessionTimeout < 0 {
 		return nil, fmt.Errorf("coord: Connect: session timeout %v: must not be negative: %w", cfg.SessionTimeout, ErrInvalidArgument)

@@ -34,7 +34,7 @@ type Options struct {
 	// "<hostname>-<pid>".
 	ID string
 	// SessionTimeout is the ZooKeeper session timeout asked for (default
-	// coord.DefaultSessionTimeout): how long a killed worker's claims
+	// DefaultSessionTimeout): how long a killed worker's claims
 	// outlive it. The server may grant another (it clamps to [2, 20] x
 	// tickTime by default); the disconnection guard follows the granted one.
 	SessionTimeout time.Duration
@@ -98,6 +98,11 @@ const (
 	DefaultStopTimeout = 10 * time.Second
 	// DefaultHeartbeatInterval is Options.HeartbeatInterval's default.
 	DefaultHeartbeatInterval = 2 * time.Second
+	// DefaultSessionTimeout is Options.SessionTimeout's default, the
+	// ZooKeeper session timeout asked for: a killed worker's claims and
+	// member node outlive it by this long (the server clamps it to
+	// [2, 20] x tickTime, by default [4 s, 40 s]).
+	DefaultSessionTimeout = 10 * time.Second
 )
 
 // workerID is what a worker id may be: as a crawl name (coord.Root).
@@ -255,7 +260,7 @@ func checkOptions(opts Options) (Options, string, error) {
 		return opts, "", fmt.Errorf("worker: id %q: want 1..128 characters of A-Z a-z 0-9 . _ -", opts.ID)
 	}
 	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = coord.DefaultSessionTimeout
+		opts.SessionTimeout = DefaultSessionTimeout
 	}
 	opts.QuietPeriod = max(opts.QuietPeriod, 0)
 	if opts.StopTimeout <= 0 {
