@@ -24,12 +24,11 @@ const defaultSessionTimeout = 10 * time.Second
 // plain TCP without credentials, asks for a 10 s session timeout and logs
 // to slog.Default().
 type Config struct {
-	// SessionTimeout is the requested session timeout (0: 10 s;
-	// negative: ErrInvalidArgument). The server
-	// clamps it to [minSessionTimeout, maxSessionTimeout], by default
-	// [2*tickTime, 20*tickTime]; Client.SessionTimeout reports the granted
-	// one. A session survives a connection loss shorter than the granted
-	// timeout.
+	// SessionTimeout is the requested session timeout (0: 10 s; negative:
+	// ErrInvalidArgument). The server clamps it to [minSessionTimeout,
+	// maxSessionTimeout], by default [2*tickTime, 20*tickTime];
+	// Client.SessionTimeout reports the granted one. A session survives a
+	// connection loss shorter than the granted timeout.
 	SessionTimeout time.Duration
 
 	// Username and Password, when set, authenticate the session with
