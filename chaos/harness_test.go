@@ -205,8 +205,8 @@ func newCrawl(t *testing.T, spec crawlSpec) *crawl {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logf.Close() })
-	c.client, err = coord.Connect(ctx, spec.zk, coord.WithSessionTimeout(4*time.Second),
-		coord.WithLogger(slog.New(slog.NewTextHandler(logf, nil))))
+	c.client, err = coord.Connect(ctx, spec.zk, coord.Config{SessionTimeout: 4 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(logf, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,35 +15,24 @@ type auth struct {
 	credentials []byte // for digest "USER:PASSWORD"
 }
 
-// WithAuth parses spec, "SCHEME:CREDENTIALS" (e.g.
-// "digest:crawler:s3cret"), into an Option that makes Connect authenticate
-// the session (zk.Conn.AddAuth, resent by go-zookeeper after every
-// reconnect before any other request) and create every znode with a
-// creator-only ACL (scheme "auth", all permissions for the session's
-// identity), so that a crawl created with credentials cannot be read or
-// changed by a client without them. Without it znodes are world:anyone with
-// all permissions.
-//
-// Errors (wrapping ErrInvalidArgument) name the input's problem: no scheme,
-// a scheme other than digest, digest credentials without "USER:" or with an
-// empty user or password. The credentials never appear in the error.
-func WithAuth(spec string) (Option, error) {
-	scheme, cred, ok := strings.Cut(spec, ":")
-	if !ok || scheme == "" {
-		return nil, fmt.Errorf("coord: auth: want SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD: %w", ErrInvalidArgument)
+// digestAuth returns the digest authentication of Config.Username and
+// Password, nil when both are empty. Errors (wrapping ErrInvalidArgument)
+// name the problem, never the password: only one of them given, or a user
+// holding ':' (digest credentials are "USER:PASSWORD", split at the first
+// ':').
+func digestAuth(user, password string) (*auth, error) {
+	switch {
+	case user == "" && password == "":
+		return nil, nil
+	case user == "" || password == "":
+		return nil, fmt.Errorf("coord: Connect: digest credentials want both Username and Password, non-empty: %w", ErrInvalidArgument)
+	case strings.Contains(user, ":"):
+		return nil, fmt.Errorf("coord: Connect: digest Username %q: must not contain ':': %w", user, ErrInvalidArgument)
 	}
-	if scheme != "digest" {
-		return nil, fmt.Errorf("coord: auth scheme %q: only digest is supported (go-zookeeper has no SASL): %w", scheme, ErrInvalidArgument)
-	}
-	user, pass, ok := strings.Cut(cred, ":")
-	if !ok || user == "" || pass == "" {
-		return nil, fmt.Errorf("coord: auth: digest credentials want USER:PASSWORD, both non-empty: %w", ErrInvalidArgument)
-	}
-	a := &auth{scheme: scheme, credentials: []byte(cred)}
-	return func(o *options) { o.auth = a }, nil
+	return &auth{scheme: "digest", credentials: []byte(user + ":" + password)}, nil
 }
 
-// openACL is the ACL of a Client without WithAuth (world:anyone, all
+// openACL is the ACL of a Client without credentials (world:anyone, all
 // permissions). Create znodes with Client.acl, never with this directly.
 var openACL = zk.WorldACL(zk.PermAll)
 
@@ -53,7 +42,7 @@ var openACL = zk.WorldACL(zk.PermAll)
 var creatorACL = zk.AuthACL(zk.PermAll)
 
 // acl returns the ACL every znode this client creates must carry:
-// creator-only when the client was connected WithAuth, world:anyone
+// creator-only when the client was connected with credentials, world:anyone
 // otherwise. Every create in coord uses this one accessor.
 func (c *Client) acl() []zk.ACL {
 	if c.auth != nil {

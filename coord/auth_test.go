@@ -1,6 +1,7 @@
 package coord_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,29 +9,25 @@ import (
 	"github.com/zkcrawl/zkcrawl/coord"
 )
 
-func TestWithAuth(t *testing.T) {
-	o, err := coord.WithAuth("digest:crawler:pa:ss")
-	if err != nil {
-		t.Fatalf("WithAuth: %v", err)
-	}
-	if scheme, cred := coord.AuthOf(o); scheme != "digest" || string(cred) != "crawler:pa:ss" {
-		t.Errorf("WithAuth = %s %q", scheme, cred)
-	}
-	for in, want := range map[string]string{
-		"":                "SCHEME:CREDENTIALS",
-		"digest":          "SCHEME:CREDENTIALS",
-		"sasl:bob":        "only digest",
-		"digest:bob":      "USER:PASSWORD",
-		"digest::secret":  "USER:PASSWORD",
-		"digest:bob:":     "USER:PASSWORD",
-		":digest:bob:pwd": "SCHEME:CREDENTIALS",
+// Bad Config credentials are refused before any connection, naming the
+// problem and never the password.
+func TestConnectCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		user, pass, want string
+	}{
+		{"bob", "", "both Username and Password"},
+		{"", "secret", "both Username and Password"},
+		{"bo:b", "secret", "must not contain ':'"},
 	} {
-		_, err := coord.WithAuth(in)
-		if err == nil || !errors.Is(err, coord.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {
-			t.Errorf("WithAuth(%q) = %v, want an invalid-argument error about %s", in, err, want)
+		c, err := coord.Connect(context.Background(), "127.0.0.1:1", coord.Config{Username: tc.user, Password: tc.pass})
+		if err == nil {
+			c.Close()
 		}
-		if err != nil && strings.Contains(in, "secret") && strings.Contains(err.Error(), "secret") {
-			t.Errorf("WithAuth(%q) error shows the credentials: %v", in, err)
+		if err == nil || !errors.Is(err, coord.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Connect(Username %q) = %v, want an invalid-argument error about %s", tc.user, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("Connect(Username %q) error shows the password: %v", tc.user, err)
 		}
 	}
 }

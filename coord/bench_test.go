@@ -43,7 +43,7 @@ func BenchmarkCrawlLoop(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for w := 0; w < workers; w++ {
-		c := connect(b, zkAddr(b), coord.WithOwner(ids[w]))
+		c := connectWith(b, zkAddr(b), coord.Config{Owner: ids[w]})
 		wq := coord.NewQueue(c, root, shards)
 		sess, err := c.Session(ctx)
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// errRejected: Take's Reserve turned the item down.
-var errRejected = errors.New("coord: item turned down by Reserve")
+// errRejected: Take's reserve turned the item down.
+var errRejected = errors.New("coord: item turned down by reserve")
 
 // errReread: the item changed (or its claim vanished) between our read and
 // the claim multi; read it again.

@@ -17,7 +17,7 @@ func TestNowFollowsZooKeeperClock(t *testing.T) {
 	srv := testenv.ZooKeeper(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Connect(ctx, srv.Addr())
+	c, err := Connect(ctx, srv.Addr(), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

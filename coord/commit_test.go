@@ -50,8 +50,8 @@ func gcClient(t *testing.T, addr, root string) (*Client, *gate) {
 	g := &gate{hold: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Connect(ctx, addr, WithSessionTimeout(2*time.Second), WithObserver(g.observe),
-		WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	c, err := Connect(ctx, addr, Config{SessionTimeout: 2 * time.Second, Observer: g.observe,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

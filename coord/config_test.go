@@ -100,7 +100,7 @@ func TestConfigWatchAcrossExpiry(t *testing.T) {
 	if _, err := w.Write(ctx, []byte("before"), -1); err != nil {
 		t.Fatal(err)
 	}
-	p, c := proxied(t, zkAddr(t))
+	p, c := proxied(t, zkAddr(t), coord.Config{})
 	ch := coord.Store(c, path).Watch(ctx)
 	if v := <-ch; string(v.Data) != "before" {
 		t.Fatalf("first value %q", v.Data)

@@ -1,10 +1,11 @@
 // Package coord holds zkcrawl's ZooKeeper coordination: the client session
-// (connect, state, expiry detection, retry) and the recipes built on it,
+// (Connect with a Config, as etcd's clientv3.New; state, expiry detection,
+// retry) and the recipes built on it,
 // each bound to a Session like etcd's client/v3/concurrency:
 //
 //   - Queue and Claim: the crawl's sharded FIFO queue of ready items with
 //     per-item ephemeral claims (the ZooKeeper "queue with locking" recipe),
-//     consumed one way, Take, with the caller's slot policy as its Reserve.
+//     consumed one way, Take, with the caller's slot policy as its reserve.
 //     A claim is the lock on its item: coord has no other lock recipe.
 //   - Queue.Commit, Read, List, Stat: a generic store under the crawl
 //     root. Commit runs a caller's ops as one multi fenced by the caller's

@@ -39,7 +39,7 @@ var (
 
 	// ErrNotAuthorized means a znode's ACL refused this client (ZooKeeper
 	// NoAuth): the crawl was created with credentials this client did not
-	// give (WithAuth), or gave others.
+	// give (Config.Username), or gave others.
 	ErrNotAuthorized = errors.New("coord: not authorized by the znode's ACL")
 
 	// ErrClaimed means another worker (another session, or another goroutine

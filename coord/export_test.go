@@ -32,6 +32,14 @@ func (c *Client) CommitStats() (multis, requests int64) {
 	return 0, 0
 }
 
+// Subscriptions returns the number of open Subscribe channels (each costs
+// a buffer of 16 changes until its context ends), for leak checks.
+func (c *Client) Subscriptions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs)
+}
+
 // State returns the client's current state.
 func (c *Client) State() State {
 	c.mu.Lock()
@@ -40,7 +48,7 @@ func (c *Client) State() State {
 }
 
 // SetRecheck sets how long Take waits before looking again at items its
-// Reserve turned down.
+// reserve turned down.
 func (q *Queue) SetRecheck(d time.Duration) { q.recheck = d }
 
 // Claim claims item name of shard for sess (see claim).
@@ -190,16 +198,6 @@ func (q *Queue) Seen(ctx context.Context, key string) (bool, error) {
 		return err
 	})
 	return ok, err
-}
-
-// AuthOf returns the scheme and credentials a WithAuth option carries.
-func AuthOf(o Option) (scheme string, credentials []byte) {
-	var opts options
-	o(&opts)
-	if opts.auth == nil {
-		return "", nil
-	}
-	return opts.auth.scheme, opts.auth.credentials
 }
 
 // ID returns the ZooKeeper session id (the ephemeralOwner of the session's

@@ -19,7 +19,7 @@ func TestSessionTimeoutGranted(t *testing.T) {
 		{1500 * time.Millisecond, 1500 * time.Millisecond},
 		{100 * time.Millisecond, 400 * time.Millisecond},
 	} {
-		c := connect(t, addr, coord.WithSessionTimeout(tc.asked))
+		c := connectWith(t, addr, coord.Config{SessionTimeout: tc.asked})
 		if got := c.SessionTimeout(); got != tc.want {
 			t.Errorf("asked %v: SessionTimeout() = %v, want %v (granted)", tc.asked, got, tc.want)
 		}
@@ -33,7 +33,7 @@ func TestSessionTimeoutGranted(t *testing.T) {
 func TestLastHeardIgnoresWatchEvents(t *testing.T) {
 	t.Parallel()
 	addr := zkAddr(t)
-	p, a := proxied(t, addr, coord.WithSessionTimeout(4*time.Second))
+	p, a := proxied(t, addr, coord.Config{SessionTimeout: 4 * time.Second})
 	b := connect(t, addr)
 	ctx := testenv.Context(t, 60*time.Second)
 	const watched = 20

@@ -23,12 +23,24 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func zkAddr(t testing.TB) string { return testenv.SharedZooKeeper(t).Addr() }
 
 // connect opens a client with the test session timeout, closed at cleanup.
-func connect(t testing.TB, servers string, opts ...coord.Option) *coord.Client {
+func connect(t testing.TB, servers string) *coord.Client {
+	t.Helper()
+	return connectWith(t, servers, coord.Config{})
+}
+
+// connectWith is connect with cfg, its zero SessionTimeout and Logger
+// filled in with the test session timeout and testenv.Logger.
+func connectWith(t testing.TB, servers string, cfg coord.Config) *coord.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts = append([]coord.Option{coord.WithSessionTimeout(testSessionTimeout), coord.WithLogger(testenv.Logger())}, opts...)
-	c, err := coord.Connect(ctx, servers, opts...)
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = testSessionTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = testenv.Logger()
+	}
+	c, err := coord.Connect(ctx, servers, cfg)
 	if err != nil {
 		t.Fatalf("connect %s: %v", servers, err)
 	}
@@ -36,12 +48,12 @@ func connect(t testing.TB, servers string, opts ...coord.Option) *coord.Client {
 	return c
 }
 
-// proxied starts a proxy to target and a client through it (opts as
-// connect's).
-func proxied(t testing.TB, target string, opts ...coord.Option) (*testenv.Proxy, *coord.Client) {
+// proxied starts a proxy to target and a client through it (cfg as
+// connectWith's).
+func proxied(t testing.TB, target string, cfg coord.Config) (*testenv.Proxy, *coord.Client) {
 	t.Helper()
 	p := testenv.ProxyFor(t, target)
-	return p, connect(t, p.Addr(), opts...)
+	return p, connectWith(t, p.Addr(), cfg)
 }
 
 var rootSeq atomic.Int64

@@ -42,7 +42,7 @@ func TestMembership(t *testing.T) {
 	waitMembers(t, ch, "[]")
 
 	ca, cb := connect(t, zkAddr(t)), connect(t, zkAddr(t))
-	pc, cc := proxied(t, zkAddr(t))
+	pc, cc := proxied(t, zkAddr(t), coord.Config{})
 	join := func(c *coord.Client, id string) *coord.Member {
 		sess, err := c.Session(ctx)
 		if err != nil {

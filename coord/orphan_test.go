@@ -21,7 +21,7 @@ func TestOrphanReleasedAfterLongOutage(t *testing.T) {
 	// A session timeout long enough for the client to reconnect to the
 	// restarted server before the restored session expires.
 	const timeout = 6 * time.Second
-	c := connect(t, zs.Addr(), coord.WithSessionTimeout(timeout))
+	c := connectWith(t, zs.Addr(), coord.Config{SessionTimeout: timeout})
 	q := newQueue(t, c, root, 1)
 	sess, err := c.Session(ctx)
 	if err != nil {

@@ -246,7 +246,7 @@ func TestQueueAtLeastOnceWithExpiry(t *testing.T) {
 	var cwg sync.WaitGroup
 	var proxies []*testenv.Proxy
 	for i := 0; i < consumers; i++ {
-		p, c := proxied(t, zkAddr(t))
+		p, c := proxied(t, zkAddr(t), coord.Config{})
 		proxies = append(proxies, p)
 		consume(cctx, t, coord.NewQueue(c, root, shards), c, l, 3*time.Millisecond, &cwg)
 	}
@@ -383,9 +383,9 @@ func TestClaimLifecycle(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	ctx := testenv.Context(t, 60*time.Second)
-	p, c := proxied(t, zkAddr(t), coord.WithOwner("test"))
+	p, c := proxied(t, zkAddr(t), coord.Config{Owner: "test"})
 	q := newQueue(t, c, root, 2)
-	other := connect(t, zkAddr(t), coord.WithOwner("other"))
+	other := connectWith(t, zkAddr(t), coord.Config{Owner: "other"})
 	oq := coord.NewQueue(other, root, 2)
 	sess, _ := c.Session(ctx)
 	osess, _ := other.Session(ctx)
@@ -508,7 +508,7 @@ func TestClaimQueuedAcrossExpiryIsFenced(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
 	ctx := testenv.Context(t, 60*time.Second)
-	p, c := proxied(t, zkAddr(t))
+	p, c := proxied(t, zkAddr(t), coord.Config{})
 	q := newQueue(t, c, root, 1)
 	sess, _ := c.Session(ctx)
 	if _, err := q.Put(ctx, 0, "aa01", []byte("x")); err != nil {

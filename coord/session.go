@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,57 +14,65 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// DefaultSessionTimeout is the session timeout requested when
-// WithSessionTimeout is not given. The server clamps it to
+// defaultSessionTimeout is the session timeout requested when
+// Config.SessionTimeout is zero. The server clamps it to
 // [2*tickTime, 20*tickTime].
-const DefaultSessionTimeout = 10 * time.Second
+const defaultSessionTimeout = 10 * time.Second
 
-// Option configures Connect.
-type Option func(*options)
+// Config configures Connect, as etcd's clientv3.Config configures
+// clientv3.New. Every field is optional: the zero Config connects over
+// plain TCP without credentials, asks for a 10 s session timeout and logs
+// to slog.Default().
+type Config struct {
+	// SessionTimeout is the requested session timeout (0: 10 s; negative:
+	// ErrInvalidArgument). The server clamps it to [minSessionTimeout,
+	// maxSessionTimeout], by default [2*tickTime, 20*tickTime];
+	// Client.SessionTimeout reports the granted one. A session survives a
+	// connection loss shorter than the granted timeout.
+	SessionTimeout time.Duration
 
-type options struct {
-	timeout time.Duration
-	logger  *slog.Logger
-	dialer  zk.Dialer
-	observe func(op string, d time.Duration, err error)
-	auth    *auth
-	owner   string
-}
+	// Username and Password, when set, authenticate the session with
+	// ZooKeeper's digest scheme, credentials "USER:PASSWORD"
+	// (zk.Conn.AddAuth, resent by go-zookeeper after every reconnect before
+	// any other request; go-zookeeper has no SASL client), and make every
+	// znode the client creates carry a creator-only ACL (scheme "auth", all
+	// permissions for the session's identity), so that a crawl created with
+	// credentials cannot be read or changed by a client without them
+	// (ZooKeeper Programmer's Guide, "ZooKeeper access control using ACLs",
+	// "Builtin ACL Schemes"). Both empty: no authentication, and znodes are
+	// world:anyone with all permissions. Connect's errors (wrapping
+	// ErrInvalidArgument): only one of them set, or a Username holding ':';
+	// the password never appears in an error.
+	Username, Password string
 
-// WithObserver installs a hook that receives the duration and outcome of
-// every ZooKeeper request the Client makes (op: "get", "children",
-// "exists", "create", "set", "delete", "multi", "auth" (WithAuth's, at
-// Connect)) and of every recipe step ("queue_claim", "queue_complete",
-// "queue_retry" (Claim.Reschedule), "queue_fail", "queue_release",
-// "group_step", "backlog_post"). It is called on the request's goroutine
-// and must be quick; metrics use it.
-// Default: none.
-func WithObserver(f func(op string, d time.Duration, err error)) Option {
-	return func(o *options) { o.observe = f }
-}
+	// TLS, when not nil, makes Connect speak TLS to each server, verifying
+	// its certificate against TLS.RootCAs and, unless TLS.ServerName is
+	// set, the host name or IP address of that server in the connect string
+	// (TLS 1.2 at least). Use it with the servers' secureClientPort
+	// (ZooKeeper Administrator's Guide, "Quorum TLS" and "Client-Server
+	// mutual authentication"; server side: Netty connection factory and
+	// ssl.keyStore). nil: plain TCP.
+	TLS *tls.Config
 
-// WithSessionTimeout sets the requested session timeout (default
-// DefaultSessionTimeout). The
-// server clamps it to [minSessionTimeout, maxSessionTimeout], by default
-// [2*tickTime, 20*tickTime]; Client.SessionTimeout reports the granted one.
-// A session survives a connection loss shorter than the granted timeout.
-func WithSessionTimeout(d time.Duration) Option {
-	return func(o *options) { o.timeout = d }
-}
+	// Logger receives coord's and go-zookeeper's log output (nil:
+	// slog.Default()). go-zookeeper's routine messages (connected,
+	// authenticated) go out at Debug, its failures at Info: they are
+	// expected during connection loss and handled by coord.
+	Logger *slog.Logger
 
-// WithLogger routes coord's and go-zookeeper's log output to l (default
-// slog.Default()). go-zookeeper's routine messages (connected,
-// authenticated) go out at Debug, its failures at Info: they are expected
-// during connection loss and handled by coord.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = l }
-}
+	// Observer, when not nil, receives the duration and outcome of every
+	// ZooKeeper request the Client makes (op: "get", "children", "exists",
+	// "create", "set", "delete", "multi", "auth" (at Connect, with
+	// Username)) and of every recipe step ("queue_claim",
+	// "queue_complete", "queue_retry" (Claim.Reschedule), "queue_fail",
+	// "queue_release", "group_step", "backlog_post"). It is called on the
+	// request's goroutine and must be quick; metrics use it.
+	Observer func(op string, d time.Duration, err error)
 
-// WithOwner sets the worker id this client writes into the claims and
-// session fence markers it creates (shown by Queue.Claims as
-// ClaimInfo.Owner; default "").
-func WithOwner(id string) Option {
-	return func(o *options) { o.owner = id }
+	// Owner is the worker id this client writes into the claims and
+	// session fence markers it creates (shown by Queue.Claims as
+	// ClaimInfo.Owner; default "").
+	Owner string
 }
 
 // Client is a ZooKeeper client with session tracking. It wraps one
@@ -74,11 +83,11 @@ type Client struct {
 	log     *slog.Logger
 	chroot  string
 	timeout time.Duration
-	owner   string // WithOwner
+	owner   string // Config.Owner
 	clock   serverClock
-	// observer is the WithObserver hook, nil when none.
+	// observer is Config.Observer, nil when none.
 	observer func(op string, d time.Duration, err error)
-	// auth is the WithAuth authentication, nil when none; see acl.
+	// auth is the Config.Username authentication, nil when none; see acl.
 	auth *auth
 
 	mu            sync.Mutex
@@ -155,38 +164,44 @@ func (s *Session) expired(where string) error {
 // and creates the chroot znode if it is missing; paths
 // in raw zk.Event values are absolute (with the chroot).
 //
-// Errors: ErrInvalidArgument for a malformed connect string or a
-// non-positive session timeout; ctx's error, naming the servers and the
-// last dial error, when no session was established in time.
-func Connect(ctx context.Context, servers string, opts ...Option) (*Client, error) {
-	o := options{timeout: DefaultSessionTimeout, logger: slog.Default(), dialer: net.DialTimeout}
-	for _, opt := range opts {
-		opt(&o)
+// cfg's zero fields take their defaults (see Config).
+//
+// Errors: ErrInvalidArgument for a malformed connect string, a negative
+// session timeout or bad credentials (see Config.Username); ctx's error,
+// naming the servers and the last dial error, when no session was
+// established in time.
+func Connect(ctx context.Context, servers string, cfg Config) (*Client, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
-	if o.logger == nil {
-		o.logger = slog.Default()
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = defaultSessionTimeout
 	}
-	if o.timeout <= 0 {
-		return nil, fmt.Errorf("coord: Connect: session timeout %v: must be positive: %w", o.timeout, ErrInvalidArgument)
+	if cfg.SessionTimeout < 0 {
+		return nil, fmt.Errorf("coord: Connect: session timeout %v: must not be negative: %w", cfg.SessionTimeout, ErrInvalidArgument)
+	}
+	a, err := digestAuth(cfg.Username, cfg.Password)
+	if err != nil {
+		return nil, err
 	}
 	hosts, chroot, err := parseServers(servers)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{
-		log:         o.logger.With("component", "coord"),
+		log:         cfg.Logger.With("component", "coord"),
 		chroot:      chroot,
-		timeout:     o.timeout,
-		owner:       o.owner,
-		observer:    o.observe,
-		auth:        o.auth,
+		timeout:     cfg.SessionTimeout,
+		owner:       cfg.Owner,
+		observer:    cfg.Observer,
+		auth:        a,
 		state:       StateDisconnected,
 		sessWait:    make(chan struct{}),
 		reconnectCh: make(chan struct{}),
 		subs:        make(map[chan StateChange]struct{}),
 		closedCh:    make(chan struct{}),
 	}
-	conn, err := c.dial(hosts, o)
+	conn, err := c.dial(hosts, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("coord: Connect %q: %w", servers, err)
 	}
@@ -200,7 +215,7 @@ func Connect(ctx context.Context, servers string, opts ...Option) (*Client, erro
 }
 
 // start waits for the client's first session, then authenticates it
-// (WithAuth) and creates the chroot znode.
+// (Config.Username) and creates the chroot znode.
 func (c *Client) start(ctx context.Context) error {
 	if _, err := c.Session(ctx); err != nil {
 		if last := c.lastDial.Load(); last != nil {

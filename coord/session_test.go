@@ -19,7 +19,7 @@ import (
 // Subscribe report, and the client goes on with a new session.
 func TestSessionLossAndExpiry(t *testing.T) {
 	t.Parallel()
-	p, c := proxied(t, zkAddr(t))
+	p, c := proxied(t, zkAddr(t), coord.Config{})
 	ctx := testenv.Context(t, 60*time.Second)
 
 	states := c.Subscribe(ctx)
@@ -91,7 +91,7 @@ func TestSessionLossAndExpiry(t *testing.T) {
 // context ends even while the server is unreachable.
 func TestContextCancelIsPrompt(t *testing.T) {
 	t.Parallel()
-	p, c := proxied(t, zkAddr(t))
+	p, c := proxied(t, zkAddr(t), coord.Config{})
 	cfg := coord.Store(c, testRoot(t)+"/config")
 	p.Blackhole()
 	defer p.Heal()
@@ -121,8 +121,11 @@ func TestConnectChroot(t *testing.T) {
 	if err != nil || string(data) != "x" {
 		t.Fatalf("chrooted write not at %s/config: %q, %v", root, data, err)
 	}
-	if _, err := coord.Connect(ctx, "nohostport"); !errors.Is(err, coord.ErrInvalidArgument) {
+	if _, err := coord.Connect(ctx, "nohostport", coord.Config{}); !errors.Is(err, coord.ErrInvalidArgument) {
 		t.Fatalf("bad connect string: %v", err)
+	}
+	if _, err := coord.Connect(ctx, zkAddr(t), coord.Config{SessionTimeout: -time.Second}); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Fatalf("negative session timeout: %v", err)
 	}
 }
 
@@ -146,5 +149,30 @@ func TestConnectionLossIsSentinel(t *testing.T) {
 		if err := c.MapErr(raw); errors.Is(err, coord.ErrConnectionLoss) {
 			t.Errorf("mapErr(%v) = %v; not connection loss", raw, err)
 		}
+	}
+}
+
+// A Subscribe channel ends with its context: it is closed, and the client
+// keeps nothing of it (100 ended subscriptions leave the count where it
+// was).
+func TestSubscribeEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	c := connect(t, zkAddr(t))
+	before := c.Subscriptions()
+	for i := range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := c.Subscribe(ctx)
+		cancel()
+		deadline := time.After(5 * time.Second)
+		for open := true; open; {
+			select {
+			case _, open = <-ch: // the current state, then closed
+			case <-deadline:
+				t.Fatalf("subscription %d: not closed 5 s after its context ended", i+1)
+			}
+		}
+	}
+	if after := c.Subscriptions(); after != before {
+		t.Errorf("after 100 ended subscriptions: %d open, want %d", after, before)
 	}
 }

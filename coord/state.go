@@ -85,14 +85,6 @@ func (c *Client) Subscribe(ctx context.Context) <-chan StateChange {
 	return ch
 }
 
-// Subscriptions returns the number of open Subscribe channels (each costs
-// a buffer of 16 changes until its context ends), for leak checks.
-func (c *Client) Subscriptions() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.subs)
-}
-
 // setStateLocked records a state change and publishes it. c.mu must be held.
 func (c *Client) setStateLocked(s State, sessionID int64) {
 	if s == c.state && s != StateConnected {

@@ -23,7 +23,7 @@ type QueueStats struct {
 type ClaimInfo struct {
 	Shard     int
 	Item      string // the item's znode name ("u-0000000042")
-	Owner     string // the claimer's WithOwner id
+	Owner     string // the claimer's Config.Owner id
 	Session   int64  // the claimer's session id
 	ClaimedAt time.Time
 	Age       time.Duration // since ClaimedAt, on this client's clock

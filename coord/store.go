@@ -105,7 +105,7 @@ func (q *Queue) storePath(rel string) (string, error) {
 // transaction wrote): done ends Commit with settle's err (nil: it
 // committed), !done sends the multi again.
 //
-// op names the commit to the Client's Observer (WithObserver), e.g.
+// op names the commit to the Client's Config.Observer, e.g.
 // "group_step".
 //
 // Errors, each naming the failing op: ErrSessionExpired (sess ended or its

@@ -11,7 +11,7 @@ import (
 )
 
 // defaultRecheck is how long Take waits before looking again at items its
-// Reserve turned down, when nothing else wakes it.
+// reserve turned down, when nothing else wakes it.
 const defaultRecheck = time.Second
 
 // cursor caches one shard's child list for Take, so that a Take does not
@@ -72,18 +72,6 @@ func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
 	cur.items[name] = it
 }
 
-// Reserve is the caller's admission policy for Take (a per-host slot
-// policy, say), called with each candidate item's name and data: ok admits
-// the item, and the policy may hold a resource of the caller's for it at
-// once. release, if not nil, is called when the admitted item is not
-// claimed after all (claimed by another, gone, changed meanwhile, or an
-// error), so a reservation cannot leak; when Take returns a Claim, the
-// reservation made for its item belongs to the caller. Reserve must be
-// quick and must not call the Queue. After the caller's own state changed
-// so that items it turned down may be admitted now (a slot was freed), it
-// calls Nudge.
-type Reserve func(name string, data []byte) (release func(), ok bool)
-
 // Take claims the first claimable item of shard, in FIFO order, that
 // reserve (if not nil) admits, blocking until there is one: the one way to
 // consume the queue. It watches the shard's children instead of polling: it
@@ -92,13 +80,23 @@ type Reserve func(name string, data []byte) (release func(), ok bool)
 // are skipped; turned-down items are looked at again after a second, or at
 // once after Nudge.
 //
+// reserve is the caller's admission policy (a per-host slot policy, say),
+// called with each candidate item's name and data: ok admits the item, and
+// the policy may hold a resource of the caller's for it at once. release,
+// if not nil, is called when the admitted item is not claimed after all
+// (claimed by another, gone, changed meanwhile, or an error), so a
+// reservation cannot leak; when Take returns a Claim, the reservation made
+// for its item belongs to the caller. reserve must be quick and must not
+// call the Queue. After the caller's own state changed so that items it
+// turned down may be admitted now (a slot was freed), it calls Nudge.
+//
 // Concurrent Takes on one shard (for example several takers of one worker)
 // claim different items in parallel, and their claim multis share group
 // commits.
 //
 // Errors: ErrSessionExpired when sess ends; ctx errors; ErrInvalidArgument;
 // ErrNotInitialized; other ZooKeeper errors after retries.
-func (q *Queue) Take(ctx context.Context, sess *Session, shard int, reserve Reserve) (*Claim, error) {
+func (q *Queue) Take(ctx context.Context, sess *Session, shard int, reserve func(name string, data []byte) (release func(), ok bool)) (*Claim, error) {
 	if err := q.checkShard("Queue.Take", shard); err != nil {
 		return nil, err
 	}
@@ -220,7 +218,7 @@ func (q *Queue) nextName(ctx context.Context, sess *Session, shard int, cur *cur
 	}
 }
 
-// Nudge tells Take that items of shard its Reserve turned down may be
+// Nudge tells Take that items of shard its reserve turned down may be
 // admitted now (the caller's own state changed, e.g. a host slot was
 // freed): a Take waiting on the shard looks at its items again at once,
 // instead of after the recheck interval. Cheap and non-blocking; an invalid

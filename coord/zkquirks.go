@@ -50,7 +50,7 @@ import (
 )
 
 // call runs fn (ZooKeeper operation op: "get", "children", "exists",
-// "create", "set", "delete", "multi"; reported to the WithObserver hook) on
+// "create", "set", "delete", "multi"; reported to Config.Observer) on
 // its own goroutine so that the caller returns as soon as ctx is done
 // (quirk 1). Non-idempotent calls pass orphan to undo an effect nobody will
 // own (a claim): orphan is called, on another goroutine,
@@ -130,16 +130,20 @@ func redialAtOnce(hosts []string) []string {
 // with our logger (quirk 4), the dialer (recording the last dial error for
 // Connect's message) and the session event callback. It returns at once;
 // the session is established in the background.
-func (c *Client) dial(hosts []string, o options) (*zk.Conn, error) {
+func (c *Client) dial(hosts []string, cfg Config) (*zk.Conn, error) {
+	dialer := zk.Dialer(net.DialTimeout)
+	if cfg.TLS != nil {
+		dialer = tlsDialer(cfg.TLS)
+	}
 	recordingDial := func(network, address string, timeout time.Duration) (net.Conn, error) {
-		conn, err := o.dialer(network, address, timeout)
+		conn, err := dialer(network, address, timeout)
 		if err != nil {
 			c.lastDial.Store(&err)
 		}
 		return conn, err
 	}
-	conn, _, err := zk.Connect(redialAtOnce(hosts), o.timeout,
-		zk.WithLogger(&zkLogger{l: o.logger.With("component", "go-zookeeper")}),
+	conn, _, err := zk.Connect(redialAtOnce(hosts), cfg.SessionTimeout,
+		zk.WithLogger(&zkLogger{l: cfg.Logger.With("component", "go-zookeeper")}),
 		zk.WithLogInfo(true),
 		zk.WithDialer(recordingDial),
 		zk.WithEventCallback(c.onEvent),
@@ -247,7 +251,7 @@ func isSocketError(err error) bool {
 func (c *Client) LastHeard() time.Time { return c.conn.LastAck() }
 
 // SessionTimeout returns the session timeout the server granted at the
-// latest handshake (ZooKeeper clamps the asked one, WithSessionTimeout, to
+// latest handshake (ZooKeeper clamps the asked one, Config.SessionTimeout, to
 // [minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime:
 // ZooKeeper Administrator's Guide), or the asked one before the first
 // session. It can change at each reconnect (another server may clamp

@@ -21,12 +21,11 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func zkAddr(t testing.TB) string { return testenv.SharedZooKeeper(t).Addr() }
 
 // connect opens a client with the test session timeout, closed at cleanup.
-func connect(t testing.TB, servers string, opts ...coord.Option) *coord.Client {
+func connect(t testing.TB, servers string) *coord.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts = append([]coord.Option{coord.WithSessionTimeout(testSessionTimeout), coord.WithLogger(testenv.Logger())}, opts...)
-	c, err := coord.Connect(ctx, servers, opts...)
+	c, err := coord.Connect(ctx, servers, coord.Config{SessionTimeout: testSessionTimeout, Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatalf("connect %s: %v", servers, err)
 	}
@@ -35,10 +34,10 @@ func connect(t testing.TB, servers string, opts ...coord.Option) *coord.Client {
 }
 
 // proxied starts a proxy to target and a client through it.
-func proxied(t testing.TB, target string, opts ...coord.Option) (*testenv.Proxy, *coord.Client) {
+func proxied(t testing.TB, target string) (*testenv.Proxy, *coord.Client) {
 	t.Helper()
 	p := testenv.ProxyFor(t, target)
-	return p, connect(t, p.Addr(), opts...)
+	return p, connect(t, p.Addr())
 }
 
 var rootSeq atomic.Int64

@@ -22,7 +22,7 @@ func TestLoadKnownHeapPerKey(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	client, err := coord.Connect(ctx, zk.Addr())
+	client, err := coord.Connect(ctx, zk.Addr(), coord.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

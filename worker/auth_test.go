@@ -40,13 +40,10 @@ func walk(t *testing.T, conn *zk.Conn, root string) []string {
 func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 	zks := testenv.ZooKeeper(t)
 	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 3, Hosts: 2, PagesPerHost: 10, LinksPerPage: 3})
-	auth, err := coord.WithAuth("digest:crawler:s3cret")
-	if err != nil {
-		t.Fatal(err)
-	}
+	auth := coord.Config{Username: "crawler", Password: "s3cret"}
 	cfg := testConfig()
 	cfg.MaxDepth = -1
-	c := newCrawlWith(t, zks.Addr(), "secure", cfg, frontier.Layout{Shards: 4, Spread: 2}, web.Seeds(), []coord.Option{auth})
+	c := newCrawlWith(t, zks.Addr(), "secure", cfg, frontier.Layout{Shards: 4, Spread: 2}, web.Seeds(), auth)
 	// A worker that stays up, so its ephemeral znodes (member, claims) exist
 	// while the tree is checked.
 	ctx, stop := context.WithCancel(context.Background())
@@ -89,11 +86,12 @@ func TestZKAuthCrawlIsCreatorOnly(t *testing.T) {
 		}
 	}
 
-	wrong, _ := coord.WithAuth("digest:crawler:guess")
-	for name, opts := range map[string][]coord.Option{"no credentials": nil, "wrong password": {wrong}} {
+	wrong := coord.Config{Username: "crawler", Password: "guess"}
+	for name, zkCfg := range map[string]coord.Config{"no credentials": {}, "wrong password": wrong} {
 		rawAuth := map[string]string{"no credentials": "", "wrong password": "digest:crawler:guess"}[name]
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		other, err := coord.Connect(cctx, zks.Addr(), append(opts, coord.WithLogger(testLogger(t)))...)
+		zkCfg.Logger = testLogger(t)
+		other, err := coord.Connect(cctx, zks.Addr(), zkCfg)
 		cancel()
 		if err != nil {
 			t.Fatal(err)

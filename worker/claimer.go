@@ -155,7 +155,7 @@ func (ks *keySlots) free(key string) int {
 	return q[0]
 }
 
-// reserveFor returns shard's Take filter (coord.Reserve): an item is taken
+// reserveFor returns shard's Take filter (Queue.Take's reserve): an item is taken
 // when its retry time has come and its politeness key has a free claim
 // slot, which the filter reserves at once (keySlots.reserve), so a key's
 // several shards cannot all pass at the same moment. coord gives the slot
@@ -166,7 +166,7 @@ func (ks *keySlots) free(key string) int {
 // item that changed, so after Take returns a claim *t is that item's): the
 // caller uses the decoded item and frees the very slot that was taken,
 // without decoding the item or computing its key again.
-func (w *Worker) reserveFor(shard int, t *taken) coord.Reserve {
+func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte) (release func(), ok bool) {
 	return func(_ string, data []byte) (func(), bool) {
 		it, err := frontier.DecodeItem(data)
 		if err != nil {

@@ -154,7 +154,7 @@ func TestDoneWaitsForAKilledWorkersClaim(t *testing.T) {
 	// The killed worker: a session that claims the seed, then falls silent
 	// (blackholed: the server expires it after its timeout).
 	const killedTimeout = 3 * time.Second
-	dead, err := coord.Connect(ctx, proxy.Addr(), coord.WithSessionTimeout(killedTimeout))
+	dead, err := coord.Connect(ctx, proxy.Addr(), coord.Config{SessionTimeout: killedTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type crawlEnv struct {
 	queue  *coord.Queue
 	front  *frontier.Frontier
 	out    string
-	zkOpts []coord.Option // extra Connect options of the crawl's clients and workers
+	zkCfg  coord.Config // the Connect configuration of the crawl's clients and workers
 }
 
 // testLogger is testenv.Logger (ZKCRAWL_TEST_LOG).
@@ -38,20 +38,20 @@ func testLogger(testing.TB) *slog.Logger { return testenv.Logger() }
 // seeds.
 func newCrawl(t *testing.T, zkAddr, name string, cfg config.Config, layout frontier.Layout, seeds []string) *crawlEnv {
 	t.Helper()
-	return newCrawlWith(t, zkAddr, name, cfg, layout, seeds, nil)
+	return newCrawlWith(t, zkAddr, name, cfg, layout, seeds, coord.Config{})
 }
 
-// newCrawlWith is newCrawl whose client and workers connect with the extra
-// zkOpts (e.g. coord.WithAuth).
-func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout frontier.Layout, seeds []string, zkOpts []coord.Option) *crawlEnv {
+// newCrawlWith is newCrawl whose client and workers connect with zkCfg (e.g.
+// its Username and Password).
+func newCrawlWith(t *testing.T, zkAddr, name string, cfg config.Config, layout frontier.Layout, seeds []string, zkCfg coord.Config) *crawlEnv {
 	t.Helper()
 	root, err := coord.Root(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, front := crawltest.Seed(t, zkAddr, root, cfg, layout, seeds, zkOpts...)
+	client, front := crawltest.Seed(t, zkAddr, root, cfg, layout, seeds, zkCfg)
 	q := front.Queue()
-	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, front: front, out: t.TempDir(), zkOpts: zkOpts}
+	return &crawlEnv{t: t, zk: zkAddr, name: name, root: root, client: client, queue: q, front: front, out: t.TempDir(), zkCfg: zkCfg}
 }
 
 // setConfig writes a new config version.
@@ -70,7 +70,7 @@ func (c *crawlEnv) startWorker(ctx context.Context, id string, mutate func(*Opti
 		Servers: c.zk, Crawl: c.name, OutDir: filepath.Join(c.out, id), ID: id,
 		SessionTimeout: 2 * time.Second, ExitWhenDone: true, QuietPeriod: 1500 * time.Millisecond,
 		HeartbeatInterval: 500 * time.Millisecond, StopTimeout: 5 * time.Second, Logger: testLogger(c.t).With("w", id),
-		ZK: c.zkOpts,
+		ZK: c.zkCfg,
 	}
 	if mutate != nil {
 		mutate(&opts)

@@ -207,7 +207,7 @@ func (m *Metrics) configVersion(v int32) {
 	}
 }
 
-// ObserveZK is a coord.WithObserver hook recording ZooKeeper request latencies, and
+// ObserveZK is a coord.Config.Observer hook recording ZooKeeper request latencies, and
 // their failures: expected outcomes (ExpectedOutcome) apart from errors.
 func (m *Metrics) ObserveZK(op string, d time.Duration, err error) {
 	if m == nil {

@@ -34,7 +34,7 @@ type Options struct {
 	// "<hostname>-<pid>".
 	ID string
 	// SessionTimeout is the ZooKeeper session timeout asked for (default
-	// coord.DefaultSessionTimeout): how long a killed worker's claims
+	// DefaultSessionTimeout): how long a killed worker's claims
 	// outlive it. The server may grant another (it clamps to [2, 20] x
 	// tickTime by default); the disconnection guard follows the granted one.
 	SessionTimeout time.Duration
@@ -74,10 +74,11 @@ type Options struct {
 	// Version is the zkcrawl version written to every WARC file's warcinfo
 	// ("software: zkcrawl/<Version>") and the status node; "" means "dev".
 	Version string
-	// ZK are extra coord.Connect options, e.g. coord.WithAuth (then every
-	// znode the worker creates is readable and writable by those
-	// credentials only).
-	ZK []coord.Option
+	// ZK is the worker's coord.Connect configuration: its Username and
+	// Password (then every znode the worker creates is readable and
+	// writable by those credentials only) and TLS; Run sets its
+	// SessionTimeout, Logger, Observer and Owner from the options above.
+	ZK coord.Config
 	// ForbidPrivateNetworks refuses private, loopback, link-local and other
 	// special addresses (fetch.BlockedAddr) whatever the crawl config's
 	// allow_private_networks says: whoever can write the config cannot
@@ -97,6 +98,11 @@ const (
 	DefaultStopTimeout = 10 * time.Second
 	// DefaultHeartbeatInterval is Options.HeartbeatInterval's default.
 	DefaultHeartbeatInterval = 2 * time.Second
+	// DefaultSessionTimeout is Options.SessionTimeout's default, the
+	// ZooKeeper session timeout asked for: a killed worker's claims and
+	// member node outlive it by this long (the server clamps it to
+	// [2, 20] x tickTime, by default [4 s, 40 s]).
+	DefaultSessionTimeout = 10 * time.Second
 )
 
 // workerID is what a worker id may be: as a crawl name (coord.Root).
@@ -210,8 +216,9 @@ func New(ctx context.Context, opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("worker: output directory %s: %w", opts.OutDir, err)
 	}
 	w := newWorker(opts, root)
-	w.client, err = coord.Connect(ctx, opts.Servers, append([]coord.Option{coord.WithSessionTimeout(opts.SessionTimeout),
-		coord.WithLogger(w.log), coord.WithObserver(opts.Metrics.ObserveZK), coord.WithOwner(opts.ID)}, opts.ZK...)...)
+	zkCfg := opts.ZK
+	zkCfg.SessionTimeout, zkCfg.Logger, zkCfg.Observer, zkCfg.Owner = opts.SessionTimeout, w.log, opts.Metrics.ObserveZK, opts.ID
+	w.client, err = coord.Connect(ctx, opts.Servers, zkCfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w: %w", ErrUnreachable, err)
 	}
@@ -253,7 +260,7 @@ func checkOptions(opts Options) (Options, string, error) {
 		return opts, "", fmt.Errorf("worker: id %q: want 1..128 characters of A-Z a-z 0-9 . _ -", opts.ID)
 	}
 	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = coord.DefaultSessionTimeout
+		opts.SessionTimeout = DefaultSessionTimeout
 	}
 	opts.QuietPeriod = max(opts.QuietPeriod, 0)
 	if opts.StopTimeout <= 0 {

@@ -64,7 +64,7 @@ func (b *bench) startZK(ctx context.Context, dir string, s report.Server, tick t
 		st, _ := testenv.ReadZKStats(ctx, z.addr)
 		b.zkVer = st.Version
 	}
-	if z.client, err = coord.Connect(ctx, z.addr, coord.WithLogger(b.quiet), coord.WithSessionTimeout(20*time.Second)); err != nil {
+	if z.client, err = coord.Connect(ctx, z.addr, coord.Config{Logger: b.quiet, SessionTimeout: 20 * time.Second}); err != nil {
 		_ = z.ens.Close()
 		return nil, err
 	}

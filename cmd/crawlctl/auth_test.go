@@ -18,13 +18,9 @@ import (
 // --zk-auth and exit status 1; a malformed --zk-auth is a usage error.
 func TestCtlZKAuth(t *testing.T) {
 	servers := zkAddr(t) + "/team-auth"
-	auth, err := coord.WithAuth("digest:ops:pw")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client, err := coord.Connect(ctx, servers, auth, coord.WithLogger(testenv.Logger()))
+	client, err := coord.Connect(ctx, servers, coord.Config{Username: "ops", Password: "pw", Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

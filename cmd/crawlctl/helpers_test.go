@@ -58,7 +58,7 @@ func newCrawl(t *testing.T, name string, cfg config.Config, shards int, seeds []
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, front := crawltest.Seed(t, zk, root, cfg, frontier.Layout{Shards: shards, Spread: 1}, seeds)
+	client, front := crawltest.Seed(t, zk, root, cfg, frontier.Layout{Shards: shards, Spread: 1}, seeds, coord.Config{})
 	q := front.Queue()
 	return &crawl{t: t, zk: zk, name: name, root: root, client: client, queue: q}
 }

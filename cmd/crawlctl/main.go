@@ -90,7 +90,7 @@ type globals struct {
 	crawl     string
 	timeout   time.Duration
 	newLogger func(io.Writer) (*slog.Logger, error)
-	zkAuth    func() ([]coord.Option, error)
+	zkAuth    func() (coord.Config, error)
 }
 
 func addGlobals(fs *pflag.FlagSet) *globals {
@@ -269,11 +269,12 @@ func (c *ctl) connect(ctx context.Context) (*coord.Client, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	zkOpts, err := c.g.zkAuth()
+	zkCfg, err := c.g.zkAuth()
 	if err != nil {
 		return nil, err
 	}
-	client, err := coord.Connect(cctx, c.g.zk, append(zkOpts, coord.WithLogger(c.log))...)
+	zkCfg.Logger = c.log
+	client, err := coord.Connect(cctx, c.g.zk, zkCfg)
 	if err != nil {
 		return nil, cli.ZKConnectError(c.g.zk, c.g.timeout, err)
 	}

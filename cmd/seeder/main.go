@@ -52,7 +52,7 @@ type summary struct {
 type seedJob struct {
 	fs        *pflag.FlagSet // parsed; its arguments are seeds
 	zkServers string
-	zkOpts    []coord.Option
+	zkCfg     coord.Config  // --zk-auth, --zk-tls-ca
 	timeout   time.Duration // bound on the ZooKeeper setup before seeding
 	crawl     string
 	root      string // the crawl's root znode, /zkcrawl/NAME
@@ -83,7 +83,9 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 
 	cctx, cancel := context.WithTimeout(ctx, job.timeout)
 	defer cancel()
-	client, err := coord.Connect(cctx, job.zkServers, append(job.zkOpts, coord.WithLogger(job.log))...)
+	zkCfg := job.zkCfg
+	zkCfg.Logger = job.log
+	client, err := coord.Connect(cctx, job.zkServers, zkCfg)
 	if err != nil {
 		return cli.ZKConnectError(job.zkServers, job.timeout, err)
 	}
@@ -129,7 +131,7 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 	job := &seedJob{fs: fs, zkServers: *zkServers, timeout: *timeout, crawl: *crawl,
 		layout: frontier.Layout{Shards: *shards, Spread: *spread}, seedsFile: *seedsFile, every: *every}
 	var err error
-	if job.zkOpts, err = zkAuth(); err != nil {
+	if job.zkCfg, err = zkAuth(); err != nil {
 		return nil, err
 	}
 	if job.log, err = newLogger(stderr); err != nil {

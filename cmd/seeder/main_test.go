@@ -59,7 +59,7 @@ func TestSeederEnqueuesOnceAndReportsBadLines(t *testing.T) {
 		t.Fatalf("second run: %q, %v\n%s", out, err, errOut)
 	}
 	ctx := context.Background()
-	client, err := coord.Connect(ctx, zk.Addr())
+	client, err := coord.Connect(ctx, zk.Addr(), coord.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestSeederOperatorMistakes(t *testing.T) {
 		t.Errorf("--host-spread not given but reported:\n%s", errOut)
 	}
 
-	client, err := coord.Connect(context.Background(), zk.Addr())
+	client, err := coord.Connect(context.Background(), zk.Addr(), coord.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

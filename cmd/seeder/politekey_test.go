@@ -19,7 +19,7 @@ import (
 func TestSeederPolitenessKey(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
 	env := map[string]string{"ZKCRAWL_ZK": zk.Addr()}
-	client, err := coord.Connect(context.Background(), zk.Addr())
+	client, err := coord.Connect(context.Background(), zk.Addr(), coord.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

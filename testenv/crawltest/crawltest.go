@@ -21,15 +21,22 @@ const SessionTimeout = 2 * time.Second
 // Seed creates the crawl at znode root on the ZooKeeper at zkAddr as
 // bin/seeder does: frontier.Create with layout, cfg written as the crawl's
 // config, then seeds normalized (frontier.Normalize) and enqueued. It
-// returns the client it used (session timeout SessionTimeout, logger
-// testenv.Logger, then opts, e.g. coord.WithAuth; closed at cleanup) and
-// the crawl's frontier. Any failure, a seed that does not normalize
-// included, fails t. Bounded by 30 s.
-func Seed(t testing.TB, zkAddr, root string, cfg config.Config, layout frontier.Layout, seeds []string, opts ...coord.Option) (*coord.Client, *frontier.Frontier) {
+// returns the client it used (connected with zk, e.g. its Username and
+// Password, a zero SessionTimeout made SessionTimeout and a nil Logger
+// testenv.Logger; closed at cleanup) and the crawl's frontier. Any
+// failure, a seed that does not normalize included, fails t. Bounded by
+// 30 s.
+func Seed(t testing.TB, zkAddr, root string, cfg config.Config, layout frontier.Layout, seeds []string, zk coord.Config) (*coord.Client, *frontier.Frontier) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client, err := coord.Connect(ctx, zkAddr, append([]coord.Option{coord.WithSessionTimeout(SessionTimeout), coord.WithLogger(testenv.Logger())}, opts...)...)
+	if zk.SessionTimeout == 0 {
+		zk.SessionTimeout = SessionTimeout
+	}
+	if zk.Logger == nil {
+		zk.Logger = testenv.Logger()
+	}
+	client, err := coord.Connect(ctx, zkAddr, zk)
 	if err != nil {
 		t.Fatalf("crawltest: connect %s: %v", zkAddr, err)
 	}

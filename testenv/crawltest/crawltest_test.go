@@ -18,7 +18,7 @@ func TestSeedCreatesAConfiguredCrawlWithItsSeeds(t *testing.T) {
 	cfg := config.Default()
 	cfg.PerHostRatePerS = 7
 	client, front := Seed(t, testenv.SharedZooKeeper(t).Addr(), "/crawltest/seed", cfg, frontier.Layout{Shards: 2, Spread: 1},
-		[]string{"HTTP://Example.COM/a", "http://example.com/b"})
+		[]string{"HTTP://Example.COM/a", "http://example.com/b"}, coord.Config{})
 	ctx := context.Background()
 	st, err := front.Backlog().Stats(ctx)
 	if err != nil {
