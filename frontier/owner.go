@@ -93,10 +93,12 @@ type OwnerTotals struct {
 	// AtBudget counts the hosts at max_pages_per_host; Held their backlog
 	// records kept (host_budget_action keep).
 	AtBudget, Held int64
-	// Queued maps each group running here to its records not yet finished
-	// (backlog plus ready window), as its loop last saw them: the load that
-	// shard ownership is balanced by. nil when no group runs here.
-	Queued map[int]int64
+	// Active maps each group running here to its politeness keys with
+	// records not yet finished (backlog or ready window), as its loop last
+	// saw them: the load that shard ownership is balanced by (a key's pages
+	// go no faster than its politeness allows, so keys, not records, are
+	// what a worker's capacity is spread over). nil when no group runs here.
+	Active map[int]int64
 }
 
 // Totals returns the sums over the groups running here (0 for a group
@@ -112,10 +114,10 @@ func (o *Owner) Totals() OwnerTotals {
 		active := og.active
 		og.mu.Unlock()
 		if active {
-			if t.Queued == nil {
-				t.Queued = map[int]int64{}
+			if t.Active == nil {
+				t.Active = map[int]int64{}
 			}
-			t.Queued[k.(int)] = og.queuedGauge.Load()
+			t.Active[k.(int)] = og.activeGauge.Load()
 		}
 		t.Backlog += og.backlogGauge.Load()
 		t.AtBudget += og.atBudget.Load()
@@ -139,7 +141,7 @@ type ownedGroup struct {
 	offers []offer  // records handed over locally, for the next step
 
 	backlogGauge atomic.Int64 // the backlog as the loop last saw it (0 when not running)
-	queuedGauge  atomic.Int64 // queued as the loop last saw it (0 when not running)
+	activeGauge  atomic.Int64 // busyHosts as the loop last saw it (0 when not running)
 	// atBudget and held: hosts at max_pages_per_host and their backlog
 	// records kept, as the loop last computed (0 when not running).
 	atBudget, held atomic.Int64
@@ -151,6 +153,7 @@ type ownedGroup struct {
 	names     map[string]string // ready item name ("<shard>/<item>") -> host
 	nameBytes map[string]int64  // ready item name -> its data's bytes
 	queued    int64             // pending + ready
+	busyHosts int64             // hosts with pending or ready records
 	bytes     int64             // raw bytes of pending records and ready items
 }
 
@@ -276,6 +279,7 @@ func (v *ownedGroup) dropReady(key string) {
 		return
 	}
 	hb := v.host(host)
+	defer v.track(hb)()
 	hb.ready--
 	hb.bytes -= v.nameBytes[key]
 	v.bytes -= v.nameBytes[key]
@@ -288,6 +292,7 @@ func (v *ownedGroup) dropReady(key string) {
 func (v *ownedGroup) addReady(key, host string, n int64) {
 	v.names[key], v.nameBytes[key] = host, n
 	hb := v.host(host)
+	defer v.track(hb)()
 	hb.ready++
 	hb.bytes += n
 	v.bytes += n
@@ -297,6 +302,7 @@ func (v *ownedGroup) addReady(key, host string, n int64) {
 // addPending appends a backlog record of host (n raw bytes).
 func (v *ownedGroup) addPending(host string, ref Ref, n int) {
 	hb := v.host(host)
+	defer v.track(hb)()
 	hb.pending = append(hb.pending, pendingRecord{ref: ref, bytes: int32(n)})
 	hb.bytes += int64(n)
 	v.queued++
@@ -307,12 +313,27 @@ func (v *ownedGroup) addPending(host string, ref Ref, n int) {
 // (moved or dropped by a committed step).
 func (v *ownedGroup) takePending(m hostMove) {
 	hb := v.hosts[m.host]
+	defer v.track(hb)()
 	for _, pr := range hb.pending[:m.n] {
 		v.bytes -= int64(pr.bytes)
 		hb.bytes -= int64(pr.bytes)
 		v.queued--
 	}
 	hb.pending = hb.pending[m.n:]
+}
+
+// track returns what to call after changing hb: it keeps v.busyHosts, the
+// hosts with records, in step.
+func (v *ownedGroup) track(hb *hostBacklog) func() {
+	was := len(hb.pending)+hb.ready > 0
+	return func() {
+		switch now := len(hb.pending)+hb.ready > 0; {
+		case now && !was:
+			v.busyHosts++
+		case was && !now:
+			v.busyHosts--
+		}
+	}
 }
 
 // backlogLen returns the records not yet moved to the ready window (what
@@ -361,7 +382,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 		return err
 	}
 	og := o.get(g)
-	og.grp, og.hosts, og.names, og.nameBytes, og.queued, og.bytes = grp, map[string]*hostBacklog{}, map[string]string{}, map[string]int64{}, 0, 0
+	og.grp, og.hosts, og.names, og.nameBytes, og.queued, og.bytes, og.busyHosts = grp, map[string]*hostBacklog{}, map[string]string{}, map[string]int64{}, 0, 0, 0
 	defer func() { og.grp, og.budget, og.hosts, og.names, og.nameBytes = nil, nil, nil, nil, nil }()
 	// Accepted records are valid: only their URLs are read, once. An
 	// undecodable record (host "") is moved as is; the claim loop sends it
@@ -393,7 +414,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 	og.setActive(true)
 	defer og.setActive(false)
 	defer og.backlogGauge.Store(0)
-	defer og.queuedGauge.Store(0)
+	defer og.activeGauge.Store(0)
 	defer og.atBudget.Store(0)
 	defer og.held.Store(0)
 	resync := time.NewTicker(groupResync)
@@ -413,7 +434,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 		}
 		busy, lost, err := o.groupStep(ctx, og, og.takeOffers())
 		og.backlogGauge.Store(og.backlogLen())
-		og.queuedGauge.Store(og.queued)
+		og.activeGauge.Store(og.busyHosts)
 		if err != nil {
 			return err
 		}
@@ -749,12 +770,7 @@ func (o *Owner) commitStep(plan *stepPlan, res StepResult) {
 		v.takePending(d) // marked moved, no ready item (host budget)
 	}
 	for i, host := range plan.accepted {
-		n := len(step.Accept[i])
-		hb := v.host(host)
-		hb.pending = append(hb.pending, pendingRecord{ref: res.Accepted[i], bytes: int32(n)})
-		hb.bytes += int64(n)
-		v.queued++
-		v.bytes += int64(n)
+		v.addPending(host, res.Accepted[i], len(step.Accept[i]))
 	}
 	for h, hb := range v.hosts {
 		if len(hb.pending) == 0 && hb.ready <= 0 {

@@ -15,11 +15,12 @@ import (
 
 // Shard ownership follows R/assignment (docs/design.md "Shard ownership"):
 // the balancer, run by the live member of smallest id, writes it on every
-// member change (bounded-load rendezvous hashing, coord.Owners) and moves
-// shard groups from the busiest member to the idlest every balanceInterval
-// while their loads (the records each group has queued, from the members'
-// status nodes) are skewed. Every member follows the znode; the handoff
-// protocol (awaitHandoff) makes each move safe for politeness.
+// member change (bounded-load rendezvous hashing, coord.Owners) and, every
+// balanceInterval while the loads are skewed, moves a few shard groups from
+// the busiest member to the idlest. A group's load is its politeness keys
+// with queued records (from the members' status nodes) plus one. Every
+// member follows the znode; the handoff protocol (awaitHandoff) makes each
+// move safe for politeness.
 
 // assignment is R/assignment: Owners[g] indexes Members, the sorted live
 // member ids it was computed for. About 3 bytes a group and the ids.
@@ -34,10 +35,18 @@ const (
 	// nodes refreshed since its last moves.
 	balanceInterval = 4 * time.Second
 	// balanceSkew: groups move only while the busiest member's load is
-	// above this multiple of the mean (each move costs a handoff: the
-	// gaining member waits for the old owner's claims, and the group's
-	// seen-set is loaded again).
-	balanceSkew = 1.25
+	// above this multiple of the mean. Each move costs the group a handoff
+	// (the gaining member waits for the old owner's claims, loads the
+	// group's seen-set again, and each key's first request waits one
+	// politeness interval), so small skews are left alone.
+	balanceSkew = 1.5
+	// balanceMovesPerRound bounds the groups one round moves beyond a
+	// member change's own.
+	balanceMovesPerRound = 2
+	// balanceCooldown: a group the balancer moved stays where it went this
+	// long (its load shows in the new owner's status node only after a
+	// heartbeat, and ping-pong would only add handoffs).
+	balanceCooldown = 30 * time.Second
 )
 
 // decodeAssignment parses R/assignment's data for a crawl of groups shard
@@ -76,9 +85,9 @@ func (a *assignment) owned(id string) []int {
 // planAssignment returns the assignment of groups shard groups over the
 // sorted member ids: cur where it was computed for the same members, else
 // the bounded-load rendezvous assignment (coord.Owners), then at most
-// ceil(groups/len(ids)) moves by load (balanceMoves). nil when ids is
-// empty.
-func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int64) *assignment {
+// balanceMovesPerRound moves by load (balanceMoves) of groups not in
+// frozen. nil when ids is empty.
+func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int64, frozen map[int]bool) *assignment {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -94,16 +103,18 @@ func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int
 			next.Owners[g] = index[o]
 		}
 	}
-	balanceMoves(next.Owners, len(ids), loads, (groups+len(ids)-1)/len(ids))
+	balanceMoves(next.Owners, len(ids), loads, frozen, balanceMovesPerRound)
 	return next
 }
 
-// balanceMoves moves groups, at most maxMoves, from the member of largest
-// load to the member of smallest while the largest is above balanceSkew
-// times the mean: each time the group whose weight is nearest half their
-// gap (and below the gap, so the move narrows it). A group weighs its
-// queued records plus one (so idle groups balance by count).
-func balanceMoves(owners []int, members int, loads map[int]int64, maxMoves int) {
+// balanceMoves moves groups not in frozen, at most maxMoves, from the
+// member of largest load to the member of smallest while the largest is
+// above balanceSkew times the mean or the smallest below the mean over
+// balanceSkew: each time the group whose weight is
+// nearest half their gap (and below the gap, so the move narrows it). A
+// group weighs loads[g] (its busy politeness keys) plus one, so idle
+// groups balance by count.
+func balanceMoves(owners []int, members int, loads map[int]int64, frozen map[int]bool, maxMoves int) {
 	weight := func(g int) int64 { return loads[g] + 1 }
 	load := make([]int64, members)
 	var total int64
@@ -121,12 +132,13 @@ func balanceMoves(owners []int, members int, loads map[int]int64, maxMoves int) 
 				lo = m
 			}
 		}
-		if float64(load[hi]) <= balanceSkew*float64(total)/float64(members) {
+		mean := float64(total) / float64(members)
+		if float64(load[hi]) <= balanceSkew*mean && float64(load[lo]) >= mean/balanceSkew {
 			return
 		}
 		gap, best := load[hi]-load[lo], -1
 		for g, o := range owners {
-			if o != hi || weight(g) >= gap {
+			if o != hi || weight(g) >= gap || frozen[g] {
 				continue
 			}
 			if best < 0 || abs64(2*weight(g)-gap) < abs64(2*weight(best)-gap) {
@@ -154,7 +166,10 @@ func abs64(x int64) int64 {
 // members' loads, plans, and writes the plan with a compare-and-set when
 // it differs (a conflict: another balancer wrote, the next round looks
 // again). Errors are logged; the next round retries.
-func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string) {
+//
+// moved remembers when this balancer last moved each group (balanceCooldown);
+// it lives as long as the session.
+func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string, moved map[int]time.Time) {
 	if len(ids) == 0 || ids[0] != w.opts.ID || w.standby.Load() {
 		return
 	}
@@ -186,7 +201,15 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 			}
 		}
 	}
-	next := planAssignment(cur, ids, w.layout.Groups(), loads)
+	frozen := map[int]bool{}
+	for g, t := range moved {
+		if time.Since(t) < balanceCooldown {
+			frozen[g] = true
+		} else {
+			delete(moved, g)
+		}
+	}
+	next := planAssignment(cur, ids, w.layout.Groups(), loads, frozen)
 	if cur != nil && slices.Equal(cur.Members, next.Members) && slices.Equal(cur.Owners, next.Owners) {
 		return
 	}
@@ -202,7 +225,14 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("balancer: could not write the shard assignment", "error", err)
 	case err == nil:
-		w.log.Info("balancer: shard assignment written", "members", len(ids))
+		n := 0
+		for g, o := range next.Owners {
+			if cur == nil || cur.Members[cur.Owners[g]] != next.Members[o] {
+				moved[g] = time.Now()
+				n++
+			}
+		}
+		w.log.Info("balancer: shard assignment written", "members", len(ids), "groups_moved", n)
 	}
 }
 

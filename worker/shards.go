@@ -51,6 +51,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	tick := time.NewTicker(balanceInterval)
 	defer tick.Stop()
 	var ids []string
+	moved := map[int]time.Time{} // the balancer's cooldowns
 	for {
 		select {
 		case <-sctx.Done():
@@ -61,7 +62,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				return
 			}
 			ids = next
-			w.balance(sctx, store, ids)
+			w.balance(sctx, store, ids, moved)
 		case v, ok := <-assigned:
 			if !ok {
 				<-sctx.Done()
@@ -69,7 +70,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 			}
 			w.followAssignment(sctx, own, v)
 		case <-tick.C:
-			w.balance(sctx, store, ids)
+			w.balance(sctx, store, ids, moved)
 		}
 	}
 }

@@ -92,9 +92,9 @@ type Status struct {
 	// ownership follows; a worker gaining a shard waits until every live
 	// worker shows its view (docs/design.md "Shard handoff").
 	View string `json:"view,omitempty"`
-	// Loads maps each shard group running here to its queued records
-	// (backlog plus ready window): what the balancer weighs
-	// (docs/design.md "Shard ownership").
+	// Loads maps each shard group running here to its politeness keys
+	// with records queued (backlog or ready window): what the balancer
+	// weighs (docs/design.md "Shard ownership").
 	Loads map[int]int64 `json:"loads,omitempty"`
 	// Version is the worker binary's zkcrawl version (Options.Version).
 	Version string `json:"version,omitempty"`
@@ -115,7 +115,7 @@ func (w *Worker) status(sess *coord.Session) []byte {
 		Version: w.opts.Version,
 	}
 	totals := w.owner.Totals()
-	st.HostsAtBudget, st.HeldByBudget, st.Loads = totals.AtBudget, totals.Held, totals.Queued
+	st.HostsAtBudget, st.HeldByBudget, st.Loads = totals.AtBudget, totals.Held, totals.Active
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
 	}
