@@ -151,9 +151,6 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	for i, h := range r.m.stages {
 		run.Stages = append(run.Stages, report.Stage{Name: stageNames[i], P50Ms: ms(h.Quantile(0.5)), P90Ms: ms(h.Quantile(0.9)), MeanMs: ms(h.Sum / h.Count)})
 	}
-	if len(run.Stages) > 0 && run.Stages[len(run.Stages)-1].P50Ms > 0 {
-		run.BeyondFetchMs = run.Stages[len(run.Stages)-1].P50Ms - run.Stages[slices.Index(stageNames, "fetch")].P50Ms
-	}
 	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
 		run.FencedSteps += run.ZKOps[op] // group commit: the fenced steps over the multis that carried them
 	}
@@ -217,6 +214,9 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 	if p := float64(run.Pages); p > 0 {
 		run.PagesPerS = p / run.WallS
 		run.SlotMs = float64(run.Workers*synthConfig["worker_concurrency"].(int)) * 1000 / run.PagesPerS
+		if st := run.Stages; len(st) == len(stageNames) { // claim 1, fetch 4, total 10
+			run.BeyondFetchMs, run.Held = st[10].P50Ms-st[4].P50Ms, run.PagesPerS*(st[1].MeanMs+st[10].MeanMs)/1000/float64(run.Workers)
+		}
 		run.WorkerCPUMsPerPage, run.ZKCPUMsPerPage = run.WorkerCPUS*1000/p, run.ZKCPUS*1000/p
 		run.ZKWritesPerPage = float64(run.ZKWrites) / p
 		run.DataPerURL = float64(run.DataDelta) / p

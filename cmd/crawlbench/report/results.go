@@ -86,13 +86,13 @@ type SynthRun struct {
 	FencedSteps, Multis, StepsPerMulti    float64
 	ClaimMeanMs, CompleteP50Ms, PostP50Ms float64
 	Stages                                []Stage // zkcrawl_item_stage_seconds, all workers, in the path's order
-	// BeyondFetchMs: total p50 - fetch p50; SlotMs: worker_concurrency
-	// slots x workers / pages/s, an item's time in its slot (Little's law).
-	BeyondFetchMs, SlotMs float64
-	LinksQueued, LinksDup float64
-	Dropped               map[string]float64 // zkcrawl_links_dropped_total by reason
-	PeakRSSMB             []float64          // per worker, VmHWM
-	PagesPerWorker        []int
+	// BeyondFetchMs: total p50 - fetch p50; SlotMs: workers x worker_concurrency / pages/s (Little's
+	// law); Held: mean claims held per worker, pages/s x mean (claim + total) / workers.
+	BeyondFetchMs, SlotMs, Held float64
+	LinksQueued, LinksDup       float64
+	Dropped                     map[string]float64 // zkcrawl_links_dropped_total by reason
+	PeakRSSMB                   []float64          // per worker, VmHWM
+	PagesPerWorker              []int
 	// Part 3b, once the batches retired: mntr data and znode delta from
 	// before seeding to after the workers stopped; the seen chunks.
 	Retired                     bool // every batch retired within the wait (15 s)

@@ -24,7 +24,7 @@ var synthFigures = map[string]func(x SynthRun) string{
 	"cpu":     func(x SynthRun) string { return f2(x.WorkerCPUMsPerPage) + " + " + f2(x.ZKCPUMsPerPage) },
 	"claim":   func(x SynthRun) string { return f1(x.ClaimP50Ms) + " · " + f1(x.ClaimP99Ms) },
 	"data":    func(x SynthRun) string { return f1(x.DataPerURL) },
-	"beyond":  func(x SynthRun) string { return f2(x.BeyondFetchMs) + " · " + f2(x.SlotMs) },
+	"beyond":  func(x SynthRun) string { return f2(x.BeyondFetchMs) + " · " + f2(x.SlotMs) + " · " + f0(x.Held) },
 	"stages": func(x SynthRun) string {
 		var p50 []string
 		for _, s := range x.Stages {
