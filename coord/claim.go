@@ -46,11 +46,19 @@ type Claim struct {
 	data         []byte
 	claimVersion int32
 	fence        string
+	readySince   time.Time
 
 	mu             sync.Mutex
 	finished       bool
 	maybeCommitted bool // an earlier finishing multi's outcome is unknown
 }
+
+// ReadySince returns when the item's data was last written (created as a
+// ready item or rescheduled), on this process's clock: the reply time of
+// this Client's own Commit that created it, else the znode's mtime
+// (ZooKeeper's clock, converted with the offset Client.Now estimates, so
+// within half a round trip plus a millisecond). Zero when unknown.
+func (cl *Claim) ReadySince() time.Time { return cl.readySince }
 
 // Data returns the item's data as read when it was claimed.
 func (cl *Claim) Data() []byte { return cl.data }
@@ -140,7 +148,7 @@ func (q *Queue) readItem(ctx context.Context, shard int, name string, cached boo
 	if err != nil {
 		return cachedItem{}, err
 	}
-	return cachedItem{data: data, version: st.Version}, nil
+	return cachedItem{data: data, version: st.Version, since: q.c.clock.localOf(st.Mtime)}, nil
 }
 
 // createClaim sends the claim multi for item it (as read) of shard, and
@@ -202,7 +210,7 @@ func (q *Queue) createClaim(ctx context.Context, sess *Session, fence string, sh
 		return nil, orphaned, fmt.Errorf("%s: %w", where, err)
 	}
 	return &Claim{q: q, sess: sess, shard: shard, name: name, data: it.data,
-		claimVersion: claimVersion, fence: fence}, false, nil
+		claimVersion: claimVersion, fence: fence, readySince: it.since}, false, nil
 }
 
 // ownClaim tells whose the claim znode cp in our way is: ours (an earlier

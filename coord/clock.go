@@ -74,3 +74,16 @@ func (sc *serverClock) local() time.Time {
 	}
 	return time.Now()
 }
+
+// localOf converts a time ZooKeeper stamped (ms since the Unix epoch, e.g.
+// a znode's mtime) to the local clock with the estimated offset; zero for
+// a stamp <= 0.
+func (sc *serverClock) localOf(serverMs int64) time.Time {
+	if serverMs <= 0 {
+		return time.Time{}
+	}
+	sc.mu.Lock()
+	offset := sc.offset
+	sc.mu.Unlock()
+	return time.UnixMilli(serverMs).Add(-offset)
+}

@@ -175,13 +175,14 @@ func opErr(err error) error {
 // read to claim them).
 func (q *Queue) created(ops []Op, resp []zk.MultiResponse) []string {
 	names := make([]string, len(ops))
+	now := time.Now()
 	for i, o := range ops {
 		switch o.Kind {
 		case OpCreate, OpCreateSeq, OpReady:
 			names[i] = path.Base(resp[i].String)
 		}
 		if o.Kind == OpReady {
-			q.cache(o.Shard, names[i], cachedItem{data: o.Data, version: 0}, true)
+			q.cache(o.Shard, names[i], cachedItem{data: o.Data, version: 0, since: now}, true)
 		}
 	}
 	return names

@@ -41,10 +41,12 @@ type cursor struct {
 	items map[string]cachedItem
 }
 
-// cachedItem is an item's data and znode version as last read.
+// cachedItem is an item's data and znode version as last read, and since
+// when it has held that data (local clock; zero when unknown).
 type cachedItem struct {
 	data    []byte
 	version int32
+	since   time.Time
 }
 
 // uncache returns and drops the cached data of an item of shard.

@@ -21,8 +21,11 @@
 #                  start of its own fetch (queued, claimed, politeness)
 #   host_span      per host, the end of its "/" to the end of its last page
 #                  (politeness alone needs (pages+1)/RATE s)
-#   claim_ms       mean queue_claim step (zkcrawl_zk_op_duration_seconds)
-#   fetch_ms       mean fetch (zkcrawl_fetch_duration_seconds)
+#   stage          per item, p50 / p90 / mean ms of each stage of its path
+#                  (zkcrawl_item_stage_seconds, all workers): ready (data
+#                  written to taken), claim, robots, politeness (waiting for
+#                  the host's turn), fetch, store, parse, links (enqueue),
+#                  fsync, complete; total is claimed to finished
 #   cpu_s, rss_mb  per worker, from the last metrics scrape before its exit
 #
 # Environment: HOSTS (1000), PAGES (10), WORKERS ("1 3"), RATE (1),
@@ -109,15 +112,28 @@ def metric(text, name, label=""):
         if label in (m.group(1) or ""):
             tot += float(m.group(2))
     return tot
-claim_s = claim_n = fetch_s = fetch_n = 0.0
+STAGES = "ready claim robots politeness fetch store parse links fsync complete total".split()
+buckets = defaultdict(lambda: defaultdict(float))  # stage -> le -> cumulative count, all workers
+ssum = defaultdict(float)
 per = []
 for f in sorted(glob.glob(os.path.join(run, "metrics", "*.prom"))):
     t = open(f).read()
-    claim_s += metric(t, "zkcrawl_zk_op_duration_seconds_sum", 'op="queue_claim"')
-    claim_n += metric(t, "zkcrawl_zk_op_duration_seconds_count", 'op="queue_claim"')
-    fetch_s += metric(t, "zkcrawl_fetch_duration_seconds_sum")
-    fetch_n += metric(t, "zkcrawl_fetch_duration_seconds_count")
+    for m in re.finditer(r'^zkcrawl_item_stage_seconds_(bucket|sum)\{(?:le="([^"]+)",)?stage="(\w+)"(?:,le="([^"]+)")?\} ([0-9.e+-]+)$', t, re.M):
+        kind, le, st, v = m.group(1), m.group(2) or m.group(4), m.group(3), float(m.group(5))
+        if kind == "sum":
+            ssum[st] += v
+        else:
+            buckets[st][float(le)] += v
     per.append("cpu_s=%.1f rss_mb=%.0f" % (metric(t, "process_cpu_seconds_total"), metric(t, "process_resident_memory_bytes") / 2**20))
+def hq(b, p):
+    # PromQL's histogram_quantile: interpolate inside the bucket holding rank p.
+    les = sorted(b); n = b[les[-1]] if les else 0
+    lo = below = 0.0
+    for le in les:
+        if b[le] >= p * n and n:
+            return lo if le == float("inf") else lo + (le - lo) * (p * n - below) / max(b[le] - below, 1e-12)
+        lo, below = le, b[le]
+    return float("nan")
 print("workers=%d bound_s=%.2f makespan_s=%.2f ratio=%.2f fetch_span_s=%.2f exit_after_s=%.2f" % (
     len(exits), bound, mk, mk / bound, last - first, (max(exits) - last) if exits else float("nan")))
 print("pages=%d/%d log_lines=%d in_flight_mean=%.1f in_flight_peak=%d" % (ok, len(truth), len(entries), busy / (last - first), peak))
@@ -125,8 +141,11 @@ print("host_gap_s p50=%.2f p90=%.2f max=%.2f (rate allows %.2f)  host_first_s p5
     q(gaps, .5), q(gaps, .9), q(gaps, 1), 1 / rate if rate else 0, q(firsts, .5), q(firsts, .9), q(firsts, 1)))
 print("link_wait_s p50=%.2f p90=%.2f max=%.2f  host_span_s p50=%.2f p90=%.2f max=%.2f" % (
     q(waits, .5), q(waits, .9), q(waits, 1), q(spans, .5), q(spans, .9), q(spans, 1)))
-print("claim_ms=%.1f (n=%d) fetch_ms=%.1f (n=%d) %s" % (
-    1000 * claim_s / max(claim_n, 1), claim_n, 1000 * fetch_s / max(fetch_n, 1), fetch_n, " | ".join(per)))
+print("stage      p50_ms   p90_ms  mean_ms    items")
+for st in STAGES:
+    b = buckets.get(st, {}); n = b.get(float("inf"), 0)
+    print("%-10s %8.1f %8.1f %8.1f %8d" % (st, 1000 * hq(b, .5), 1000 * hq(b, .9), 1000 * ssum[st] / max(n, 1), n))
+print(" | ".join(per))
 EOF
 }
 

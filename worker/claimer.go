@@ -93,6 +93,7 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			w.releaseClaimSlot()
 			return
 		}
+		claimed := time.Now()
 		w.metrics.claimed()
 		w.counters.inFlight.Add(1)
 		if t.err != nil {
@@ -102,13 +103,17 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 			continue
 		}
 		it, key := t.item, t.key
+		w.metrics.stage(stageClaim, claimed.Sub(t.admitted))
+		if since := claim.ReadySince(); !since.IsZero() {
+			w.metrics.stage(stageReady, t.admitted.Sub(since))
+		}
 		inflight.Add(1)
 		go func() {
 			defer inflight.Done()
 			defer w.releaseSlot()
 			fetched := sync.OnceFunc(func() { w.freeKeySlot(key) })
 			defer fetched()
-			w.process(work, claim, it, key, fetched)
+			w.process(work, claim, it, key, claimed, fetched)
 		}()
 	}
 }
@@ -200,18 +205,20 @@ func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte) 
 		if !w.slots.reserve(key, cfg.PerHostMaxInFlight+1, shard) {
 			return nil, false
 		}
-		*t = taken{item: it, key: key}
+		*t = taken{item: it, key: key, admitted: time.Now()}
 		return func() { w.freeKeySlot(key) }, true
 	}
 }
 
 // taken is what a claim filter (reserveFor) admitted last: the decoded
 // item and the politeness key whose claim slot it reserved, or why the
-// data did not decode (then no slot is reserved).
+// data did not decode (then no slot is reserved), and when it was admitted
+// (the claim multi starts then).
 type taken struct {
-	item frontier.Item
-	key  string
-	err  error
+	item     frontier.Item
+	key      string
+	err      error
+	admitted time.Time
 }
 
 // freeKeySlot frees the claim slot of an item whose fetch is over and makes

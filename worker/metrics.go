@@ -30,6 +30,8 @@ type Metrics struct {
 	sessionState   prometheus.Gauge
 	linksDropped   *prometheus.CounterVec // by reason
 	outputSyncs    prometheus.Histogram   // fsync batches of the crawl log and WARC file (storage.SyncBatch)
+	itemStages     *prometheus.HistogramVec
+	stages         [numStages]prometheus.Observer // itemStages by stage (stages.go)
 
 	gaugeMu sync.Mutex
 	gauges  GaugeSource // set by SetGaugeSource; nil: the gauges read 0
@@ -128,6 +130,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "ZooKeeper session state: 0 disconnected, 1 connected, 2 expired, 3 closed.",
 		}),
 	}
+	m.itemStages = newStageHistogram()
+	for s, name := range stageNames {
+		m.stages[s] = m.itemStages.WithLabelValues(name)
+	}
 	m.linksDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "zkcrawl", Name: "links_dropped_total",
 		Help: "Links the owner of their shard group did not queue, by reason: duplicate, per_host (max_queued_per_host), total (max_queued_total), bytes (max_frontier_bytes), url_length (max_url_length), bad_record, host_budget (max_pages_per_host with host_budget_action drop), dead_letter_cap (max_dead_letters).",
@@ -142,7 +148,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		func(v GaugeValues) int { return v.ClaimsHeld })
 	deadLetters := gauge("dead_letters", "Dead letters of the whole crawl, R/failed (refreshed every few seconds).",
 		func(v GaugeValues) int { return v.DeadLetters })
-	for _, c := range []prometheus.Collector{m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, queueDepth, claimsHeld, deadLetters} {
+	for _, c := range []prometheus.Collector{m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, queueDepth, claimsHeld, deadLetters} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("worker: register metrics"), err)
 		}

@@ -114,3 +114,56 @@ func TestMetricsExpectedOutcomesAndGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMetricsItemStages: after a small crawl every stage of
+// zkcrawl_item_stage_seconds has observations, and the stages from robots
+// to complete, which follow each other, add up to total (no item was
+// abandoned).
+func TestMetricsItemStages(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 5, Hosts: 2, PagesPerHost: 15, LinksPerPage: 4})
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	c := newCrawl(t, zk.Addr(), "stages", cfg, frontier.Layout{Shards: 4, Spread: 1}, web.Seeds())
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := <-c.startWorker(ctx, "w1", func(o *Options) { o.Metrics = m }); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, sum := map[string]uint64{}, map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "zkcrawl_item_stage_seconds" {
+			continue
+		}
+		for _, x := range mf.GetMetric() {
+			s := x.GetLabel()[0].GetValue()
+			count[s], sum[s] = x.GetHistogram().GetSampleCount(), x.GetHistogram().GetSampleSum()
+		}
+	}
+	pages := len(c.logs())
+	t.Logf("%d crawl log lines; observations by stage: %v", pages, count)
+	for _, s := range stageNames {
+		if count[s] == 0 {
+			t.Errorf("stage %q: no observations", s)
+		}
+	}
+	if count["total"] != uint64(pages) || count["claim"] != uint64(pages) || count["fetch"] != uint64(pages) {
+		t.Errorf("total, claim, fetch observed %d, %d, %d times; want one per crawl log line (%d)", count["total"], count["claim"], count["fetch"], pages)
+	}
+	var laps float64
+	for _, s := range stageNames[stageRobots:stageTotal] {
+		laps += sum[s]
+	}
+	if d := laps - sum["total"]; d > 1e-3*sum["total"] || -d > 1e-3*sum["total"] {
+		t.Errorf("stages robots..complete add up to %v s, total %v s", laps, sum["total"])
+	}
+}

@@ -29,10 +29,11 @@ const maxDecodedBody = 32 << 20
 // politeness key (frontier.Layout.Key, as its claim slot was reserved
 // under). fetched is called once the fetch is over (the item then no
 // longer holds its key's claim slot, see keySlots); it may be called
-// again, and by the caller afterwards.
-func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item, key string, fetched func()) {
+// again, and by the caller afterwards. claimed is when the claim was
+// committed: the item's stage times (stages.go) count from it.
+func (w *Worker) process(ctx context.Context, claim itemClaim, it frontier.Item, key string, claimed time.Time, fetched func()) {
 	live := w.current()
-	a := &attempt{w: w, ctx: ctx, claim: claim, it: it, key: key, live: live, entry: storage.LogEntry{
+	a := &attempt{w: w, ctx: ctx, claim: claim, it: it, key: key, live: live, claimed: claimed, mark: claimed, entry: storage.LogEntry{
 		URL: it.URL, Depth: it.Depth, Via: it.Via, Hops: it.Hops, Worker: w.opts.ID,
 		Attempt: it.Attempts + 1, ConfigVersion: int64(live.version),
 	}}
@@ -51,6 +52,9 @@ type attempt struct {
 	it    frontier.Item
 	key   string      // the item's politeness key, whose claim slot it holds until the fetch ends
 	live  *liveConfig // the config in force when the attempt began (its crawl-log version)
+	// claimed is when the item was claimed; mark is when its current
+	// stage began (lap).
+	claimed, mark time.Time
 	// entry is the attempt's crawl-log line, filled in step by step and
 	// written by finishDone or finishFailed.
 	entry storage.LogEntry
@@ -70,6 +74,7 @@ func (a *attempt) run(fetched func()) {
 	if res == nil || !a.store(res) {
 		return
 	}
+	a.lap(stageStore)
 	if fetch.Retryable(res.Status) {
 		a.w.counters.errors.Add(1)
 		a.finishFailed(true)
@@ -77,11 +82,13 @@ func (a *attempt) run(fetched func()) {
 	}
 	links := a.w.outlinks(a.it, res, a.live)
 	links = append(links, a.w.seedSitemaps(a.ctx, a.it, a.live)...)
+	a.lap(stageParse)
 	if len(links) > 0 {
 		if err := a.w.enqueue(a.ctx, links); err != nil {
 			a.abandon(err)
 			return
 		}
+		a.lap(stageLinks)
 	}
 	a.finishDone()
 }
@@ -93,6 +100,7 @@ func (a *attempt) run(fetched func()) {
 // disallowed.
 func (a *attempt) robotsPermit() bool {
 	ok, err := a.robotsAllowed()
+	a.lap(stageRobots)
 	switch {
 	case a.ctx.Err() != nil:
 		a.abandon(a.ctx.Err())
@@ -138,9 +146,12 @@ func (a *attempt) fetch() *fetch.Result {
 		return nil
 	}
 	start := time.Now()
+	a.lapAt(stagePoliteness, start)
 	res, ferr := w.fetcher.Fetch(a.ctx, a.it.URL)
 	release()
-	took := time.Since(start)
+	end := time.Now()
+	a.lapAt(stageFetch, end)
+	took := end.Sub(start)
 	a.entry.DurationMS = took.Milliseconds()
 	w.metrics.fetched(res, ferr, took)
 	if a.ctx.Err() != nil {
@@ -195,10 +206,12 @@ func (a *attempt) finishDone() {
 		a.abandon(err)
 		return
 	}
+	a.lap(stageFsync)
 	if err := w.persist(a.ctx, "complete", a.it, a.claim.Complete); err != nil {
 		a.lost("complete", err)
 		return
 	}
+	a.finished()
 	w.readyFreed(a.claim)
 	w.counters.pages.Add(1)
 	w.metrics.completed()
@@ -216,6 +229,7 @@ func (a *attempt) finishFailed(retryable bool) {
 		a.abandon(err)
 		return
 	}
+	a.lap(stageFsync)
 	if retryable && it.Attempts+1 < cfg.MaxAttempts {
 		next := it
 		next.Attempts++
@@ -226,7 +240,9 @@ func (a *attempt) finishFailed(retryable bool) {
 		}
 		if err != nil {
 			a.lost("retry", err)
+			return
 		}
+		a.finished()
 		return
 	}
 	failed := failedRecord(claim.Data(), a.entry.Error+statusNote(a.entry.Status))
@@ -238,6 +254,7 @@ func (a *attempt) finishFailed(retryable bool) {
 		a.lost("fail", err)
 		return
 	}
+	a.finished()
 	if !kept {
 		// R/failed was at max_dead_letters: the crawl log line is the
 		// record; the item was completed instead.

@@ -216,7 +216,7 @@ func (p *pipeline) run(t *testing.T, it frontier.Item, errs map[string]error) *m
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p.fetchedAt = -1
-	p.w.process(ctx, claim, it, p.w.layout.Key(it.URL), func() {
+	p.w.process(ctx, claim, it, p.w.layout.Key(it.URL), time.Now(), func() {
 		if p.fetchedAt < 0 {
 			p.fetchedAt = len(p.calls.get())
 		}

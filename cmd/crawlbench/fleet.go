@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
@@ -194,12 +195,13 @@ func crawlRoot(name string) string {
 
 // workerMetrics is what a fleet's workers report, summed over them.
 type workerMetrics struct {
-	claim, complete, post testenv.Histogram  // zkcrawl_zk_op_duration_seconds of queue_claim, queue_complete, backlog_post
-	fsync                 testenv.Histogram  // zkcrawl_output_fsync_duration_seconds: group fsync rounds
-	ops, opErrors         map[string]float64 // requests and queue steps by op; of which failed
-	dropped, links        map[string]float64 // zkcrawl_links_dropped_total by reason, zkcrawl_links_total by result
-	cpuS                  float64            // worker CPU seconds, summed
-	peakRSSMB             []float64          // per worker, VmHWM
+	claim, complete, post testenv.Histogram   // zkcrawl_zk_op_duration_seconds of queue_claim, queue_complete, backlog_post
+	fsync                 testenv.Histogram   // zkcrawl_output_fsync_duration_seconds: group fsync rounds
+	stages                []testenv.Histogram // zkcrawl_item_stage_seconds by stageNames
+	ops, opErrors         map[string]float64  // requests and queue steps by op; of which failed
+	dropped, links        map[string]float64  // zkcrawl_links_dropped_total by reason, zkcrawl_links_total by result
+	cpuS                  float64             // worker CPU seconds, summed
+	peakRSSMB             []float64           // per worker, VmHWM
 }
 
 // metrics scrapes every worker's /metrics and reads its CPU time and peak
@@ -221,6 +223,12 @@ func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 				return m, err
 			}
 		}
+		m.stages = append(m.stages, make([]testenv.Histogram, len(stageNames)-len(m.stages))...)
+		for i, name := range stageNames {
+			if m.stages[i], err = m.stages[i].Merge(fams.Histogram("zkcrawl_item_stage_seconds", "stage", name)); err != nil {
+				return m, err
+			}
+		}
 		fams.Counts(m.ops, opHist, "op")
 		fams.Counts(m.opErrors, "zkcrawl_zk_op_errors_total", "op")
 		fams.Counts(m.dropped, "zkcrawl_links_dropped_total", "reason")
@@ -238,6 +246,9 @@ func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 	}
 	return m, nil
 }
+
+// stageNames are the stages of zkcrawl_item_stage_seconds (worker/stages.go), in the path's order.
+var stageNames = strings.Fields("ready claim robots politeness fetch store parse links fsync complete total")
 
 // ms converts seconds to milliseconds; 0 for NaN (a histogram without
 // observations has no quantile), since JSON has no NaN.

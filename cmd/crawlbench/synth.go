@@ -152,6 +152,9 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 		run.ClaimMeanMs = r.m.claim.Sum / r.m.claim.Count * 1000
 	}
 	run.CompleteP50Ms, run.PostP50Ms = ms(r.m.complete.Quantile(0.5)), ms(r.m.post.Quantile(0.5))
+	for i, h := range r.m.stages {
+		run.Stages = append(run.Stages, report.Stage{Name: stageNames[i], P50Ms: ms(h.Quantile(0.5)), P90Ms: ms(h.Quantile(0.9)), MeanMs: ms(h.Sum / h.Count)})
+	}
 	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
 		run.FencedSteps += run.ZKOps[op] // group commit: the fenced steps over the multis that carried them
 	}
@@ -214,6 +217,10 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 	}
 	if p := float64(run.Pages); p > 0 {
 		run.PagesPerS = p / run.WallS
+		run.SlotMs = float64(run.Workers*synthConfig["worker_concurrency"].(int)) * 1000 / run.PagesPerS
+		if st := run.Stages; len(st) == len(stageNames) { // claim 1, fetch 4, total 10
+			run.BeyondFetchMs, run.Held = st[10].P50Ms-st[4].P50Ms, run.PagesPerS*(st[1].MeanMs+st[10].MeanMs)/1000/float64(run.Workers)
+		}
 		run.WorkerCPUMsPerPage, run.ZKCPUMsPerPage = run.WorkerCPUS*1000/p, run.ZKCPUS*1000/p
 		run.ZKWritesPerPage = float64(run.ZKWrites) / p
 		run.DataPerURL = float64(run.DataDelta) / p

@@ -102,10 +102,14 @@ type SynthRun struct {
 	// and the ZooKeeper multis that carried them (workers' metrics).
 	FencedSteps, Multis, StepsPerMulti    float64
 	ClaimMeanMs, CompleteP50Ms, PostP50Ms float64
-	LinksQueued, LinksDup                 float64
-	Dropped                               map[string]float64 // zkcrawl_links_dropped_total by reason
-	PeakRSSMB                             []float64          // per worker, VmHWM
-	PagesPerWorker                        []int
+	Stages                                []Stage // zkcrawl_item_stage_seconds, all workers, in the path's order
+	// BeyondFetchMs: total p50 - fetch p50; SlotMs: workers x worker_concurrency / pages/s (Little's
+	// law); Held: mean claims held per worker, pages/s x mean (claim + total) / workers.
+	BeyondFetchMs, SlotMs, Held float64
+	LinksQueued, LinksDup       float64
+	Dropped                     map[string]float64 // zkcrawl_links_dropped_total by reason
+	PeakRSSMB                   []float64          // per worker, VmHWM
+	PagesPerWorker              []int
 	// Part 3b, once the batches retired: mntr data and znode delta from
 	// before seeding to after the workers stopped; the seen chunks.
 	Retired                     bool // every batch retired within the wait (15 s)
@@ -113,6 +117,13 @@ type SynthRun struct {
 	SeenKeys, SeenChunks        int
 	SeenChunkBytes              int64
 	DataPerURL, ChunkBytesPerKy float64
+}
+
+// Stage is one stage of an item's path (a zkcrawl_item_stage_seconds
+// label): p50, p90 and mean in ms.
+type Stage struct {
+	Name                 string
+	P50Ms, P90Ms, MeanMs float64
 }
 
 // Real is part 2: the PostgreSQL manual, zkcrawl against wget.

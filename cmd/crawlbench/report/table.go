@@ -26,6 +26,14 @@ var synthFigures = map[string]func(x SynthRun) string{
 	"data":    func(x SynthRun) string { return f1(x.DataPerURL) },
 	"done":    func(x SynthRun) string { return f1(x.CompleteP50Ms) },
 	"workers": func(x SynthRun) string { return fmt.Sprint(x.Workers) },
+	"beyond":  func(x SynthRun) string { return f2(x.BeyondFetchMs) + " · " + f2(x.SlotMs) + " · " + f0(x.Held) },
+	"stages": func(x SynthRun) string {
+		var p50 []string
+		for _, s := range x.Stages {
+			p50 = append(p50, f2(s.P50Ms))
+		}
+		return "(" + strings.Join(p50, ", ") + ")"
+	},
 }
 
 // realFigures are the part 2 figures the table shows of a server's
