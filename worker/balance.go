@@ -42,7 +42,7 @@ const (
 	balanceSkew = 1.5
 	// balanceMovesPerRound bounds the groups one round moves beyond a
 	// member change's own.
-	balanceMovesPerRound = 2
+	balanceMovesPerRound = 3
 	// balanceCooldown: a group the balancer moved stays where it went this
 	// long (its load shows in the new owner's status node only after a
 	// heartbeat, and ping-pong would only add handoffs).
@@ -86,10 +86,10 @@ func (a *assignment) owned(id string) []int {
 // sorted member ids: cur where it was computed for the same members, else
 // the bounded-load rendezvous assignment (coord.Owners), then at most
 // balanceMovesPerRound moves by load (balanceMoves) of groups not in
-// frozen. nil when ids is empty.
-func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int64, frozen map[int]bool) *assignment {
+// frozen, which it returns. nil when ids is empty.
+func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int64, frozen map[int]bool) (*assignment, []int) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	next := &assignment{Members: ids, Owners: make([]int, groups)}
 	if cur != nil && slices.Equal(cur.Members, ids) {
@@ -103,8 +103,7 @@ func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int
 			next.Owners[g] = index[o]
 		}
 	}
-	balanceMoves(next.Owners, len(ids), loads, frozen, balanceMovesPerRound)
-	return next
+	return next, balanceMoves(next.Owners, len(ids), loads, frozen, balanceMovesPerRound)
 }
 
 // balanceMoves moves groups not in frozen, at most maxMoves, from the
@@ -113,8 +112,8 @@ func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int
 // balanceSkew: each time the group whose weight is
 // nearest half their gap (and below the gap, so the move narrows it). A
 // group weighs loads[g] (its busy politeness keys) plus one, so idle
-// groups balance by count.
-func balanceMoves(owners []int, members int, loads map[int]int64, frozen map[int]bool, maxMoves int) {
+// groups balance by count. It returns the groups it moved.
+func balanceMoves(owners []int, members int, loads map[int]int64, frozen map[int]bool, maxMoves int) (moved []int) {
 	weight := func(g int) int64 { return loads[g] + 1 }
 	load := make([]int64, members)
 	var total int64
@@ -134,7 +133,7 @@ func balanceMoves(owners []int, members int, loads map[int]int64, frozen map[int
 		}
 		mean := float64(total) / float64(members)
 		if float64(load[hi]) <= balanceSkew*mean && float64(load[lo]) >= mean/balanceSkew {
-			return
+			return moved
 		}
 		gap, best := load[hi]-load[lo], -1
 		for g, o := range owners {
@@ -146,12 +145,14 @@ func balanceMoves(owners []int, members int, loads map[int]int64, frozen map[int
 			}
 		}
 		if best < 0 {
-			return
+			return moved
 		}
+		moved = append(moved, best)
 		owners[best] = lo
 		load[hi] -= weight(best)
 		load[lo] += weight(best)
 	}
+	return moved
 }
 
 func abs64(x int64) int64 {
@@ -167,8 +168,8 @@ func abs64(x int64) int64 {
 // it differs (a conflict: another balancer wrote, the next round looks
 // again). Errors are logged; the next round retries.
 //
-// moved remembers when this balancer last moved each group (balanceCooldown);
-// it lives as long as the session.
+// moved remembers when this balancer last moved each group by load
+// (balanceCooldown); it lives as long as the session.
 func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string, moved map[int]time.Time) {
 	if len(ids) == 0 || ids[0] != w.opts.ID || w.standby.Load() {
 		return
@@ -209,7 +210,7 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 			delete(moved, g)
 		}
 	}
-	next := planAssignment(cur, ids, w.layout.Groups(), loads, frozen)
+	next, byLoad := planAssignment(cur, ids, w.layout.Groups(), loads, frozen)
 	if cur != nil && slices.Equal(cur.Members, next.Members) && slices.Equal(cur.Owners, next.Owners) {
 		return
 	}
@@ -225,14 +226,10 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("balancer: could not write the shard assignment", "error", err)
 	case err == nil:
-		n := 0
-		for g, o := range next.Owners {
-			if cur == nil || cur.Members[cur.Owners[g]] != next.Members[o] {
-				moved[g] = time.Now()
-				n++
-			}
+		for _, g := range byLoad {
+			moved[g] = time.Now()
 		}
-		w.log.Info("balancer: shard assignment written", "members", len(ids), "groups_moved", n)
+		w.log.Info("balancer: shard assignment written", "members", len(ids), "moved_by_load", len(byLoad))
 	}
 }
 

@@ -13,9 +13,9 @@ func TestPlanAssignmentBalancesLoads(t *testing.T) {
 	for h := range 100 {
 		loads[(h*37+h*h*11)%groups]++
 	}
-	a := planAssignment(nil, ids, groups, loads, nil)
+	a, _ := planAssignment(nil, ids, groups, loads, nil)
 	for range 30 { // rounds of the balancer at unchanged loads
-		a = planAssignment(a, ids, groups, loads, nil)
+		a, _ = planAssignment(a, ids, groups, loads, nil)
 	}
 	per := make([]int64, len(ids))
 	var total int64
@@ -30,14 +30,14 @@ func TestPlanAssignmentBalancesLoads(t *testing.T) {
 		}
 	}
 	// A settled assignment stays as it is.
-	b := planAssignment(a, ids, groups, loads, nil)
-	if fmt.Sprint(a.Owners) != fmt.Sprint(b.Owners) {
+	b, moved := planAssignment(a, ids, groups, loads, nil)
+	if fmt.Sprint(a.Owners) != fmt.Sprint(b.Owners) || len(moved) > 0 {
 		t.Errorf("a balanced assignment moved again:\n%v\n%v", a.Owners, b.Owners)
 	}
 }
 
 func TestPlanAssignmentMemberChange(t *testing.T) {
-	a := planAssignment(nil, []string{"a", "b", "c"}, 30, nil, nil)
+	a, _ := planAssignment(nil, []string{"a", "b", "c"}, 30, nil, nil)
 	count := map[string]int{}
 	for _, o := range a.Owners {
 		count[a.Members[o]]++
@@ -46,11 +46,11 @@ func TestPlanAssignmentMemberChange(t *testing.T) {
 		t.Errorf("idle groups not balanced by count: %v", count)
 	}
 	// A member leaves: the next plan is for the live ones only.
-	b := planAssignment(a, []string{"a", "c"}, 30, nil, nil)
+	b, _ := planAssignment(a, []string{"a", "c"}, 30, nil, nil)
 	if len(b.owned("b")) != 0 || len(b.owned("a"))+len(b.owned("c")) != 30 {
 		t.Errorf("after b left: a %v, b %v, c %v", b.owned("a"), b.owned("b"), b.owned("c"))
 	}
-	if planAssignment(a, nil, 30, nil, nil) != nil {
+	if next, _ := planAssignment(a, nil, 30, nil, nil); next != nil {
 		t.Error("no members: want no assignment")
 	}
 }
@@ -70,8 +70,8 @@ func TestDecodeAssignmentErrors(t *testing.T) {
 func TestBalanceMovesSparesFrozenGroups(t *testing.T) {
 	owners := []int{0, 0, 0, 0}
 	loads := map[int]int64{0: 10, 1: 10, 2: 10, 3: 10}
-	balanceMoves(owners, 2, loads, map[int]bool{0: true, 1: true, 2: true}, 4)
-	if fmt.Sprint(owners) != "[0 0 0 1]" {
+	moved := balanceMoves(owners, 2, loads, map[int]bool{0: true, 1: true, 2: true}, 4)
+	if fmt.Sprint(owners) != "[0 0 0 1]" || fmt.Sprint(moved) != "[3]" {
 		t.Errorf("owners %v: want only group 3 moved", owners)
 	}
 }
