@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -30,24 +31,32 @@ type assignment struct {
 }
 
 const (
-	// balanceInterval is how often the balancer looks at the loads: two
-	// heartbeats (DefaultHeartbeatInterval), so each look sees the status
-	// nodes refreshed since its last moves.
-	balanceInterval = 4 * time.Second
+	// balanceInterval is how often the balancer looks at the loads: a
+	// heartbeat (DefaultHeartbeatInterval), how often they change.
+	balanceInterval = 2 * time.Second
 	// balanceSkew: groups move only while the busiest member's load is
 	// above this multiple of the mean. Each move costs the group a handoff
 	// (the gaining member waits for the old owner's claims, loads the
 	// group's seen-set again, and each key's first request waits one
 	// politeness interval), so small skews are left alone.
 	balanceSkew = 1.5
-	// balanceMovesPerRound bounds the groups one round moves beyond a
-	// member change's own.
-	balanceMovesPerRound = 3
+
 	// balanceCooldown: a group the balancer moved stays where it went this
 	// long (its load shows in the new owner's status node only after a
 	// heartbeat, and ping-pong would only add handoffs).
 	balanceCooldown = 30 * time.Second
 )
+
+// balancerState is what the balancer remembers between rounds of one
+// session (see balance). At most one entry a group in each map.
+type balancerState struct {
+	moved map[int]time.Time
+	loads map[int]int64
+}
+
+func newBalancerState() *balancerState {
+	return &balancerState{moved: map[int]time.Time{}, loads: map[int]int64{}}
+}
 
 // decodeAssignment parses R/assignment's data for a crawl of groups shard
 // groups. Errors name what is wrong (a bad znode is ignored until the
@@ -85,8 +94,9 @@ func (a *assignment) owned(id string) []int {
 // planAssignment returns the assignment of groups shard groups over the
 // sorted member ids: cur where it was computed for the same members, else
 // the bounded-load rendezvous assignment (coord.Owners), then at most
-// balanceMovesPerRound moves by load (balanceMoves) of groups not in
-// frozen, which it returns. nil when ids is empty.
+// ceil(groups/len(ids)) moves by load (balanceMoves: a member's fair share
+// of groups) of groups not in frozen, which it returns. nil when ids is
+// empty.
 func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int64, frozen map[int]bool) (*assignment, []int) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -103,7 +113,7 @@ func planAssignment(cur *assignment, ids []string, groups int, loads map[int]int
 			next.Owners[g] = index[o]
 		}
 	}
-	return next, balanceMoves(next.Owners, len(ids), loads, frozen, balanceMovesPerRound)
+	return next, balanceMoves(next.Owners, len(ids), loads, frozen, (groups+len(ids)-1)/len(ids))
 }
 
 // balanceMoves moves groups not in frozen, at most maxMoves, from the
@@ -168,9 +178,11 @@ func abs64(x int64) int64 {
 // it differs (a conflict: another balancer wrote, the next round looks
 // again). Errors are logged; the next round retries.
 //
-// moved remembers when this balancer last moved each group by load
-// (balanceCooldown); it lives as long as the session.
-func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string, moved map[int]time.Time) {
+// bal is the balancer's memory for the session: when it last moved each
+// group by load (balanceCooldown), and each group's last reported load
+// (used while no status node reports it: between a move and the new
+// owner's next heartbeat).
+func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string, bal *balancerState) {
 	if len(ids) == 0 || ids[0] != w.opts.ID || w.standby.Load() {
 		return
 	}
@@ -193,23 +205,25 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 		w.log.Warn("balancer: could not read the members' loads", "error", err)
 		return
 	}
-	loads := map[int]int64{}
+	reported := map[int]int64{}
 	for _, b := range statuses {
 		var st Status
 		if json.Unmarshal(b, &st) == nil {
 			for g, q := range st.Loads {
-				loads[g] = max(loads[g], q)
+				reported[g] = max(reported[g], q)
 			}
 		}
 	}
+	maps.Copy(bal.loads, reported)
 	frozen := map[int]bool{}
-	for g, t := range moved {
+	for g, t := range bal.moved {
 		if time.Since(t) < balanceCooldown {
 			frozen[g] = true
 		} else {
-			delete(moved, g)
+			delete(bal.moved, g)
 		}
 	}
+	loads := bal.loads
 	next, byLoad := planAssignment(cur, ids, w.layout.Groups(), loads, frozen)
 	if cur != nil && slices.Equal(cur.Members, next.Members) && slices.Equal(cur.Owners, next.Owners) {
 		return
@@ -227,7 +241,7 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 		w.log.Warn("balancer: could not write the shard assignment", "error", err)
 	case err == nil:
 		for _, g := range byLoad {
-			moved[g] = time.Now()
+			bal.moved[g] = time.Now()
 		}
 		w.log.Info("balancer: shard assignment written", "members", len(ids), "moved_by_load", len(byLoad))
 	}

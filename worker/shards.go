@@ -51,7 +51,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	tick := time.NewTicker(balanceInterval)
 	defer tick.Stop()
 	var ids []string
-	moved := map[int]time.Time{} // the balancer's cooldowns
+	bal := newBalancerState()
 	for {
 		select {
 		case <-sctx.Done():
@@ -62,7 +62,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				return
 			}
 			ids = next
-			w.balance(sctx, store, ids, moved)
+			w.balance(sctx, store, ids, bal)
 		case v, ok := <-assigned:
 			if !ok {
 				<-sctx.Done()
@@ -70,7 +70,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 			}
 			w.followAssignment(sctx, own, v)
 		case <-tick.C:
-			w.balance(sctx, store, ids, moved)
+			w.balance(sctx, store, ids, bal)
 		}
 	}
 }
