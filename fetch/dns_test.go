@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -333,5 +335,37 @@ func TestOrderAddrsIPv4FirstAndCapped(t *testing.T) {
 	got := orderAddrs(in)
 	if len(got) != dnsMaxAddrs || !got[5].Is4() || !got[6].Is6() || !slices.IsSortedFunc(got[:6], netip.Addr.Compare) {
 		t.Fatalf("orderAddrs = %v", got)
+	}
+}
+
+// TestResolverManyNamesLeaveNothingBehind: a crawl of thousands of names
+// keeps at most CacheEntries of them and no goroutine per name.
+func TestResolverManyNamesLeaveNothingBehind(t *testing.T) {
+	const names, entries = 1000, 200
+	recs := make([]string, 0, names/2)
+	for i := 0; i < names; i += 2 { // the odd ones are NXDOMAIN
+		recs = append(recs, "n"+strconv.Itoa(i)+".test. 300 IN A 192.0.2.1")
+	}
+	s := startTestDNS(t, recs...)
+	r, _ := s.resolver(ResolverOptions{CacheEntries: entries, MaxConcurrent: 8})
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < names; i += 8 {
+				_, _ = r.LookupNetIP(context.Background(), "n"+strconv.Itoa(i)+".test")
+			}
+		})
+	}
+	wg.Wait()
+	if st := r.Stats(); st.Entries > entries || st.InFlight != 0 || st.Misses != names {
+		t.Fatalf("stats %+v: want at most %d entries, nothing in flight, %d misses", st, entries, names)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Fatalf("%d goroutines after %d lookups, %d before", n, names, before)
 	}
 }
