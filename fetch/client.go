@@ -62,6 +62,21 @@ type Options struct {
 	// RootCAs verifies https servers' certificates; nil means the system's
 	// roots. Read when a connection is dialled. Tests set it.
 	RootCAs *x509.CertPool
+	// Resolver resolves the host names dialled; nil: the Fetcher's own,
+	// NewResolver(ResolverOptions{}) made by New. Read at every dial.
+	Resolver *Resolver
+	// MaxConnsPerHost bounds the connections (in use, being dialled or
+	// idle) to one host (scheme, name and port), and the idle ones to
+	// it. A caller with politeness sets per_host_max_in_flight + 1 (one
+	// for a robots.txt or sitemap fetch beside a page): requests past it
+	// wait in the pool within their Timeout. Zero or negative: no bound
+	// on connections, MaxIdleConnsPerHost idle ones.
+	MaxConnsPerHost int
+	// MaxIdleConns bounds the idle connections kept in all, the least
+	// recently used closed first; a caller sets its request budget (more
+	// idle connections than requests in flight are never reused at once).
+	// Zero, negative or above MaxIdleConns: MaxIdleConns.
+	MaxIdleConns int
 }
 
 // withDefaults returns o with zero fields replaced by the defaults.
@@ -78,6 +93,10 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.MaxIdleConns <= 0 || o.MaxIdleConns > MaxIdleConns {
+		o.MaxIdleConns = MaxIdleConns
+	}
+	o.MaxConnsPerHost = max(o.MaxConnsPerHost, 0)
 	return o
 }
 
@@ -86,8 +105,11 @@ func (o Options) withDefaults() Options {
 // keep-alive). Create it with New.
 type Fetcher struct {
 	opts      atomic.Pointer[Options]
-	transport *http.Transport
-	noTee     bool // benchmarks only: skip the byte-exact copy (the baseline)
+	transport atomic.Pointer[http.Transport] // replaced when the pool bounds change
+	resolver  *Resolver                      // Options.Resolver when that is nil
+	tee       *teeDialer
+	poolMu    sync.Mutex // serializes transport replacement
+	noTee     bool       // benchmarks only: skip the byte-exact copy (the baseline)
 }
 
 // New returns a Fetcher with opts (zero fields defaulted).
@@ -99,9 +121,12 @@ type Fetcher struct {
 // proxy environment
 // variables (no traffic may leave through a proxy, and the SSRF guard must
 // see the real peer); it never decompresses on its own (the body is kept as
-// transferred); and it keeps up to 64 idle connections per host, 1024 in all.
+// transferred); host names are resolved by a caching Resolver (dns.go) and
+// each resolved address is checked by the SSRF guard as it is dialled; and
+// its pool is bounded as Options.MaxConnsPerHost and MaxIdleConns say, idle
+// connections closed after IdleConnTimeout.
 func New(opts Options) *Fetcher {
-	f := &Fetcher{}
+	f := &Fetcher{resolver: NewResolver(ResolverOptions{})}
 	o := opts.withDefaults()
 	f.opts.Store(&o)
 	dialer := &net.Dialer{
@@ -109,34 +134,60 @@ func New(opts Options) *Fetcher {
 		KeepAlive: 30 * time.Second,
 		Control:   ssrfControl(func() bool { return f.opts.Load().AllowPrivateNetworks }),
 	}
-	tee := &teeDialer{dial: dialer.DialContext, tlsTimeout: 10 * time.Second,
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return f.Resolver().dialFunc(dialer)(ctx, network, addr)
+	}
+	f.tee = &teeDialer{dial: dial, tlsTimeout: 10 * time.Second,
 		roots: func() *x509.CertPool { return f.opts.Load().RootCAs }}
-	f.transport = &http.Transport{
+	f.transport.Store(f.newTransport(o))
+	return f
+}
+
+// newTransport returns a transport with the pool bounds of o.
+func (f *Fetcher) newTransport(o Options) *http.Transport {
+	perHostIdle := MaxIdleConnsPerHost
+	if o.MaxConnsPerHost > 0 {
+		perHostIdle = min(o.MaxConnsPerHost, MaxIdleConnsPerHost)
+	}
+	return &http.Transport{
 		Proxy:             nil,
-		DialContext:       tee.DialContext,
-		DialTLSContext:    tee.DialTLSContext,
+		DialContext:       f.tee.DialContext,
+		DialTLSContext:    f.tee.DialTLSContext,
 		ForceAttemptHTTP2: false,
 		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
 		// No TLSHandshakeTimeout: the tee dialer does TLS (10 s bound).
 		DisableCompression:     true,
-		MaxIdleConns:           MaxIdleConns,
-		MaxIdleConnsPerHost:    MaxIdleConnsPerHost,
-		IdleConnTimeout:        60 * time.Second,
+		MaxIdleConns:           o.MaxIdleConns,
+		MaxIdleConnsPerHost:    perHostIdle,
+		MaxConnsPerHost:        o.MaxConnsPerHost,
+		IdleConnTimeout:        IdleConnTimeout,
 		MaxResponseHeaderBytes: 1 << 20,
 	}
-	return f
 }
 
 // The Fetcher's keep-alive pool (net/http.Transport): a host's connection
-// is reused by its next request while idle for less than 60 s, up to
-// MaxIdleConnsPerHost idle connections per host (more than any
-// per_host_max_in_flight in use) and MaxIdleConns in all, the least
-// recently used closed first. Each idle connection holds a file
-// descriptor; worker.RequestBudget counts the whole pool.
+// is reused by its next request while idle for less than IdleConnTimeout.
+// Idle connections are at most Options.MaxIdleConns in all (never more
+// than MaxIdleConns), the least recently used closed first, and at most
+// min(Options.MaxConnsPerHost, MaxIdleConnsPerHost) per host; so however
+// many hosts a crawl visits, the pool holds at most MaxIdleConns idle
+// sockets (file descriptors; worker.RequestBudget reserves that many),
+// each for at most IdleConnTimeout. Connections in use are bounded by the
+// caller's requests in flight.
 const (
 	MaxIdleConns        = 1024
 	MaxIdleConnsPerHost = 64
+	IdleConnTimeout     = 60 * time.Second
 )
+
+// Resolver returns the resolver dials use: Options.Resolver, or the
+// Fetcher's own.
+func (f *Fetcher) Resolver() *Resolver {
+	if r := f.opts.Load().Resolver; r != nil {
+		return r
+	}
+	return f.resolver
+}
 
 // Options returns the options in effect, with defaults filled in.
 func (f *Fetcher) Options() Options { return *f.opts.Load() }
@@ -148,14 +199,24 @@ func (f *Fetcher) Options() Options { return *f.opts.Load() }
 // connection to a private address is reused afterwards.
 func (f *Fetcher) SetOptions(opts Options) {
 	o := opts.withDefaults()
+	f.poolMu.Lock()
+	defer f.poolMu.Unlock()
 	old := f.opts.Swap(&o)
+	if old.MaxConnsPerHost != o.MaxConnsPerHost || old.MaxIdleConns != o.MaxIdleConns {
+		// A transport's bounds cannot change under it: a new one takes
+		// over, and the old one's connections close as their fetches end
+		// (idle ones now, the rest within IdleConnTimeout).
+		prev := f.transport.Swap(f.newTransport(o))
+		prev.CloseIdleConnections()
+		return
+	}
 	if old.AllowPrivateNetworks && !o.AllowPrivateNetworks {
-		f.transport.CloseIdleConnections()
+		f.transport.Load().CloseIdleConnections()
 	}
 }
 
 // Close closes idle pooled connections. The Fetcher stays usable.
-func (f *Fetcher) Close() { f.transport.CloseIdleConnections() }
+func (f *Fetcher) Close() { f.transport.Load().CloseIdleConnections() }
 
 // Fetch GETs rawURL once and returns the response with its body, capped at
 // Options.MaxBodyBytes. It never follows redirects: a 3xx comes back as a
@@ -193,7 +254,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 	wc.requestLine = "GET " + req.URL.RequestURI() + " HTTP/1.1\r\n"
 
 	started := time.Now()
-	resp, err := f.transport.RoundTrip(req)
+	resp, err := f.transport.Load().RoundTrip(req)
 	if err != nil {
 		wc.finish() // detach the recorder from a connection that may live on
 		code := classify(ctx, reqCtx, err, phaseRoundTrip)

@@ -87,12 +87,18 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	}
 	empty := ""
 	w.cfgErr.Store(&empty)
+	budget := RequestBudget(cfg) // getrlimit and sysinfo: read once per version
 	fopts := fetch.Options{
 		UserAgent:            cfg.UserAgent,
 		Timeout:              cfg.FetchTimeout(),
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		AllowPrivateNetworks: cfg.AllowPrivateNetworks && !w.opts.ForbidPrivateNetworks,
 		Logger:               w.log,
+		// The pool follows politeness: a host never has more than
+		// per_host_max_in_flight requests (plus a robots.txt or sitemap
+		// fetch), the worker never more than its budget.
+		MaxConnsPerHost: cfg.PerHostMaxInFlight + 1,
+		MaxIdleConns:    budget,
 	}
 	if f, ok := w.fetcher.(fetchConfigurer); ok {
 		f.SetOptions(fopts)
@@ -100,7 +106,6 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	if err := w.polite.SetLimits(cfg.PerHostRatePerS, cfg.PerHostBurst, cfg.PerHostMaxInFlight); err != nil {
 		w.log.Error("politeness limits rejected", "error", err) // config.Validate checked the ranges
 	}
-	budget := RequestBudget(cfg) // getrlimit and sysinfo: read once per version
 	if err := w.polite.SetMaxRequests(budget); err != nil {
 		w.log.Error("request budget rejected", "error", err)
 	}

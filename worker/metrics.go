@@ -34,7 +34,8 @@ type Metrics struct {
 	stages         [numStages]prometheus.Observer // itemStages by stage (stages.go)
 
 	gaugeMu sync.Mutex
-	gauges  GaugeSource // set by SetGaugeSource; nil: the gauges read 0
+	gauges  GaugeSource           // set by SetGaugeSource; nil: the gauges read 0
+	dns     func() fetch.DNSStats // set by setDNSSource; nil: the DNS metrics read 0
 }
 
 // GaugeValues are the crawl as one worker sees it, for the gauges
@@ -148,12 +149,59 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		func(v GaugeValues) int { return v.ClaimsHeld })
 	deadLetters := gauge("dead_letters", "Dead letters of the whole crawl, R/failed (refreshed every few seconds).",
 		func(v GaugeValues) int { return v.DeadLetters })
-	for _, c := range []prometheus.Collector{m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, queueDepth, claimsHeld, deadLetters} {
+	dns := m.dnsCollectors()
+	for _, c := range []prometheus.Collector{dns[0], dns[1], dns[2], dns[3], dns[4], m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, queueDepth, claimsHeld, deadLetters} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("worker: register metrics"), err)
 		}
 	}
 	return m, nil
+}
+
+// setDNSSource makes the DNS metrics read f, the fetcher's resolver's
+// counters. Safe on a nil *Metrics.
+func (m *Metrics) setDNSSource(f func() fetch.DNSStats) {
+	if m == nil {
+		return
+	}
+	m.gaugeMu.Lock()
+	m.dns = f
+	m.gaugeMu.Unlock()
+}
+
+func (m *Metrics) dnsStats() fetch.DNSStats {
+	m.gaugeMu.Lock()
+	f := m.dns
+	m.gaugeMu.Unlock()
+	if f == nil {
+		return fetch.DNSStats{}
+	}
+	return f()
+}
+
+// dnsCollectors returns the fetcher's DNS cache metrics (fetch.Resolver):
+// hits, negative hits, misses, lookups in flight, names cached.
+func (m *Metrics) dnsCollectors() [5]prometheus.Collector {
+	counter := func(name, help string, f func(fetch.DNSStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "zkcrawl", Name: name, Help: help},
+			func() float64 { return float64(f(m.dnsStats())) })
+	}
+	gauge := func(name, help string, f func(fetch.DNSStats) int64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "zkcrawl", Name: name, Help: help},
+			func() float64 { return float64(f(m.dnsStats())) })
+	}
+	return [5]prometheus.Collector{
+		counter("dns_cache_hits_total", "Host name lookups of the fetcher answered from its DNS cache (positive or negative).",
+			func(s fetch.DNSStats) uint64 { return s.Hits }),
+		counter("dns_cache_negative_hits_total", "DNS cache hits that were a cached \"no such host\".",
+			func(s fetch.DNSStats) uint64 { return s.NegativeHits }),
+		counter("dns_cache_misses_total", "Host name lookups that waited for a DNS query (their own, or one in flight for the same name).",
+			func(s fetch.DNSStats) uint64 { return s.Misses }),
+		gauge("dns_lookups_in_flight", "DNS queries running now (at most fetch.DNSMaxConcurrent).",
+			func(s fetch.DNSStats) int64 { return s.InFlight }),
+		gauge("dns_cache_entries", "Host names in the fetcher's DNS cache (at most fetch.DNSCacheEntries).",
+			func(s fetch.DNSStats) int64 { return int64(s.Entries) }),
+	}
 }
 
 func (m *Metrics) fetched(res *fetch.Result, err error, d time.Duration) {

@@ -84,6 +84,11 @@ func TestMetricsExpectedOutcomesAndGauges(t *testing.T) {
 	fetches, _ := metricValue(t, reg, "zkcrawl_fetches_total", nil)
 	all, _ := metricValue(t, reg, "zkcrawl_zk_op_expected_total", nil)
 	t.Logf("%v fetches: zk_op_errors_total 0, zk_op_expected_total %v (node_exists %v; all of them were counted as errors before), duplicate links %v", fetches, all, exists, dups)
+	for _, name := range []string{"zkcrawl_dns_cache_hits_total", "zkcrawl_dns_cache_misses_total", "zkcrawl_dns_lookups_in_flight", "zkcrawl_dns_cache_entries"} {
+		if v, ok := metricValue(t, reg, name, nil); !ok || v != 0 {
+			t.Errorf("%s = %v (present %v), want 0: the test web's hosts are IP literals, never looked up", name, v, ok)
+		}
+	}
 	if exists == 0 || dups == 0 {
 		t.Errorf("expected node_exists = %v, duplicate links = %v; want both > 0", exists, dups)
 	}

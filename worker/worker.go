@@ -304,6 +304,7 @@ func newWorker(opts Options, root string) *Worker {
 		reporting: reporting{metrics: opts.Metrics, progress: newProgress()},
 	}
 	w.robots = fetch.NewRobots(http, fetch.RobotsOptions{Logger: log, Gate: w.robotsGate})
+	opts.Metrics.setDNSSource(func() fetch.DNSStats { return http.Resolver().Stats() })
 	return w
 }
 
