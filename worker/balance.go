@@ -39,7 +39,7 @@ const (
 	// (the gaining member waits for the old owner's claims, loads the
 	// group's seen-set again, and each key's first request waits one
 	// politeness interval), so small skews are left alone.
-	balanceSkew = 1.5
+	balanceSkew = 1.25
 
 	// balanceCooldown: a group the balancer moved stays where it went this
 	// long (its load shows in the new owner's status node only after a
