@@ -3,6 +3,11 @@ package worker
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
 func TestPlanAssignmentBalancesLoads(t *testing.T) {
@@ -74,4 +79,53 @@ func TestBalanceMovesSparesFrozenGroups(t *testing.T) {
 	if fmt.Sprint(owners) != "[0 0 0 1]" || fmt.Sprint(moved) != "[3]" {
 		t.Errorf("owners %v: want only group 3 moved", owners)
 	}
+}
+
+// The balancer moves shard groups with work to a worker that has none:
+// every seeded host is in a group that bounded-load rendezvous gives w1, so
+// w2 starts with empty groups only; with rate limits off it is handed some
+// of w1's busy groups and crawls them, and no page is fetched twice across
+// the moves.
+func TestBalancerMovesBusyGroupsToAnIdleWorker(t *testing.T) {
+	zks := testenv.ZooKeeper(t)
+	layout := frontier.Layout{Shards: 8, Spread: 1}
+	owners := coord.Owners(layout.Groups(), []string{"w1", "w2"})
+	delays := map[int]time.Duration{}
+	for h := range 24 {
+		delays[h] = 150 * time.Millisecond
+	}
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 5, Hosts: 24, PagesPerHost: 40, LinksPerPage: 3, HostDelay: delays})
+	var seeds []string
+	for _, s := range web.Seeds() {
+		u, err := frontier.Normalize(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owners[layout.Group(u)] == "w1" {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) < 4 {
+		t.Fatalf("only %d of 24 hosts in w1's groups", len(seeds))
+	}
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	cfg.PerHostRatePerS = 0
+	cfg.PerHostMaxInFlight = 1
+	c := newCrawl(t, zks.Addr(), "balance", cfg, layout, seeds)
+	c.runWorkers(2, 120*time.Second)
+	pages, times := map[string]int{}, map[string]int{}
+	for _, e := range c.logs() {
+		pages[e.Worker]++
+		times[e.URL]++
+	}
+	for u, n := range times {
+		if n > 1 {
+			t.Errorf("%s logged %d times", u, n)
+		}
+	}
+	if pages["w2"] == 0 {
+		t.Errorf("w2 crawled nothing (pages by worker %v): no busy group moved to it", pages)
+	}
+	t.Logf("%d hosts, pages by worker %v", len(seeds), pages)
 }
