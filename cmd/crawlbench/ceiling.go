@@ -1,8 +1,7 @@
 package main
 
-// Part 5: the write ceiling of the shared servers (testenv.WriteCeiling;
-// through the 3-node ensemble's quorum too) and the cluster pages/s it
-// implies at part 1's writes per page.
+// Part 5: the write ceiling of the shared servers (testenv.WriteCeiling; through the 3-node
+// ensemble's quorum too) and the cluster pages/s it implies at part 1's writes per page.
 
 import (
 	"context"
@@ -19,8 +18,7 @@ const (
 	ceilingTime                      = 5 * time.Second
 )
 
-// runCeiling runs part 5 on every shared server and divides each ceiling
-// by part 1's writes per page on the same server (synth nil: not run).
+// runCeiling runs part 5 on each shared server, dividing by part 1's writes/page there (synth nil: none).
 func (b *bench) runCeiling(ctx context.Context, synth *report.Synth) (*report.Ceiling, error) {
 	res := &report.Ceiling{Clients: ceilingSessions, InFlight: ceilingInFlight, TimeS: ceilingTime.Seconds()}
 	for _, s := range b.servers {

@@ -1,8 +1,7 @@
 package main
 
-// A part's processes: bin/seeder and a fleet of bin/crawler workers
-// (testenv.RunSeeder, testenv.StartCrawlers), the wait until their crawl is
-// done, and what they report on /metrics and in /proc.
+// A part's processes: bin/seeder and a fleet of bin/crawler workers (testenv.RunSeeder,
+// StartCrawlers), the wait until their crawl is done, and their /metrics and /proc.
 
 import (
 	"context"
@@ -29,15 +28,13 @@ func (b *bench) seed(ctx context.Context, zkAddr, crawl, dir string, cfg map[str
 	return testenv.RunSeeder(ctx, b.bin("seeder"), zkAddr, crawl, dir, cfg, seeds)
 }
 
-// fleet is the bin/crawler workers w1..wN of one crawl, each with its
-// output in dir/<id> and its log in dir/<id>.log.
+// fleet is the bin/crawler workers w1..wN of one crawl, output in dir/<id>, log in dir/<id>.log.
 type fleet struct {
 	dir     string
 	workers []*testenv.Crawler
 }
 
-// startFleet starts n workers of crawl on zkAddr with the extra flags
-// (testenv.StartCrawlers: metrics on a free loopback port).
+// startFleet starts n workers of crawl on zkAddr with extra flags (testenv.StartCrawlers; metrics on loopback).
 func (b *bench) startFleet(ctx context.Context, zkAddr, crawl, dir string, n int, extra ...string) (*fleet, error) {
 	ws, err := testenv.StartCrawlers(ctx, b.bin("crawler"), zkAddr, crawl, dir, n, b.log, extra...)
 	return &fleet{dir: dir, workers: ws}, err
@@ -50,8 +47,7 @@ func (f *fleet) kill() {
 	}
 }
 
-// stop stops every worker still running: SIGTERM, and SIGKILL to one
-// still running 15 s later.
+// stop stops every worker still running: SIGTERM, then SIGKILL after 15 s.
 func (f *fleet) stop() {
 	for _, w := range f.workers {
 		w.Stop(15 * time.Second)
@@ -81,9 +77,8 @@ func (f *fleet) logSizes() (sizes []int64, total int64, last time.Time) {
 	return sizes, total, last
 }
 
-// waitDone polls every 50 ms until empty, asked once the crawl logs have
-// stopped growing for 100 ms, reports nothing left twice in a row with no
-// log growing in between. Errors: every worker exited, ctx ended, timeout.
+// waitDone polls every 50 ms until empty, asked once the crawl logs stopped growing for 100 ms, reports
+// nothing left twice in a row with no log growing between. Errors: every worker exited, ctx, timeout.
 func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool, error), timeout time.Duration) error {
 	var last []int64
 	stable, seenEmpty := 0, false
@@ -111,9 +106,8 @@ func (f *fleet) waitDone(ctx context.Context, empty func(context.Context) (bool,
 	return err
 }
 
-// poll calls cond every interval until it reports done or fails, ctx
-// ends or timeout passes; it returns cond's last report (false at the
-// timeout) or ctx's error.
+// poll calls cond every interval until it reports done or fails, ctx ends or timeout passes;
+// it returns cond's last report (false at the timeout) or ctx's error.
 func poll(ctx context.Context, interval, timeout time.Duration, cond func() (bool, error)) (bool, error) {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -128,8 +122,7 @@ func poll(ctx context.Context, interval, timeout time.Duration, cond func() (boo
 	}
 }
 
-// crawlReading is what runCrawl reads of one crawl while its workers
-// still run.
+// crawlReading is what runCrawl reads of one crawl while its workers still run.
 type crawlReading struct {
 	report.CrawlFigures           // LoadBefore: of the caller's mark
 	end                 time.Time // the last crawl log write
@@ -138,10 +131,9 @@ type crawlReading struct {
 	front               *frontier.Frontier // opened when the caller gave no pending
 }
 
-// runCrawl starts n workers of the seeded crawl on zk, waits (up to 5
-// minutes) until pending reports it done (nil: frontier.Pending.Empty, the
-// frontier opened once the workers run), and takes the readings since mark
-// before anything stops. The caller stops the fleet; on error it is killed.
+// runCrawl starts n workers of the seeded crawl on zk, waits (up to 5 minutes) until pending
+// reports it done (nil: frontier.Pending.Empty, opened once the workers run), and takes the
+// readings since mark before anything stops. The caller stops the fleet; on error it is killed.
 func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n int, mark zkMark,
 	pending func(context.Context) (bool, error)) (*fleet, crawlReading, error) {
 	r := crawlReading{CrawlFigures: report.CrawlFigures{LoadBefore: mark.load}}
@@ -183,8 +175,7 @@ func (b *bench) runCrawl(ctx context.Context, zk *benchZK, crawl, dir string, n 
 	return f, r, nil
 }
 
-// crawlRoot is the znode root of crawl name (coord.Root); the driver's
-// names are valid crawl names, so an error here is a bug.
+// crawlRoot is crawl name's znode root (coord.Root); the driver's names are valid, so an error is a bug.
 func crawlRoot(name string) string {
 	root, err := coord.Root(name)
 	if err != nil {
@@ -207,7 +198,8 @@ type workerMetrics struct {
 // metrics scrapes every worker's /metrics and reads its CPU time and peak
 // RSS. Errors: a scrape, a /proc read, histograms of different buckets.
 func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
-	m := workerMetrics{ops: map[string]float64{}, opErrors: map[string]float64{}, dropped: map[string]float64{}, links: map[string]float64{}}
+	m := workerMetrics{ops: map[string]float64{}, opErrors: map[string]float64{}, dropped: map[string]float64{}, links: map[string]float64{},
+		stages: make([]testenv.Histogram, len(stageNames))}
 	const opHist = "zkcrawl_zk_op_duration_seconds"
 	for _, w := range f.workers {
 		fams, err := testenv.ScrapeMetrics(ctx, w.Metrics)
@@ -223,7 +215,6 @@ func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 				return m, err
 			}
 		}
-		m.stages = append(m.stages, make([]testenv.Histogram, len(stageNames)-len(m.stages))...)
 		for i, name := range stageNames {
 			if m.stages[i], err = m.stages[i].Merge(fams.Histogram("zkcrawl_item_stage_seconds", "stage", name)); err != nil {
 				return m, err
@@ -250,8 +241,7 @@ func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 // stageNames are the stages of zkcrawl_item_stage_seconds (worker/stages.go), in the path's order.
 var stageNames = strings.Fields("ready claim robots politeness fetch store parse links fsync complete total")
 
-// ms converts seconds to milliseconds; 0 for NaN (a histogram without
-// observations has no quantile), since JSON has no NaN.
+// ms converts seconds to milliseconds; 0 for NaN and ±Inf (no observations), which JSON lacks.
 func ms(s float64) float64 {
 	if math.IsNaN(s) || math.IsInf(s, 0) {
 		return 0

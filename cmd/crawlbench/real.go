@@ -1,9 +1,8 @@
 package main
 
-// Part 2: the PostgreSQL manual served by nginx, mirrored by
-// `wget -r --warc-file` and crawled by 3 workers, on loopback and through
-// a proxy adding realLatency per response. One host is one shard group
-// with one owner: one worker does all the fetching, by design.
+// Part 2: the PostgreSQL manual served by nginx, mirrored by `wget -r --warc-file` and crawled
+// by 3 workers, on loopback and through a proxy adding realLatency per response. One host is one
+// shard group with one owner: one worker does all the fetching, by design.
 
 import (
 	"context"
@@ -85,9 +84,8 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 	return res, err
 }
 
-// realPair mirrors base with wget (testenv.WgetMirror) into dir, then
-// crawls it with zkcrawl once on each shared server in servers, each run
-// filled in over pair.
+// realPair mirrors base with wget (testenv.WgetMirror) into dir, then crawls it with zkcrawl
+// once on each shared server in servers, each run filled in over pair.
 func (b *bench) realPair(ctx context.Context, base, dir string, pair report.RealRun, servers ...report.Server) ([]report.RealRun, error) {
 	m, err := testenv.WgetMirror(ctx, base+"index.html", dir)
 	if err != nil {
@@ -98,8 +96,7 @@ func (b *bench) realPair(ctx context.Context, base, dir string, pair report.Real
 	var runs []report.RealRun
 	for _, s := range servers {
 		pair.Server = s
-		// When part 1 did not warm this server up, unrecorded crawls of
-		// the manual do.
+		// When part 1 did not warm this server up, unrecorded crawls of the manual do.
 		zk, err := b.sharedServer(ctx, s, func(z *benchZK) error {
 			for i := 1; i <= realWarmups; i++ {
 				warm, name := pair, fmt.Sprintf("%s-warmup%d-%s", crawl, i, serverTag(s))

@@ -1,8 +1,7 @@
 package main
 
-// Part 1: the synthetic web, rate limits off, crawled by 1, 2 and 3
-// workers on each shared ZooKeeper (b.servers), checked against the web's ground
-// truth; then part 3b, what the finished crawl left in ZooKeeper.
+// Part 1: the synthetic web, rate limits off, crawled by 1, 2 and 3 workers on each shared
+// ZooKeeper, checked against its ground truth; then part 3b, what the crawl left in ZooKeeper.
 
 import (
 	"context"
@@ -19,8 +18,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// The synthetic web of part 1 beside --hosts and --pages-per-host, and
-// its crawl's scope and per_host_max_in_flight.
+// Part 1's synthetic web beside --hosts and --pages-per-host; its crawl's scope and per_host_max_in_flight.
 const (
 	synthLinks, synthCross    = 8, 0.2
 	synthScope, synthInFlight = "any", 8
@@ -37,10 +35,8 @@ var synthConfig = map[string]any{
 	"scope":                  synthScope,
 }
 
-// runSynth runs part 1: every worker count on both standalone servers
-// and the most workers on the ensemble, --repeat rounds (the table keeps
-// each count's fastest run), plus the baseline build's 3 workers when
-// --baseline-bin is given.
+// runSynth runs part 1: each worker count on the standalone servers, the most on the ensemble,
+// --repeat rounds (the table keeps the fastest), and the --baseline-bin build's 3 workers.
 func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	o := b.opts
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 1, Hosts: o.hosts, PagesPerHost: o.pagesPerHost,
@@ -91,8 +87,7 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	return res, nil
 }
 
-// keepFastest returns runs with run in place of the run of its worker
-// count and server when faster, or added when there is none.
+// keepFastest returns runs with run in place of its worker count and server's slower run, or added.
 func keepFastest(runs []report.SynthRun, run report.SynthRun) []report.SynthRun {
 	i := slices.IndexFunc(runs, func(x report.SynthRun) bool { return x.Workers == run.Workers && x.Server == run.Server })
 	if i < 0 {
@@ -104,11 +99,9 @@ func keepFastest(runs []report.SynthRun, run report.SynthRun) []report.SynthRun 
 	return runs
 }
 
-// synthRun crawls web (its ground truth: truth) with n workers on zk;
-// attempt 0 is a warm-up. A baseline run uses the previous layout's
-// binaries (b.bin), whose crawl this code cannot open as a frontier: it is
-// found done by the queue alone (coord.Queue.Pending: ready items and
-// claims), and part 3b is not read.
+// synthRun crawls web (ground truth: truth) with n workers on zk; attempt 0 is a warm-up. A
+// baseline run's crawl (the previous layout) is no frontier this code opens: it is done when
+// coord.Queue.Pending shows no ready item or claim, and part 3b is not read.
 func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (report.SynthRun, error) {
 	tag := fmt.Sprintf("w%d-%s-a%d", n, serverTag(zk.Server), attempt)
 	if baseline {
@@ -148,9 +141,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	run.WallS, run.CrawlFigures = r.wall.Seconds(), r.CrawlFigures
 	run.Dropped, run.PeakRSSMB = r.m.dropped, r.m.peakRSSMB
 	run.LinksQueued, run.LinksDup = r.m.links["queued"], r.m.links["duplicate"]
-	if r.m.claim.Count > 0 {
-		run.ClaimMeanMs = r.m.claim.Sum / r.m.claim.Count * 1000
-	}
+	run.ClaimMeanMs = ms(r.m.claim.Sum / r.m.claim.Count)
 	run.CompleteP50Ms, run.PostP50Ms = ms(r.m.complete.Quantile(0.5)), ms(r.m.post.Quantile(0.5))
 	for i, h := range r.m.stages {
 		run.Stages = append(run.Stages, report.Stage{Name: stageNames[i], P50Ms: ms(h.Quantile(0.5)), P90Ms: ms(h.Quantile(0.9)), MeanMs: ms(h.Sum / h.Count)})
@@ -181,9 +172,8 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	return run, nil
 }
 
-// judgeSynth counts the crawl logs' differences from the ground truth
-// (testenv.DiffTruth, by kind; URLs logged more than once) and derives the
-// per-page figures of run.
+// judgeSynth counts the crawl logs' differences from the ground truth (testenv.DiffTruth, by
+// kind; URLs logged more than once) and derives run's per-page figures.
 func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEntry, truth map[string]testenv.WebExpect) {
 	final, count := testenv.FinalStatus(lines)
 	diff := testenv.DiffTruth(truth, final)
@@ -230,9 +220,8 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 	}
 }
 
-// seenChunks polls Backlog.Stats (up to 15 s) until no group has a live
-// batch, records whether that happened, and fills in the seen-set's keys
-// and chunks from the last reading and their bytes (Backlog.SeenBytes).
+// seenChunks polls Backlog.Stats (up to 15 s) until no group has a live batch, records whether that
+// happened, and fills in the seen-set's keys, chunks and bytes (Backlog.SeenBytes).
 func seenChunks(ctx context.Context, front *frontier.Frontier, run *report.SynthRun) error {
 	if _, err := poll(ctx, 200*time.Millisecond, 15*time.Second, func() (bool, error) {
 		st, err := front.Backlog().Stats(ctx)

@@ -1,11 +1,11 @@
 package main
 
-// Part 6: kill-to-takeover. Three workers crawl with a per-host rate, so
-// items wait claimed for their politeness turn; the one holding the most
-// claims is SIGKILLed, and the driver times, for each item and host it
-// held, the kill until another worker claims it (an item also: completes).
+// Part 6: kill-to-takeover. Three workers crawl with a per-host rate, so items wait claimed for
+// their politeness turn; the one holding the most claims is SIGKILLed, and the driver times, for
+// each item and host it held, the kill until another worker claims it (an item also: completes).
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -59,8 +59,7 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 		return nil, err
 	}
 	defer f.stop()
-	// Let membership settle and the claim loops fill up: every host holds
-	// up to per_host_max_in_flight + 1 claims waiting for or in a fetch.
+	// Let membership settle and the claim loops fill: a host holds up to per_host_max_in_flight + 1 claims.
 	time.Sleep(5 * time.Second)
 	if err := b.killAndWatch(ctx, bz, q, crawlRoot(crawl), f, res); err != nil {
 		return nil, err
@@ -74,9 +73,8 @@ type shardItem struct {
 	name  string
 }
 
-// killAndWatch records the claims per worker and host, SIGKILLs the worker
-// holding the most, and polls every 50 ms until its every item and host is
-// taken over or the deadline (3 session timeouts + 15 s) passes.
+// killAndWatch records the claims per worker and host, SIGKILLs the worker holding the most, and polls
+// every 50 ms until its every item and host is taken over or 3 session timeouts + 15 s pass.
 func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, root string, f *fleet, res *report.Takeover) error {
 	hostOf := map[shardItem]string{}
 	host := func(it shardItem) string { // "" while unreadable (gone: completed); read again next time
@@ -112,12 +110,7 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 	for _, n := range hostClaims {
 		res.MaxClaimsPerHost = max(res.MaxClaimsPerHost, n)
 	}
-	victim := f.workers[0]
-	for _, w := range f.workers {
-		if res.ClaimsBefore[w.ID] > res.ClaimsBefore[victim.ID] {
-			victim = w
-		}
-	}
+	victim := slices.MaxFunc(f.workers, func(a, b *testenv.Crawler) int { return cmp.Compare(res.ClaimsBefore[a.ID], res.ClaimsBefore[b.ID]) })
 	res.Victim = victim.ID
 	if res.ClaimsBefore[res.Victim] == 0 {
 		return fmt.Errorf("no worker holds a claim 5 s into the crawl (claims: %v)", res.ClaimsBefore)
@@ -130,8 +123,7 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 		return err
 	}
 	<-victim.Done()
-	// The claims it still holds stay until its session expires: read after
-	// the kill, so items it completed just before dying are not counted.
+	// Read after the kill (its claims stay until its session expires): items it just completed do not count.
 	if claims, err = q.Claims(ctx); err != nil {
 		return err
 	}
@@ -205,8 +197,7 @@ func (b *bench) killAndWatch(ctx context.Context, bz *benchZK, q *coord.Queue, r
 	return nil
 }
 
-// spread returns how many durations m holds and their min, median (the
-// nearest rank) and max in seconds; zeros when there are none.
+// spread returns how many durations m holds and their min, median (nearest rank) and max in s; zeros for none.
 func spread[K comparable](m map[K]time.Duration) (n int, minS, medianS, maxS float64) {
 	ds := slices.Sorted(maps.Values(m))
 	if len(ds) == 0 {

@@ -1,8 +1,7 @@
 package main
 
-// Part 4: crawler traps (testenv.NewTrapHandler, each flavour), crawled by
-// one worker with the default config for --trap-time on a fresh ZooKeeper:
-// ZooKeeper's data growth, the links dropped, the pages, the dead letters.
+// Part 4: crawler traps (testenv.NewTrapHandler, each flavour), crawled by one worker with the default
+// config for --trap-time on a fresh ZooKeeper: its data growth, links dropped, pages, dead letters.
 
 import (
 	"context"
@@ -22,8 +21,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/worker"
 )
 
-// trapAbortMB stops a flavour early once ZooKeeper's data grew by this
-// much (its heap is 1 GiB).
+// trapAbortMB stops a flavour early once ZooKeeper's data grew by this much (its heap is 1 GiB).
 const trapAbortMB = 512
 
 // runTraps runs part 4: each trap flavour in turn.
@@ -81,8 +79,7 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 		return run, err
 	}
 	run.ZKWrites, _, _ = zk.since(ctx, mark) // 0 when unreadable
-	// While the worker runs: what it dropped (its status node, after its
-	// next 2 s refresh), what the frontier holds, the dead letters.
+	// While the worker runs: what it dropped (status node, 2 s refresh), the frontier, dead letters.
 	time.Sleep(2100 * time.Millisecond)
 	_, status, err := coord.Members(ctx, zk.client, crawlRoot(crawl))
 	if err != nil {
@@ -131,10 +128,8 @@ func (b *bench) trapRun(ctx context.Context, flavour testenv.TrapFlavour) (*repo
 	return run, nil
 }
 
-// watchGrowth reads ZooKeeper's footprint every second for --trap-time,
-// keeping the peak growth over zk.base, and stops early past trapAbortMB;
-// then it reads the footprint at the end. Errors: the worker exited, ctx
-// ended, or a reading failed.
+// watchGrowth reads ZooKeeper's footprint every second for --trap-time (peak growth over zk.base;
+// stops early past trapAbortMB), then at the end. Errors: the worker exited, ctx, a reading failed.
 func (b *bench) watchGrowth(ctx context.Context, zk *benchZK, w *testenv.Crawler, run *report.TrapRun) error {
 	base := zk.base
 	t0 := time.Now()

@@ -16,8 +16,7 @@ import (
 // english groups thousands with commas (CLDR's English number format).
 var english = message.NewPrinter(language.English)
 
-// num formats v with d decimals and thousands separators; "—" for NaN and
-// ±Inf (a figure not taken).
+// num formats v with d decimals and thousands separators; "—" for NaN and ±Inf (not taken).
 func num(v float64, d int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "—"
@@ -64,9 +63,8 @@ func joinNums[T int | float64](v []T, d int) string {
 	return strings.Join(out, ", ")
 }
 
-// opsLine formats counts by name (requests by op, dropped links by
-// reason), most frequent first, with errs[name] in parentheses when
-// positive.
+// opsLine formats counts by name (requests by op, dropped links by reason), most
+// frequent first, with errs[name] in parentheses when positive.
 func opsLine[V int64 | float64](ops, errs map[string]V) string {
 	var parts []string
 	for _, k := range slices.SortedFunc(maps.Keys(ops), func(a, b string) int { return cmp.Or(cmp.Compare(ops[b], ops[a]), cmp.Compare(a, b)) }) {
@@ -79,8 +77,7 @@ func opsLine[V int64 | float64](ops, errs map[string]V) string {
 	return strings.Join(parts, ", ")
 }
 
-// dropLine formats dropped-link counts by reason, largest first; "none"
-// for none.
+// dropLine formats dropped-link counts by reason, largest first; "none" for none.
 func dropLine(m map[string]int64) string { return orNone(opsLine(m, nil)) }
 
 // orNone is s, or "none" when s is empty.
@@ -92,8 +89,7 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// fsyncCell formats the group fsync figures of a run: pages per fsync
-// round · fsync ms per page ("-" for a figure not recorded).
+// fsyncCell formats a run's group fsync figures: pages per round · fsync ms per page ("-": not recorded).
 func fsyncCell(pages, rounds, s float64) string {
 	perRound, msPer := "-", "-"
 	if rounds > 0 {

@@ -1,7 +1,6 @@
 package report
 
-// BENCHMARKS.md around the table (the template benchmarks.md.tmpl) and the
-// functions it calls.
+// BENCHMARKS.md around the table (the template benchmarks.md.tmpl) and its functions.
 
 import (
 	_ "embed"
@@ -21,8 +20,7 @@ func (r *Results) Markdown(table string) string {
 	return render("BENCHMARKS.md", markdownText, r, template.FuncMap{"table": func() string { return table }})
 }
 
-// markdownFuncs are the functions benchmarks.md.tmpl calls beside those
-// of the table.
+// markdownFuncs are the functions benchmarks.md.tmpl calls beside the table's.
 var markdownFuncs = template.FuncMap{
 	"mul":         func(a, b int) int { return a * b },
 	"div":         func(a, b int) int { return a / max(b, 1) },
@@ -47,16 +45,14 @@ var markdownFuncs = template.FuncMap{
 // synthMark marks a part 1 run in its table: " ✓" when the summary table
 // shows it, the build's name for a baseline run.
 func synthMark(s *Synth, x SynthRun) string {
-	shown := func(runs []SynthRun) string {
-		if slices.ContainsFunc(runs, func(y SynthRun) bool { return y.Crawl == x.Crawl }) {
-			return " ✓"
-		}
-		return ""
-	}
+	runs, mark := s.Runs, ""
 	if x.Baseline {
-		return " (" + s.BaselineName + ")" + shown(s.Baseline)
+		runs, mark = s.Baseline, " ("+s.BaselineName+")"
 	}
-	return shown(s.Runs)
+	if slices.ContainsFunc(runs, func(y SynthRun) bool { return y.Crawl == x.Crawl }) {
+		mark += " ✓"
+	}
+	return mark
 }
 
 // float converts a number of any of the report's kinds to float64.

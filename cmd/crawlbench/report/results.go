@@ -1,7 +1,6 @@
-// Package report holds what crawlbench measured, the shape of its
-// results.json, and renders it: the table of every figure against its
-// target and BENCHMARKS.md around it (table.md.tmpl, benchmarks.md.tmpl).
-// Nothing here measures; the driver (package main) fills these structs.
+// Package report holds what crawlbench measured, the shape of its results.json, and renders it:
+// the table of every figure against its target and BENCHMARKS.md around it (table.md.tmpl,
+// benchmarks.md.tmpl). Nothing here measures; the driver (package main) fills these structs.
 package report
 
 import (
@@ -10,8 +9,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// Results is everything the benchmark measured, written as results.json.
-// A part that did not run is nil.
+// Results is everything the benchmark measured, written as results.json; a part not run is nil.
 type Results struct {
 	Started, Finished time.Time
 	Machine           Machine
@@ -50,9 +48,8 @@ type ZKFootprint struct {
 	RSSKB     int64 // the JVM's VmRSS
 }
 
-// Server is the shared ZooKeeper of a run of parts 1, 2 and 5: a
-// standalone server with forceSync=yes or =no, or the 3-node ensemble on
-// loopback, forceSync=yes (Quorum).
+// Server is the shared ZooKeeper of a run of parts 1, 2 and 5: a standalone server with
+// forceSync=yes or =no, or the 3-node ensemble on loopback, forceSync=yes (Quorum).
 type Server struct {
 	ForceSync bool
 	Ensemble  bool `json:",omitempty"`
@@ -75,8 +72,7 @@ type Synth struct {
 	Expected                          int        // ground-truth URLs a correct crawl fetches
 	Runs                              []SynthRun // the fastest attempt of each worker count and server
 	Attempts                          []SynthRun // every run, in order
-	// The previous frontier layout's build (--baseline-bin), 3 workers,
-	// run in the same rounds: the fastest per forceSync, and every attempt.
+	// The --baseline-bin build, 3 workers, same rounds: the fastest per server, and every attempt.
 	BaselineName               string
 	Baseline, BaselineAttempts []SynthRun
 }
@@ -98,8 +94,7 @@ type SynthRun struct {
 	CrawlFigures
 	WorkerCPUMsPerPage, ZKCPUMsPerPage float64
 	ZKWritesPerPage                    float64
-	// Group commit: fenced steps (claims, completions, group steps, posts)
-	// and the ZooKeeper multis that carried them (workers' metrics).
+	// Group commit: fenced steps (claims, completions, group steps, posts) and the multis carrying them.
 	FencedSteps, Multis, StepsPerMulti    float64
 	ClaimMeanMs, CompleteP50Ms, PostP50Ms float64
 	Stages                                []Stage // zkcrawl_item_stage_seconds, all workers, in the path's order
@@ -110,8 +105,7 @@ type SynthRun struct {
 	Dropped                     map[string]float64 // zkcrawl_links_dropped_total by reason
 	PeakRSSMB                   []float64          // per worker, VmHWM
 	PagesPerWorker              []int
-	// Part 3b, once the batches retired: mntr data and znode delta from
-	// before seeding to after the workers stopped; the seen chunks.
+	// Part 3b, once the batches retired: mntr deltas, seeding to the workers' stop; the seen chunks.
 	Retired                     bool // every batch retired within the wait (15 s)
 	DataDelta, ZnodeDelta       int64
 	SeenKeys, SeenChunks        int
@@ -119,8 +113,7 @@ type SynthRun struct {
 	DataPerURL, ChunkBytesPerKy float64
 }
 
-// Stage is one stage of an item's path (a zkcrawl_item_stage_seconds
-// label): p50, p90 and mean in ms.
+// Stage is one stage of an item's path (zkcrawl_item_stage_seconds label): p50, p90, mean in ms.
 type Stage struct {
 	Name                 string
 	P50Ms, P90Ms, MeanMs float64
@@ -156,9 +149,8 @@ type RealRun struct {
 	WritesPerLine float64 // ZKWrites / ZKLines
 }
 
-// CrawlFigures are the figures of one crawl by a fleet of workers that
-// parts 1 and 2 share: read from the workers' /metrics and /proc, and the
-// ZooKeeper's zxid and JVM, over the run.
+// CrawlFigures are the figures of a fleet's crawl that parts 1 and 2 share: the workers'
+// /metrics and /proc, and the ZooKeeper's zxid and JVM, over the run.
 type CrawlFigures struct {
 	WorkerCPUS, ZKCPUS     float64            // CPU seconds: the workers (sum) and the ZooKeeper JVM
 	ZKWrites               int64              // zxid delta over the run
@@ -169,8 +161,7 @@ type CrawlFigures struct {
 	LoadBefore, LoadAfter  string
 }
 
-// Queued is part 3a: URLs queued through bin/seeder, before and after a
-// paused worker drained them.
+// Queued is part 3a: URLs queued through bin/seeder, before and after a paused worker drained them.
 type Queued struct {
 	URLs, Hosts                            int
 	SeederS, SeedPerS                      float64 // bin/seeder wall time (process start to exit) and URLs/s
@@ -187,8 +178,7 @@ type Queued struct {
 	LoadBefore, LoadAfter                  string
 }
 
-// Big is part 3c: a big frontier in one ZooKeeper, its snapshot and
-// restart.
+// Big is part 3c: a big frontier in one ZooKeeper, its snapshot and restart.
 type Big struct {
 	Target, URLs          int // asked and enqueued
 	Hosts, Paths          int
@@ -205,8 +195,7 @@ type Big struct {
 	AfterRestartRSSMB     float64
 	LoadBefore, LoadAfter string
 	StoppedByTimeLimitS   bool // seeding ended at --big-time
-	// Seen keys in memory: a seeder's LoadKnown of every group (keys, s)
-	// and group 0's seen-set, live heap bytes per key after GC.
+	// Seen keys in memory: a seeder's LoadKnown of every group (keys, s), group 0's set; heap B/key.
 	KnownKeys, GroupKeys       int
 	KnownS                     float64
 	KnownBPerKey, GroupBPerKey float64
@@ -236,8 +225,7 @@ type TrapRun struct {
 	ZKWrites     int64
 	JVMRSSMB     float64
 	LoadAfter    string
-	// Dead letters (R/failed), and from the worker's log group steps that
-	// failed (the manager reloads) and ZooKeeper connection losses.
+	// Dead letters (R/failed); from the worker's log, failed group steps and connection losses.
 	DeadLetters, GroupFailures, ConnLosses int
 	GroupErrorHint                         string // the first group step error logged
 }
@@ -259,8 +247,7 @@ type CeilingRun struct {
 	LoadAfter                 string
 }
 
-// Takeover is part 6: how long the items of a SIGKILLed worker wait
-// before another worker claims (or completes) them.
+// Takeover is part 6: how long a SIGKILLed worker's items wait until another claims (or completes) them.
 type Takeover struct {
 	TickMS               int64
 	Hosts, PagesPerHost  int
@@ -277,12 +264,10 @@ type Takeover struct {
 	MinS, MedianS, MaxS  float64
 	ByOtherClaim, ByGone int
 	Shards               int // the killed worker's shards that held its claims
-	// Hosts: the hosts of the killed worker's claimed items; a host is
-	// taken over when another worker holds a claim on one of its items.
+	// The killed worker's claimed items' hosts; taken over once another worker claims one of its items.
 	VictimHosts, HostsTakenOver     int
 	HostMinS, HostMedianS, HostMaxS float64
-	// At the kill: the most claims one host had, the hosts with claims
-	// held by two or more workers at once, and the hosts with claims.
+	// At the kill: the most claims of one host, the hosts claimed by 2+ workers, the hosts claimed.
 	MaxClaimsPerHost, HostsWithTwoOwners, HostsClaimed int
 	LoadAfter                                          string
 }

@@ -36,8 +36,7 @@ var synthFigures = map[string]func(x SynthRun) string{
 	},
 }
 
-// realFigures are the part 2 figures the table shows of a server's
-// loopback run of median ratio (x) among its rounds.
+// realFigures are the part 2 figures the table shows of a server's median-ratio loopback run (x).
 var realFigures = map[string]func(rounds []*RealRun, x *RealRun) string{
 	"wall":   func(_ []*RealRun, x *RealRun) string { return f2(x.ZKS) },
 	"writes": func(_ []*RealRun, x *RealRun) string { return f2(x.WritesPerLine) },
@@ -52,9 +51,8 @@ var realFigures = map[string]func(rounds []*RealRun, x *RealRun) string{
 	},
 }
 
-// beside formats a figure of each shared server: forceSync=yes's, then
-// those of the others that ran in parentheses, "a (forceSync=no: b;
-// 3-node ensemble: c)"; cell returns "" for a server that did not run.
+// beside formats a figure of each shared server, "a (forceSync=no: b; 3-node ensemble: c)";
+// cell returns "" for a server that did not run.
 func beside(cell func(Server) string) string {
 	var others []string
 	for _, s := range []Server{NoFsync, Quorum} {
@@ -65,15 +63,13 @@ func beside(cell func(Server) string) string {
 	return cell(Fsync) + map[bool]string{true: " (" + strings.Join(others, "; ") + ")"}[len(others) > 0]
 }
 
-// tableFuncs are the functions table.md.tmpl calls beside the formatting
-// ones of format.go.
+// tableFuncs are the functions table.md.tmpl calls beside format.go's.
 var tableFuncs = template.FuncMap{
 	"met": met, "signed": signed, "mb": mb, "kbMB": kbMB, "dropLine": dropLine,
 	"realRounds": func(runs []RealRun) int { return len(loopback(runs, Fsync)) }, // part 2's loopback rounds
 	"add":        func(a, b float64) float64 { return a + b },
 	"add2":       func(a, b int) int { return a + b },
-	// synth formats a figure of the part 1 runs of each server (beside):
-	// "a / b / c" by worker count.
+	// synth: a figure of each server's part 1 runs (beside), "a / b / c" by worker count.
 	"synth": func(runs []SynthRun, figure string) string {
 		by := map[Server][]string{}
 		for _, x := range runs {
@@ -81,8 +77,7 @@ var tableFuncs = template.FuncMap{
 		}
 		return beside(func(s Server) string { return strings.Join(by[s], " / ") })
 	},
-	// real formats a figure of each server's part 2 loopback run of median
-	// ratio (beside).
+	// real: a figure of each server's part 2 loopback run of median ratio (beside).
 	"real": func(runs []RealRun, figure string) string {
 		return beside(func(s Server) string {
 			if x := realPick(loopback(runs, s)); x != nil {
@@ -91,8 +86,7 @@ var tableFuncs = template.FuncMap{
 			return ""
 		})
 	},
-	// ceiling formats part 5's multis/s (implied: the cluster pages/s
-	// and the writes per page behind it) of each server (beside).
+	// ceiling: part 5's multis/s of each server (beside); implied: the cluster pages/s at its writes/page.
 	"ceiling": func(runs []CeilingRun, implied bool) string {
 		return beside(func(s Server) string {
 			for _, x := range runs {
@@ -132,14 +126,11 @@ var tableFuncs = template.FuncMap{
 		}
 		return v
 	},
-	// correctness tallies the outcomes of every part 1 run against the
-	// ground truth.
+	// correctness tallies the outcomes of every part 1 run against the ground truth.
 	"correctness": func(s *Synth) string {
-		var outcomes []string
-		for _, x := range s.Attempts {
-			outcomes = append(outcomes, fmt.Sprintf("%s of %s; %d, %d, %d, %d", f0(float64(x.URLs)), f0(float64(s.Expected)), x.Missing, x.Dups, x.Extra, x.WrongStatus))
-		}
-		return tally(outcomes)
+		return tally(s.Attempts, func(x SynthRun) string {
+			return fmt.Sprintf("%s of %s; %d, %d, %d, %d", f0(float64(x.URLs)), f0(float64(s.Expected)), x.Missing, x.Dups, x.Extra, x.WrongStatus)
+		})
 	},
 	"correct": func(s *Synth) bool {
 		return !slices.ContainsFunc(s.Attempts, func(x SynthRun) bool {
@@ -154,23 +145,22 @@ var tableFuncs = template.FuncMap{
 	"latencyRun": func(runs []RealRun) *RealRun { return realPick(realRuns(runs, true, Fsync)) },
 	// realPages tallies each part 2 run's pages against wget's.
 	"realPages": func(runs []RealRun) string {
-		var outcomes []string
-		for _, x := range runs {
-			outcomes = append(outcomes, fmt.Sprintf("%s of %s (+%d not in wget's mirror); %d, %d", f0(float64(x.ZKPages-x.Extra)), f0(float64(x.WgetPages)), x.Extra, x.Missing, x.Dups))
-		}
-		return tally(outcomes)
+		return tally(runs, func(x RealRun) string {
+			return fmt.Sprintf("%s of %s (+%d not in wget's mirror); %d, %d", f0(float64(x.ZKPages-x.Extra)), f0(float64(x.WgetPages)), x.Extra, x.Missing, x.Dups)
+		})
 	},
 	"realComplete": func(runs []RealRun) bool {
 		return !slices.ContainsFunc(runs, func(x RealRun) bool { return x.Missing != 0 || x.Dups != 0 })
 	},
 }
 
-// tally lists outcomes in the order first seen, equal ones counted
-// together: "2 runs: a / 1 runs: b".
-func tally(outcomes []string) string {
+// tally lists the outcome of each run in the order first seen, equal
+// ones counted together: "2 runs: a / 1 runs: b".
+func tally[R any](runs []R, outcome func(R) string) string {
 	var order []string
 	seen := map[string]int{}
-	for _, o := range outcomes {
+	for _, x := range runs {
+		o := outcome(x)
 		if seen[o]++; seen[o] == 1 {
 			order = append(order, o)
 		}
@@ -184,9 +174,8 @@ func tally(outcomes []string) string {
 // Table renders the results table in GitHub markdown (table.md.tmpl).
 func (r *Results) Table() string { return render("table", tableText, r, nil) }
 
-// render executes the template text with the functions of both templates
-// and extra; an error (a bug of the template) is written into the output,
-// where the report's reader sees it.
+// render executes the template text with the functions of both templates and extra; an
+// error (a template bug) is written into the output, where the report's reader sees it.
 func render(name, text string, data any, extra template.FuncMap) string {
 	t := template.New(name).Funcs(template.FuncMap{
 		"f0": func(v any) string { return num(float(v), 0) },
@@ -215,8 +204,7 @@ func realRuns(runs []RealRun, latency bool, s Server) []*RealRun {
 // loopback returns part 2's loopback runs on server s.
 func loopback(runs []RealRun, s Server) []*RealRun { return realRuns(runs, false, s) }
 
-// realPick returns the run of median ratio of runs (the lower middle of
-// an even count), nil for none.
+// realPick returns the run of median ratio (the lower middle of an even count), nil for none.
 func realPick(runs []*RealRun) *RealRun {
 	if len(runs) == 0 {
 		return nil
