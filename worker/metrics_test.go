@@ -61,21 +61,11 @@ func TestMetricsExpectedOutcomesAndGauges(t *testing.T) {
 	gaugeInterval = 200 * time.Millisecond
 	defer func() { gaugeInterval = old }()
 
+	_, reg := crawlWithMetrics(t, "metrics", testenv.WebConfig{Seed: 4, Hosts: 3, PagesPerHost: 40, LinksPerPage: 6}, frontier.Layout{Shards: 8, Spread: 1})
 	zk := testenv.ZooKeeper(t)
-	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 4, Hosts: 3, PagesPerHost: 40, LinksPerPage: 6})
 	cfg := testConfig()
-	cfg.MaxDepth = -1
-	c := newCrawl(t, zk.Addr(), "metrics", cfg, frontier.Layout{Shards: 8, Spread: 1}, web.Seeds())
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := <-c.startWorker(ctx, "w1", func(o *Options) { o.Metrics = m }); err != nil {
-		t.Fatal(err)
-	}
 	if errs, _ := metricValue(t, reg, "zkcrawl_zk_op_errors_total", nil); errs != 0 {
 		t.Errorf("zk_op_errors_total = %v after a clean crawl, want 0", errs)
 	}
@@ -125,21 +115,7 @@ func TestMetricsExpectedOutcomesAndGauges(t *testing.T) {
 // to complete, which follow each other, add up to total (no item was
 // abandoned).
 func TestMetricsItemStages(t *testing.T) {
-	zk := testenv.ZooKeeper(t)
-	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 5, Hosts: 2, PagesPerHost: 15, LinksPerPage: 4})
-	cfg := testConfig()
-	cfg.MaxDepth = -1
-	c := newCrawl(t, zk.Addr(), "stages", cfg, frontier.Layout{Shards: 4, Spread: 1}, web.Seeds())
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := <-c.startWorker(ctx, "w1", func(o *Options) { o.Metrics = m }); err != nil {
-		t.Fatal(err)
-	}
+	c, reg := crawlWithMetrics(t, "stages", testenv.WebConfig{Seed: 5, Hosts: 2, PagesPerHost: 15, LinksPerPage: 4}, frontier.Layout{Shards: 4, Spread: 1})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -171,4 +147,26 @@ func TestMetricsItemStages(t *testing.T) {
 	if d := laps - sum["total"]; d > 1e-3*sum["total"] || -d > 1e-3*sum["total"] {
 		t.Errorf("stages robots..complete add up to %v s, total %v s", laps, sum["total"])
 	}
+}
+
+// crawlWithMetrics crawls a synthetic web (webCfg) to the end with one worker
+// whose metrics go to the returned registry.
+func crawlWithMetrics(t *testing.T, name string, webCfg testenv.WebConfig, layout frontier.Layout) (*crawlEnv, *prometheus.Registry) {
+	t.Helper()
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, webCfg)
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	c := newCrawl(t, zk.Addr(), name, cfg, layout, web.Seeds())
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := <-c.startWorker(ctx, "w1", func(o *Options) { o.Metrics = m }); err != nil {
+		t.Fatal(err)
+	}
+	return c, reg
 }
