@@ -41,8 +41,8 @@ func syncTag(forceSync bool) string {
 // startZK starts a standalone server in dir under --out (its data
 // directory emptied first: old snapshots would confuse the sizes) with
 // forceSync as asked and tickTime tick (0: 2 s), connects a client and
-// reads the footprint.
-func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick time.Duration) (*benchZK, error) {
+// reads the footprint. javaOpts go after zkJavaOpts (a later -Xmx wins).
+func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick time.Duration, javaOpts ...string) (*benchZK, error) {
 	dir, err := filepath.Abs(filepath.Join(b.opts.outDir, dir))
 	if err != nil {
 		return nil, err
@@ -52,8 +52,8 @@ func (b *bench) startZK(ctx context.Context, dir string, forceSync bool, tick ti
 		tick = 2 * time.Second
 	}
 	srv, err := testenv.StartZooKeeper(ctx, testenv.ZKConfig{
-		TickTime: tick, Dir: dir, Logger: b.quiet, ForceSync: forceSync, StartTimeout: 3 * time.Minute,
-		JavaOpts: append(slices.Clone(zkJavaOpts), "-Xlog:gc:file="+filepath.Join(dir, "gc.log")),
+		TickTime: tick, Dir: dir, Logger: b.quiet, ForceSync: forceSync, StartTimeout: 10 * time.Minute,
+		JavaOpts: append(append(slices.Clone(zkJavaOpts), javaOpts...), "-Xlog:gc:file="+filepath.Join(dir, "gc.log")),
 	})
 	if err != nil {
 		return nil, err
