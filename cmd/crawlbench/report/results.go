@@ -173,6 +173,7 @@ type Big struct {
 	LargestSnapshotMB     float64
 	TxnLogMB              float64 // the transaction logs, summed
 	RestartS              float64 // stop (SIGTERM) to serving again with the data
+	SnapRestartS          float64 // the same again, from the snapshot the restart wrote
 	RestartSnapshotMB     float64 // the snapshot written at restart
 	AfterRestartRSSMB     float64
 	LoadBefore, LoadAfter string
