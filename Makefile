@@ -56,7 +56,7 @@ chaos: deps ## the long fault tests: worker kills, session expiry, ensemble fail
 bench: deps build ## the benchmark (pages/s, ZooKeeper writes and bytes per URL, traps, write ceiling; about 10 minutes); writes BENCHMARKS.md
 	./scripts/bench.sh
 
-bench-big: deps build ## part 3c at 100,000,000 URLs: one ZooKeeper (-Xmx4g), seeded, drained by the owners 16 groups at a time, heap after GC, snapshot, restart, then forceSync=no's rates (over an hour on 2 cores; ~12 GB RAM, ~10 GB disk); writes BENCHMARKS-big.md
+bench-big: deps build ## part 3c at 100,000,000 URLs: one ZooKeeper (-Xmx4g), seeded, drained by the owners 16 groups at a time, heap after GC, snapshot, restart, then forceSync=no's rates (about 30 minutes on 2 cores; ~12 GB RAM, ~10 GB disk); writes BENCHMARKS-big.md
 	$(GO) build -o $(BIN)/crawlbench ./cmd/crawlbench
 	$(BIN)/crawlbench --bin $(BIN) --only big --big-urls 100000000 --big-heap 4g --big-wave 16 --big-time 60m --big-nosync \
 	  --md BENCHMARKS-big.md --command "make bench-big"
