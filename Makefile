@@ -16,7 +16,7 @@ APT       := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 PKGS      := ./...
 CMDS      := seeder crawler crawlctl zkserver testweb
 
-.PHONY: help deps build test vet bench chaos demo demo-real zk-up zk-down clean
+.PHONY: help deps build test vet bench bench-big chaos demo demo-real zk-up zk-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -55,6 +55,11 @@ chaos: deps ## the long fault tests: worker kills, session expiry, ensemble fail
 
 bench: deps build ## the benchmark (pages/s, ZooKeeper writes and bytes per URL, traps, write ceiling; about 10 minutes); writes BENCHMARKS.md
 	./scripts/bench.sh
+
+bench-big: deps build ## part 3c at 100,000,000 URLs: one ZooKeeper (-Xmx4g), seeded, drained by the owners 16 groups at a time, heap after GC, snapshot, restart, then forceSync=no's rates (about 30 minutes on 2 cores; ~12 GB RAM, ~10 GB disk); writes BENCHMARKS-big.md
+	$(GO) build -o $(BIN)/crawlbench ./cmd/crawlbench
+	$(BIN)/crawlbench --bin $(BIN) --only big --big-urls 100000000 --big-heap 4g --big-wave 16 --big-time 60m --big-nosync \
+	  --md BENCHMARKS-big.md --command "make bench-big"
 
 demo: deps build ## the guided tour: ZooKeeper, a synthetic web, a seeder and 3 crawlers
 	./scripts/demo.sh

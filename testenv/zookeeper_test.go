@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,6 +104,18 @@ func TestStandalone(t *testing.T) {
 	if pid <= 0 {
 		t.Errorf("Pid() = %d of a running server", pid)
 	}
+	// The heap after a full collection: ZooKeeper's own classes and
+	// buffers, well under testenv's -Xmx256m.
+	if _, err := exec.LookPath("jcmd"); err == nil {
+		if kb, err := s.LiveHeapKB(ctx); err != nil || kb < 512 || kb > 256<<10 {
+			t.Errorf("LiveHeapKB() = %d KiB, %v; want 512 KiB .. 256 MiB", kb, err)
+		}
+	}
+	// A server writes a snapshot when it starts and preallocates its log
+	// on the first write (below); DataFiles lists both.
+	if snaps, _, err := s.DataFiles(); err != nil || len(snaps) == 0 {
+		t.Errorf("DataFiles() = %v, %v; want the start's snapshot", snaps, err)
+	}
 
 	conn, _ := zkConnect(t, []string{s.Addr()}, testSessionTimeout)
 	if _, err := conn.Create("/standalone", []byte("hello"), 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -140,6 +153,9 @@ func TestStandalone(t *testing.T) {
 	})
 	if err != nil || string(data) != "hello" {
 		t.Fatalf("get /standalone after restart = %q, %v; want hello", data, err)
+	}
+	if _, logBytes, err := s.DataFiles(); err != nil || logBytes == 0 {
+		t.Errorf("DataFiles() after a write: logs of %d bytes, %v; want a log", logBytes, err)
 	}
 	if tail := s.LogTail(1000); !strings.Contains(tail, "=== testenv") {
 		t.Errorf("LogTail lacks the start marker:\n%s", tail)

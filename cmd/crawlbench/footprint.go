@@ -3,10 +3,12 @@ package main
 // Part 3: the frontier's footprint in ZooKeeper. (a) URLs queued by
 // bin/seeder, then drained by a paused worker into backlog batches and
 // ready windows; (b) fetched URLs, measured in part 1; (c) a big frontier
-// enqueued in-process, its snapshot and restart, and the heap per seen key.
+// enqueued and drained in-process, its heap, snapshot and restart, and the
+// heap per seen key.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,12 +22,13 @@ import (
 	"github.com/zkcrawl/zkcrawl/cmd/crawlbench/report"
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// The sizes of parts 3a and 3c.
+// The sizes of part 3a, and part 3c's URLs per host.
 const (
 	queuedHosts, queuedPaths = 3000, 100
-	bigHosts, bigPaths       = 100000, 100
+	bigPaths                 = 100
 )
 
 // runQueued runs part 3a.
@@ -104,11 +107,16 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 	return err
 }
 
-// runBig runs part 3c: a big frontier enqueued in-process into one
-// ZooKeeper, its footprint and files, then a restart with that data.
-func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
-	res := &report.Big{Target: bigHosts * bigPaths, Hosts: bigHosts, Paths: bigPaths, TimeLimitS: b.opts.bigTime.Seconds(), Heap: zkHeap}
-	zk, err := b.startZK(ctx, "big/zk", report.Fsync, 0)
+// runBig runs part 3c: --big-urls URLs enqueued in-process into one
+// ZooKeeper (-Xms = -Xmx = --big-heap, G1: the JVM's default) and drained
+// (drainBig), the footprint after each; on forceSync=yes then the JVM's
+// live heap, files, LoadKnown (seenHeap), a restart with that data and,
+// with --big-nosync, the seeding and drain on forceSync=no (res.NoSync).
+func (b *bench) runBig(ctx context.Context, forceSync bool) (*report.Big, error) {
+	o := b.opts
+	res := &report.Big{Target: o.bigURLs, Hosts: (o.bigURLs + bigPaths - 1) / bigPaths, Paths: bigPaths, TimeLimitS: o.bigTime.Seconds(), Heap: o.bigHeap}
+	srv := map[bool]report.Server{true: report.Fsync, false: report.NoFsync}[forceSync]
+	zk, err := b.startZK(ctx, "big/zk-"+serverTag(srv), srv, 0, "-Xms"+o.bigHeap, "-Xmx"+o.bigHeap, "-XX:-UseSerialGC", "-XX:+UseG1GC")
 	if err != nil {
 		return nil, err
 	}
@@ -124,37 +132,106 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 	if res.After, err = zk.footprint(ctx); err != nil {
 		return nil, err
 	}
+	if err := b.drainBig(ctx, zk, res); err != nil || !forceSync {
+		return res, err
+	}
+	kb, _ := zk.ens.Servers()[0].LiveHeapKB(ctx) // 0: no jcmd
+	res.LiveHeapMB = float64(kb) / 1024
 	if p, err := zk.mark(ctx); err == nil {
 		res.JVMPeakMB = float64(p.PeakKB) / 1024
 	}
-	dataDir := filepath.Join(zk.ens.Servers()[0].Dir(), "data", "version-2")
-	snaps := map[string]float64{}
-	res.TxnLogMB = dataFiles(dataDir, snaps)
-	for _, mb := range snaps {
-		res.LargestSnapshotMB = max(res.LargestSnapshotMB, mb)
+	snaps, logs, _ := zk.ens.Servers()[0].DataFiles()
+	res.TxnLogMB, res.Snapshots = float64(logs)/(1<<20), len(snaps)
+	for _, n := range snaps {
+		res.LargestSnapshotMB = max(res.LargestSnapshotMB, float64(n)/(1<<20))
 	}
-	res.Snapshots = len(snaps)
 	if err := seenHeap(ctx, front, res); err != nil {
-		return nil, fmt.Errorf("seen-set heap: %w", err)
+		return res, fmt.Errorf("seen-set heap: %w", err)
 	}
-	t1 := time.Now()
-	if err := zk.ens.Servers()[0].Restart(ctx); err != nil {
-		return nil, fmt.Errorf("restart: %w", err)
-	}
-	res.RestartS = time.Since(t1).Seconds()
-	after := map[string]float64{}
-	dataFiles(dataDir, after)
-	for name, mb := range after {
-		if _, old := snaps[name]; !old {
-			res.RestartSnapshotMB = max(res.RestartSnapshotMB, mb)
+	for _, into := range []*float64{&res.RestartS, &res.SnapRestartS} { // replaying the log, then from the snapshot the first wrote
+		t1 := time.Now()
+		if err := zk.ens.Servers()[0].Restart(ctx); err != nil {
+			return res, fmt.Errorf("restart: %w", err)
 		}
+		*into = time.Since(t1).Seconds()
+	}
+	after, _, _ := zk.ens.Servers()[0].DataFiles() // the restarts' snapshots are the largest: the data only grew
+	for _, n := range after {
+		res.RestartSnapshotMB = max(res.RestartSnapshotMB, float64(n)/(1<<20))
 	}
 	res.LargestSnapshotMB = max(res.LargestSnapshotMB, res.RestartSnapshotMB)
 	if p, err := zk.mark(ctx); err == nil {
 		res.AfterRestartRSSMB = float64(p.RSSKB) / 1024
 	}
-	res.LoadAfter = loadavg()
-	return res, nil
+	if res.LoadAfter = loadavg(); b.opts.bigNoSync {
+		zk.close()
+		res.NoSync, err = b.runBig(ctx, false)
+	}
+	return res, err
+}
+
+// drainBig runs the groups' owners in-process as a worker does (NewOwner
+// on a second Frontier, Owner.Run per group on one session, the 1 GiB
+// default max_frontier_bytes at its 1 TiB cap), --big-wave groups at a
+// time, each until its groups' inboxes are empty and windows full, or
+// --big-time.
+func (b *bench) drainBig(ctx context.Context, zk *benchZK, res *report.Big) error {
+	front, err := frontier.Open(ctx, zk.client, crawlRoot("big"))
+	if err != nil {
+		return err
+	}
+	sess, err := zk.client.Session(ctx)
+	if err != nil {
+		return err
+	}
+	cfg, layout := config.Default(), frontier.DefaultLayout
+	cfg.MaxFrontierBytes = 1 << 40
+	var dropped atomic.Int64
+	heap0, t0 := heapAfterGC(), time.Now()
+	owner := frontier.NewOwner(front, frontier.OwnerOptions{Log: b.quiet, Config: func() config.Config { return cfg }, Dropped: func(_ string, n int) { dropped.Add(int64(n)) }})
+	res.DrainedOK = true
+	for lo := 0; lo < layout.Groups() && res.DrainedOK && err == nil; lo += b.opts.bigWave {
+		hi, shards, urls, posts := min(lo+b.opts.bigWave, layout.Groups()), []int(nil), 0, 0
+		octx, stop := context.WithCancel(ctx)
+		for g := lo; g < hi; g++ {
+			go owner.Run(octx, sess, g)
+			shards = append(shards, layout.GroupShards(g)...)
+		}
+		res.DrainedOK, err = poll(ctx, time.Second, time.Until(t0.Add(b.opts.bigTime)), func() (bool, error) {
+			qp, err := front.Queue().Pending(ctx, shards...)
+			st, err2 := front.Backlog().Stats(ctx)
+			if err = errors.Join(err, err2); err != nil {
+				return false, err
+			}
+			posts, urls = 0, qp.Queued
+			for g := lo; g < hi; g++ {
+				posts, urls = posts+st[g].Posts, urls+st[g].Backlog
+			}
+			return posts == 0 && qp.Queued*res.Paths >= urls*frontier.ReadyWindow(cfg), nil // windows full: ReadyWindow items per res.Paths URLs, or more
+		})
+		if p, perr := testenv.ReadProcUsage(os.Getpid()); lo == 0 && perr == nil {
+			res.OwnerHeapBPerURL, res.OwnerRSSMB = float64(heapAfterGC()-heap0)/float64(max(urls, 1)), float64(p.RSSKB)/1024
+		}
+		stop()
+		b.log.Info("part 3c: drain wave done", "fsync", zk.ForceSync, "groups", fmt.Sprintf("%d-%d", lo, hi-1), "ok", res.DrainedOK, "s", time.Since(t0).Round(time.Second))
+	}
+	res.DrainS, res.Dropped = time.Since(t0).Seconds(), dropped.Load()
+	if err == nil {
+		res.Pending, err = front.Pending(ctx)
+	}
+	if err == nil {
+		res.Drained, err = zk.footprint(ctx)
+	}
+	return err
+}
+
+// heapAfterGC returns the Go heap after two GCs (the second empties pools).
+func heapAfterGC() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // seenHeap measures the live heap per seen key of a seeder's LoadKnown of
@@ -162,13 +239,6 @@ func (b *bench) runBig(ctx context.Context) (*report.Big, error) {
 // Backlog.Keys and an owner hold it: runtime.ReadMemStats after two GCs
 // (the second empties sync.Pools) with the keys, less without.
 func seenHeap(ctx context.Context, front *frontier.Frontier, res *report.Big) error {
-	heapAfterGC := func() int64 {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return int64(m.HeapAlloc)
-	}
 	seeder := frontier.New(front.Queue(), frontier.DefaultLayout, 0)
 	t0 := time.Now()
 	n, err := seeder.LoadKnown(ctx)
@@ -228,24 +298,4 @@ func (b *bench) seedBig(ctx context.Context, front *frontier.Frontier, res *repo
 	res.URLs = int(done.Load())
 	res.SeedPerS = float64(res.URLs) / res.SeedS
 	return err
-}
-
-// dataFiles adds the size in MB of each snapshot.* in dir (a ZooKeeper
-// data dir's version-2) to snaps by name and returns the log.* files'
-// summed; none when unreadable.
-func dataFiles(dir string, snaps map[string]float64) (logsMB float64) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		mb := float64(info.Size()) / (1 << 20)
-		if strings.HasPrefix(e.Name(), "snapshot.") {
-			snaps[e.Name()] = mb
-		} else if strings.HasPrefix(e.Name(), "log.") {
-			logsMB += mb
-		}
-	}
-	return logsMB
 }

@@ -47,10 +47,12 @@ type options struct {
 	skip                      map[string]*bool // --skip-<part>, --skip-ensemble
 	workers                   []int
 	hosts, pagesPerHost       int
+	bigURLs, bigWave          int
 	repeat, realRepeat        int
 	bigTime, trapTime         time.Duration
+	bigNoSync                 bool
 	baselineBin, baselineName string
-	command                   string
+	command, bigHeap          string
 }
 
 // parts are the benchmark's parts, by the name --only and --skip-* use,
@@ -59,7 +61,7 @@ var parts = []struct{ name, desc string }{
 	{"synth", "part 1 (synthetic web, 1/2/3 workers; also part 3b)"},
 	{"real", "part 2 (PostgreSQL manual, zkcrawl vs wget)"},
 	{"queued", "part 3a (300,000 URLs via bin/seeder)"},
-	{"big", "part 3c (the 10,000,000-URL frontier, up to --big-time)"},
+	{"big", "part 3c (the --big-urls frontier, seeded and drained, each up to --big-time)"},
 	{"trap", "part 4 (crawler traps)"},
 	{"ceiling", "part 5 (ZooKeeper write ceiling)"},
 	{"takeover", "part 6 (kill-to-takeover)"},
@@ -86,7 +88,11 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 	fs.IntVar(&o.pagesPerHost, "pages-per-host", 200, "part 1: pages per host")
 	fs.IntVar(&o.repeat, "repeat", 1, "part 1: rounds of the worker counts; the table keeps each count's fastest run")
 	fs.IntVar(&o.realRepeat, "real-repeat", 5, "part 2: rounds of the loopback pair (wget, then zkcrawl on each ZooKeeper); the table shows the round of median ratio")
-	fs.DurationVar(&o.bigTime, "big-time", 5*time.Minute, "part 3c: stop seeding after this long (the report gives the count reached)")
+	fs.DurationVar(&o.bigTime, "big-time", 5*time.Minute, "part 3c: stop seeding, and the drain, after this long each (the report gives the count reached)")
+	fs.IntVar(&o.bigURLs, "big-urls", 10_000_000, "part 3c: URLs to seed (100 per host)")
+	fs.IntVar(&o.bigWave, "big-wave", 64, "part 3c: groups whose owners drain at once (64: all, as one worker owning them)")
+	fs.StringVar(&o.bigHeap, "big-heap", "1g", "part 3c: the ZooKeeper JVM's -Xms and -Xmx")
+	fs.BoolVar(&o.bigNoSync, "big-nosync", false, "part 3c: seed and drain again on forceSync=no, for its rates")
 	fs.DurationVar(&o.trapTime, "trap-time", 40*time.Second, "part 4: how long one worker crawls each trap")
 	fs.StringVar(&o.baselineBin, "baseline-bin", "", "part 1: also run 3 workers with the seeder and crawler in this directory (the previous frontier layout, built by scripts/bench.sh), in the same rounds")
 	fs.StringVar(&o.baselineName, "baseline-name", "layout 1", "part 1: how the report names the --baseline-bin build")
@@ -108,8 +114,8 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 			return o, nil, cli.Usage("--workers %d: want 1..16", n)
 		}
 	}
-	if o.hosts < 1 || o.pagesPerHost < 1 || o.bigTime <= 0 || o.trapTime <= 0 {
-		return o, nil, cli.Usage("--hosts, --pages-per-host, --big-time and --trap-time must be positive")
+	if o.hosts < 1 || o.pagesPerHost < 1 || o.bigTime <= 0 || o.trapTime <= 0 || o.bigURLs < 1 || o.bigWave < 1 {
+		return o, nil, cli.Usage("--hosts, --pages-per-host, --big-time, --big-urls, --big-wave and --trap-time must be positive")
 	}
 	return o, newLogger, nil
 }
@@ -230,7 +236,7 @@ func (b *bench) runParts(ctx context.Context) *report.Results {
 	rep.WarmupS = b.warmS
 	b.closeShared()
 	step("queued", "part 3a", func() (err error) { rep.Queued, err = b.runQueued(ctx); return })
-	step("big", "part 3c", func() (err error) { rep.Big, err = b.runBig(ctx); return })
+	step("big", "part 3c", func() (err error) { rep.Big, err = b.runBig(ctx, true); return })
 	step("trap", "part 4", func() (err error) { rep.Trap, err = b.runTraps(ctx); return })
 	step("takeover", "part 6", func() (err error) { rep.Takeover, err = b.runTakeover(ctx); return })
 	rep.Finished = time.Now()

@@ -45,8 +45,9 @@ func serverTag(s report.Server) string {
 // startZK starts server s in dir under --out (emptied first: old snapshots
 // would confuse the sizes), standalone (testenv.StartEnsemble of one, in
 // dir/zk1) or the 3-node ensemble on loopback (dir/zk1..3), with tickTime
-// tick (0: 2 s), connects a client and reads the footprint.
-func (b *bench) startZK(ctx context.Context, dir string, s report.Server, tick time.Duration) (*benchZK, error) {
+// tick (0: 2 s), connects a client and reads the footprint. javaOpts go
+// after zkJavaOpts (a later -Xmx wins).
+func (b *bench) startZK(ctx context.Context, dir string, s report.Server, tick time.Duration, javaOpts ...string) (*benchZK, error) {
 	dir, err := filepath.Abs(filepath.Join(b.opts.outDir, dir))
 	if err != nil {
 		return nil, err
@@ -54,8 +55,8 @@ func (b *bench) startZK(ctx context.Context, dir string, s report.Server, tick t
 	_ = os.RemoveAll(dir)
 	z := &benchZK{Server: s}
 	if z.ens, err = testenv.StartEnsemble(ctx, map[bool]int{false: 1, true: 3}[s.Ensemble], testenv.ZKConfig{
-		TickTime: cmp.Or(tick, 2*time.Second), Dir: dir, Logger: b.quiet, ForceSync: s.ForceSync, StartTimeout: 3 * time.Minute,
-		JavaOpts: append(slices.Clone(zkJavaOpts), "-Xlog:gc:file="+filepath.Join(dir, "gc-%p.log")),
+		TickTime: cmp.Or(tick, 2*time.Second), Dir: dir, Logger: b.quiet, ForceSync: s.ForceSync, StartTimeout: 10 * time.Minute,
+		JavaOpts: append(append(slices.Clone(zkJavaOpts), javaOpts...), "-Xlog:gc:file="+filepath.Join(dir, "gc-%p.log")),
 	}); err != nil {
 		return nil, err
 	}

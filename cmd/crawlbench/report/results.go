@@ -185,17 +185,29 @@ type Big struct {
 	TimeLimitS            float64
 	SeedS, SeedPerS       float64
 	Heap                  string
-	After                 ZKFootprint
+	After                 ZKFootprint // seeded
 	JVMPeakMB             float64
 	Snapshots             int
 	LargestSnapshotMB     float64
 	TxnLogMB              float64 // the transaction logs, summed
 	RestartS              float64 // stop (SIGTERM) to serving again with the data
+	SnapRestartS          float64 // the same again, from the snapshot the restart wrote
 	RestartSnapshotMB     float64 // the snapshot written at restart
 	AfterRestartRSSMB     float64
 	LoadBefore, LoadAfter string
 	StoppedByTimeLimitS   bool // seeding ended at --big-time
-	// Seen keys in memory: a seeder's LoadKnown of every group (keys, s), group 0's set; heap B/key.
+	// The owners' drain (to no inbox post and every ready window full:
+	// DrainedOK): its time, Pending then, drops, footprint; the JVM's heap
+	// after a full GC, MB; the owners' Go heap after GC per URL, B, and RSS,
+	// MB. NoSync (--big-nosync): the seeding and drain on forceSync=no.
+	DrainS, LiveHeapMB, OwnerHeapBPerURL, OwnerRSSMB float64
+	DrainedOK                                        bool
+	Pending                                          frontier.Pending
+	Dropped                                          int64
+	Drained                                          ZKFootprint
+	NoSync                                           *Big
+	// Seen keys in memory: a seeder's LoadKnown of every group (keys, s)
+	// and group 0's seen-set, live heap bytes per key after GC.
 	KnownKeys, GroupKeys       int
 	KnownS                     float64
 	KnownBPerKey, GroupBPerKey float64
