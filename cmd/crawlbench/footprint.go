@@ -1,10 +1,8 @@
 package main
 
-// Part 3: the frontier's footprint in ZooKeeper. (a) URLs queued by
-// bin/seeder, then drained by a paused worker into backlog batches and
-// ready windows; (b) fetched URLs, measured in part 1; (c) a big frontier
-// enqueued and drained in-process, its heap, snapshot and restart, and the
-// heap per seen key.
+// Part 3: the frontier's footprint in ZooKeeper: (a) URLs seeded, then drained
+// by a paused worker; (b) fetched URLs (part 1); (c) a big frontier seeded and
+// drained in-process, with heaps, snapshot and restart.
 
 import (
 	"context"
@@ -107,11 +105,9 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 	return err
 }
 
-// runBig runs part 3c: --big-urls URLs enqueued in-process into one
-// ZooKeeper (-Xms = -Xmx = --big-heap, G1: the JVM's default) and drained
-// (drainBig), the footprint after each; on forceSync=yes then the JVM's
-// live heap, files, LoadKnown (seenHeap), a restart with that data and,
-// with --big-nosync, the seeding and drain on forceSync=no (res.NoSync).
+// runBig runs part 3c: --big-urls URLs seeded and drained (drainBig) in one
+// ZooKeeper of --big-heap (G1); on forceSync=yes then its live heap, files,
+// seenHeap, two restarts and, with --big-nosync, forceSync=no (res.NoSync).
 func (b *bench) runBig(ctx context.Context, forceSync bool) (*report.Big, error) {
 	o := b.opts
 	res := &report.Big{Target: o.bigURLs, Hosts: (o.bigURLs + bigPaths - 1) / bigPaths, Paths: bigPaths, TimeLimitS: o.bigTime.Seconds(), Heap: o.bigHeap}
@@ -170,11 +166,9 @@ func (b *bench) runBig(ctx context.Context, forceSync bool) (*report.Big, error)
 	return res, err
 }
 
-// drainBig runs the groups' owners in-process as a worker does (NewOwner
-// on a second Frontier, Owner.Run per group on one session, the 1 GiB
-// default max_frontier_bytes at its 1 TiB cap), --big-wave groups at a
-// time, each until its groups' inboxes are empty and windows full, or
-// --big-time.
+// drainBig runs the groups' owners in-process as a worker does (max_frontier_bytes
+// at its 1 TiB cap), --big-wave groups at a time, until their inboxes are
+// empty and windows full, or --big-time.
 func (b *bench) drainBig(ctx context.Context, zk *benchZK, res *report.Big) error {
 	front, err := frontier.Open(ctx, zk.client, crawlRoot("big"))
 	if err != nil {
@@ -215,8 +209,7 @@ func (b *bench) drainBig(ctx context.Context, zk *benchZK, res *report.Big) erro
 		stop()
 		b.log.Info("part 3c: drain wave done", "fsync", zk.ForceSync, "groups", fmt.Sprintf("%d-%d", lo, hi-1), "ok", res.DrainedOK, "s", time.Since(t0).Round(time.Second))
 	}
-	res.DrainS, res.Dropped = time.Since(t0).Seconds(), dropped.Load()
-	if err == nil {
+	if res.DrainS, res.Dropped = time.Since(t0).Seconds(), dropped.Load(); err == nil {
 		res.Pending, err = front.Pending(ctx)
 	}
 	if err == nil {
