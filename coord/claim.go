@@ -167,12 +167,13 @@ func (q *Queue) createClaim(ctx context.Context, sess *Session, fence string, sh
 		&zk.CreateRequest{Path: cp, Data: rec, Acl: q.c.acl(), Flags: zk.FlagEphemeral},
 	}
 	orphan := func(_ []zk.MultiResponse, err error) {
-		// The caller gave up while the claim multi was in flight: undo it
-		// if it committed (or may have), then free the reservation.
+		// The caller gave up while the claim multi was in flight: undo a
+		// claim of ours if one exists, then free the reservation. Whatever
+		// this attempt's answer (err): a failed resend (NodeExists after a
+		// lost reply) may stand on an earlier attempt's committed create,
+		// and releaseOrphan deletes only a claim our session holds.
 		defer q.c.unreserve(cp, sess)
-		if err == nil || isConnectionLoss(err) {
-			q.releaseOrphan(sess, fence, cp)
-		}
+		q.releaseOrphan(sess, fence, cp)
 	}
 	claimVersion, lost := int32(0), false
 	err = q.c.retryWrite(ctx, func(ctx context.Context) error {
