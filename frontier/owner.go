@@ -279,7 +279,7 @@ func (v *ownedGroup) dropReady(key string) {
 		return
 	}
 	hb := v.host(host)
-	defer v.track(hb)()
+	defer v.track(hb, hb.busy())
 	hb.ready--
 	hb.bytes -= v.nameBytes[key]
 	v.bytes -= v.nameBytes[key]
@@ -292,7 +292,7 @@ func (v *ownedGroup) dropReady(key string) {
 func (v *ownedGroup) addReady(key, host string, n int64) {
 	v.names[key], v.nameBytes[key] = host, n
 	hb := v.host(host)
-	defer v.track(hb)()
+	defer v.track(hb, hb.busy())
 	hb.ready++
 	hb.bytes += n
 	v.bytes += n
@@ -302,7 +302,7 @@ func (v *ownedGroup) addReady(key, host string, n int64) {
 // addPending appends a backlog record of host (n raw bytes).
 func (v *ownedGroup) addPending(host string, ref Ref, n int) {
 	hb := v.host(host)
-	defer v.track(hb)()
+	defer v.track(hb, hb.busy())
 	hb.pending = append(hb.pending, pendingRecord{ref: ref, bytes: int32(n)})
 	hb.bytes += int64(n)
 	v.queued++
@@ -313,7 +313,7 @@ func (v *ownedGroup) addPending(host string, ref Ref, n int) {
 // (moved or dropped by a committed step).
 func (v *ownedGroup) takePending(m hostMove) {
 	hb := v.hosts[m.host]
-	defer v.track(hb)()
+	defer v.track(hb, hb.busy())
 	for _, pr := range hb.pending[:m.n] {
 		v.bytes -= int64(pr.bytes)
 		hb.bytes -= int64(pr.bytes)
@@ -322,17 +322,17 @@ func (v *ownedGroup) takePending(m hostMove) {
 	hb.pending = hb.pending[m.n:]
 }
 
-// track returns what to call after changing hb: it keeps v.busyHosts, the
-// hosts with records, in step.
-func (v *ownedGroup) track(hb *hostBacklog) func() {
-	was := len(hb.pending)+hb.ready > 0
-	return func() {
-		switch now := len(hb.pending)+hb.ready > 0; {
-		case now && !was:
-			v.busyHosts++
-		case was && !now:
-			v.busyHosts--
-		}
+// busy reports whether the host has records (pending or ready).
+func (hb *hostBacklog) busy() bool { return len(hb.pending)+hb.ready > 0 }
+
+// track keeps v.busyHosts, the hosts with records, in step after hb
+// changed; was is hb.busy() before the change (deferred: no allocation).
+func (v *ownedGroup) track(hb *hostBacklog, was bool) {
+	switch now := hb.busy(); {
+	case now && !was:
+		v.busyHosts++
+	case was && !now:
+		v.busyHosts--
 	}
 }
 
