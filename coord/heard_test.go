@@ -20,7 +20,7 @@ func TestSessionTimeoutGranted(t *testing.T) {
 		{100 * time.Millisecond, 400 * time.Millisecond},
 	} {
 		c := connectWith(t, addr, coord.Config{SessionTimeout: tc.asked})
-		if got := c.SessionTimeout(); got != tc.want {
+		if _, got := c.Lease(); got != tc.want {
 			t.Errorf("asked %v: SessionTimeout() = %v, want %v (granted)", tc.asked, got, tc.want)
 		}
 	}
@@ -51,7 +51,7 @@ func TestLastHeardIgnoresWatchEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "a ping answered", func() bool { return time.Since(a.LastHeard()) < time.Second })
+	testenv.Eventually(t, 10*time.Second, "a ping answered", func() bool { return time.Since(heardOf(a)) < time.Second })
 
 	p.HalfOpen()
 	halfOpen := time.Now()
@@ -61,10 +61,16 @@ func TestLastHeardIgnoresWatchEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if last := a.LastHeard(); last.After(halfOpen) {
+	if last := heardOf(a); last.After(halfOpen) {
 		t.Errorf("LastHeard moved to %v after the half-open partition began (%v ago): watch events counted as answers",
 			last.Sub(halfOpen).Round(time.Millisecond), time.Since(last).Round(time.Millisecond))
 	}
-	t.Logf("last answered request sent %v before the partition", halfOpen.Sub(a.LastHeard()).Round(time.Millisecond))
+	t.Logf("last answered request sent %v before the partition", halfOpen.Sub(heardOf(a)).Round(time.Millisecond))
 	p.Heal()
+}
+
+// heardOf is c.Lease()'s heard.
+func heardOf(c *coord.Client) time.Time {
+	heard, _ := c.Lease()
+	return heard
 }

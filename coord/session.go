@@ -27,7 +27,7 @@ type Config struct {
 	// SessionTimeout is the requested session timeout (0: 10 s; negative:
 	// ErrInvalidArgument). The server clamps it to [minSessionTimeout,
 	// maxSessionTimeout], by default [2*tickTime, 20*tickTime];
-	// Client.SessionTimeout reports the granted one. A session survives a
+	// Client.Lease reports the granted one. A session survives a
 	// connection loss shorter than the granted timeout.
 	SessionTimeout time.Duration
 

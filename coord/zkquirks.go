@@ -31,7 +31,7 @@ package coord
 //  9. No way to tell when the server last heard from the client, nor which
 //     session timeout it granted (no upstream issue): third_party adds
 //     Conn.LastAck (send time of the latest answered request) and
-//     Conn.SessionTimeout, exposed as LastHeard and SessionTimeout.
+//     Conn.SessionTimeout, exposed as Client.Lease.
 
 import (
 	"context"
@@ -239,25 +239,30 @@ func isSocketError(err error) bool {
 	return errors.As(err, &opErr)
 }
 
-// LastHeard returns the latest moment at which a ZooKeeper server is known
-// to have heard this client: when the latest request that a server answered
-// was sent (a request's reply, a ping's reply (go-zookeeper pings every
-// third of the session timeout) or the session handshake; quirk 9). Watch
-// events do not count: under a one-way partition they keep arriving while
-// the server hears nothing. The server touched the session at or after
-// LastHeard, so it cannot expire it before LastHeard + SessionTimeout. The
-// time carries a monotonic clock reading, so time.Since(LastHeard()) is
-// immune to wall-clock steps. The zero time before the first session.
-func (c *Client) LastHeard() time.Time { return c.conn.LastAck() }
-
-// SessionTimeout returns the session timeout the server granted at the
-// latest handshake (ZooKeeper clamps the asked one, Config.SessionTimeout, to
+// Lease is the server's side of this client's session as the client knows
+// it: the session cannot expire before heard + timeout.
+//
+// heard is the latest moment at which a ZooKeeper server is known to have
+// heard this client: when the latest request that a server answered was sent
+// (a request's reply, a ping's reply (go-zookeeper pings every third of the
+// session timeout) or the session handshake; quirk 9). Watch events do not
+// count: under a one-way partition they keep arriving while the server
+// hears nothing. It carries a monotonic clock reading, so time.Since(heard)
+// is immune to wall-clock steps; the zero time before the first session.
+//
+// timeout is the session timeout the server granted at the latest handshake
+// (ZooKeeper clamps the asked one, Config.SessionTimeout, to
 // [minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime:
 // ZooKeeper Administrator's Guide), or the asked one before the first
 // session. It can change at each reconnect (another server may clamp
-// differently); the server expires the session this long after it last
-// heard from the client.
-func (c *Client) SessionTimeout() time.Duration {
+// differently); the server expires the session this long after it last heard
+// from the client.
+func (c *Client) Lease() (heard time.Time, timeout time.Duration) {
+	return c.conn.LastAck(), c.grantedTimeout()
+}
+
+// grantedTimeout is Lease's timeout.
+func (c *Client) grantedTimeout() time.Duration {
 	if d := c.conn.SessionTimeout(); d > 0 {
 		return d
 	}

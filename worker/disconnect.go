@@ -47,8 +47,8 @@ func (w *Worker) heardRecently() (ok bool, ago, limit time.Duration) {
 	if w.client == nil {
 		return true, 0, 0
 	}
-	limit = cutOffLimit(w.client.SessionTimeout())
-	ago = time.Since(w.client.LastHeard())
+	heard, timeout := w.client.Lease()
+	limit, ago = cutOffLimit(timeout), time.Since(heard)
 	return ago < limit, ago, limit
 }
 
@@ -77,7 +77,7 @@ func (w *Worker) guardConnection(ctx context.Context, sess *coord.Session, suspe
 		ok, ago, limit := w.heardRecently()
 		if !ok {
 			w.log.Warn("ZooKeeper has not answered for too long: cancelling in-flight fetches, claiming nothing until the session is confirmed",
-				"session", sess.String(), "session_timeout", w.client.SessionTimeout(), "last_answered_ago", ago.Round(time.Millisecond))
+				"session", sess.String(), "session_timeout", leaseTimeout(w.client), "last_answered_ago", ago.Round(time.Millisecond))
 			suspend()
 			return
 		}
@@ -98,7 +98,7 @@ func (w *Worker) awaitSessionConfirmed(ctx context.Context, sess *coord.Session,
 		// LastHeard moves past a new session's handshake only after the old
 		// session has been ended (coord ends it in the handshake's event),
 		// so a fresh LastHeard with sess alive is sess's own.
-		if ok, _, _ := w.heardRecently(); ok && w.client.LastHeard().After(since) && sess.Ctx().Err() == nil {
+		if ok, _, _ := w.heardRecently(); ok && leaseHeard(w.client).After(since) && sess.Ctx().Err() == nil {
 			w.log.Info("ZooKeeper answers again with the session alive: claiming again", "session", sess.String())
 			return true
 		}
@@ -137,4 +137,15 @@ func (w *Worker) releaseWhenConnected(claim itemClaim, it frontier.Item) {
 			return
 		}
 	}
+}
+
+// leaseHeard and leaseTimeout are the parts of c.Lease().
+func leaseHeard(c *coord.Client) time.Time {
+	heard, _ := c.Lease()
+	return heard
+}
+
+func leaseTimeout(c *coord.Client) time.Duration {
+	_, timeout := c.Lease()
+	return timeout
 }

@@ -175,14 +175,14 @@ func TestStaleWorkerFetchesNothing(t *testing.T) {
 	p.calls.list = nil
 	proxy.Blackhole()
 	defer proxy.Heal()
-	for time.Since(client.LastHeard()) < cutOffLimit(client.SessionTimeout())+100*time.Millisecond {
+	for time.Since(leaseHeard(client)) < cutOffLimit(leaseTimeout(client))+100*time.Millisecond {
 		time.Sleep(50 * time.Millisecond)
 	}
 	p.run(t, frontier.Item{URL: "http://a.example/"}, nil)
 	calls := p.calls.get()
 	if slices.Contains(calls, "fetch http://a.example/") || !slices.Contains(calls, "release") {
 		t.Errorf("ZooKeeper silent for %v (cut-off %v): calls = %v; want a release and no fetch",
-			time.Since(client.LastHeard()).Round(time.Millisecond), cutOffLimit(client.SessionTimeout()), calls)
+			time.Since(leaseHeard(client)).Round(time.Millisecond), cutOffLimit(leaseTimeout(client)), calls)
 	}
 }
 
@@ -275,7 +275,7 @@ func TestOneWayPartitionedWorkerStopsFetching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	heard := w.client.LastHeard()
+	heard := leaseHeard(w.client)
 	proxy.HalfOpen()
 	partitioned := time.Now()
 	go func() { // a watch event every 150 ms for 4.5 s
