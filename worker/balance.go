@@ -58,6 +58,13 @@ const (
 type balancerState struct {
 	moved map[int]time.Time
 	loads map[int]int64
+	// seen is R/assignment as the member's watch last delivered it
+	// (seenAny: once delivered): the balancer plans on it and writes with a
+	// compare-and-set at its version, so a round reads no znode twice; a
+	// newer value it missed makes the write fail, and the next round plans
+	// on that one.
+	seen    coord.ConfigValue
+	seenAny bool
 }
 
 func newBalancerState() *balancerState {
@@ -179,27 +186,22 @@ func abs64(x int64) int64 {
 }
 
 // balance runs the balancer's round if this worker leads (the smallest of
-// the live member ids, not in standby): it reads R/assignment and the
-// members' loads, plans, and writes the plan with a compare-and-set when
-// it differs (a conflict: another balancer wrote, the next round looks
-// again). Errors are logged; the next round retries.
+// the live member ids, not in standby) and its watch has delivered
+// R/assignment (bal.seen): it reads the members' loads, plans, and writes
+// the plan with a compare-and-set at bal.seen's version when it differs (a
+// conflict: another balancer wrote, the next round looks again). Errors
+// are logged; the next round retries.
 //
 // bal is the balancer's memory for the session: when it last moved each
 // group by load (balanceCooldown), and each group's last reported load
 // (used while no status node reports it: between a move and the new
 // owner's next heartbeat).
 func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string, bal *balancerState) {
-	if len(ids) == 0 || ids[0] != w.opts.ID || w.standby.Load() {
+	if len(ids) == 0 || ids[0] != w.opts.ID || w.standby.Load() || !bal.seenAny {
 		return
 	}
-	data, version, err := store.Read(ctx)
-	if errors.Is(err, coord.ErrNotFound) {
-		data, version, err = nil, -1, nil
-	}
-	if err != nil {
-		w.log.Warn("balancer: could not read the shard assignment", "error", err)
-		return
-	}
+	data, version := bal.seen.Data, bal.seen.Version
+	var err error
 	var cur *assignment
 	if data != nil {
 		if cur, err = decodeAssignment(data, w.layout.Groups()); err != nil {

@@ -68,7 +68,12 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				<-sctx.Done()
 				return
 			}
+			first := !bal.seenAny
+			bal.seen, bal.seenAny = v, true
 			w.followAssignment(sctx, own, v)
+			if first { // a member list that came first waited for this
+				w.balance(sctx, store, ids, bal)
+			}
 		case <-tick.C:
 			w.balance(sctx, store, ids, bal)
 		}
