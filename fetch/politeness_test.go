@@ -187,10 +187,13 @@ func TestPolitenessSetLimitsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := a.count()
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 4; i++ {
 		politeGet(t, p, f, host, a.srv.URL)
 	}
-	assertSpacing(t, a.times(n-1), 200*time.Millisecond)
+	// The first request after the change may come early by the share of a
+	// token earned at the old rate before it (x/time/rate SetLimit keeps
+	// what was earned), so the spacing is checked among the new requests.
+	assertSpacing(t, a.times(n), 200*time.Millisecond)
 }
 
 func TestPolitenessSetLimitsRaisesInFlightCap(t *testing.T) {
