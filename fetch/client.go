@@ -283,6 +283,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 		ContentType: resp.Header.Get("Content-Type"),
 		RemoteIP:    wc.remoteIP(),
 		Started:     started,
+		Sent:        wc.sentAt(),
 		Duration:    time.Since(started),
 		Truncated:   truncated,
 	}
@@ -448,7 +449,8 @@ type wireCapture struct {
 
 	mu      sync.Mutex
 	buf     bytes.Buffer
-	done    bool // WroteHeaders seen for the current connection
+	done    bool      // WroteHeaders seen for the current connection
+	sent    time.Time // when WroteHeaders was seen for it
 	remote  netip.Addr
 	blocked bool
 	conn    *teeConn      // connection of the current attempt
@@ -489,6 +491,7 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 			wc.buf.Reset()
 			wc.buf.WriteString(wc.requestLine)
 			wc.done = false
+			wc.sent = time.Time{}
 			wc.remote = ip
 			wc.mu.Unlock()
 			if !wc.allowPrivate {
@@ -517,6 +520,7 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 			wc.mu.Lock()
 			wc.buf.WriteString("\r\n")
 			wc.done = true
+			wc.sent = time.Now()
 			wc.mu.Unlock()
 		},
 	}
@@ -536,6 +540,14 @@ func (wc *wireCapture) request(req *http.Request) []byte {
 	// A context without the trace, so writing does not feed the capture.
 	_ = req.WithContext(context.Background()).Write(&b)
 	return b.Bytes()
+}
+
+// sentAt returns when the header block of the last attempt was written to
+// its connection, or the zero time if it was not (yet).
+func (wc *wireCapture) sentAt() time.Time {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	return wc.sent
 }
 
 // remoteIP returns the IP of the connection the request went out on, or ""

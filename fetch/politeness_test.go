@@ -355,3 +355,50 @@ func TestPolitenessCrawlDelayStrictestOrigin(t *testing.T) {
 		t.Fatalf("%d origins remembered, cap %d", n, maxDelaySources)
 	}
 }
+
+// Strict politeness (burst 1, one in flight) counts a host's interval from
+// the request's send (Politeness.Sent), not from its end, so a slow answer
+// does not slow the host's crawl; without a recorded send it counts from
+// the end, and a send time never makes the next request earlier than its
+// token allows.
+func TestPolitenessIntervalFromSend(t *testing.T) {
+	const interval, latency = 200 * time.Millisecond, 120 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		sent time.Duration // after the first request was admitted; < 0: no Sent
+		want time.Duration // the second request's admission after the first's
+	}{
+		{"sent at once", 0, interval},
+		{"sent after a slow dial", 50 * time.Millisecond, 50*time.Millisecond + interval},
+		{"no send recorded", -1, latency + interval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPoliteness(t, PolitenessOptions{RatePerSec: 5, Burst: 1, MaxInFlight: 1})
+			release, err := p.Acquire(t.Context(), "h")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := time.Now()
+			if tc.sent >= 0 {
+				p.Sent("h", first.Add(tc.sent))
+			}
+			time.Sleep(latency)
+			release()
+			release, err = p.Acquire(t.Context(), "h")
+			if err != nil {
+				t.Fatal(err)
+			}
+			release()
+			got := time.Since(first)
+			if got < tc.want-5*time.Millisecond || got > tc.want+40*time.Millisecond {
+				t.Errorf("second request admitted %v after the first, want about %v", got.Round(time.Millisecond), tc.want)
+			}
+		})
+	}
+	// A send recorded for a host with nothing in flight is ignored.
+	p := newPoliteness(t, PolitenessOptions{RatePerSec: 5, Burst: 1, MaxInFlight: 1})
+	p.Sent("idle", time.Now())
+	if p.Hosts() != 0 {
+		t.Errorf("Sent created state for a host with no request: %d hosts", p.Hosts())
+	}
+}

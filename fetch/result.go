@@ -78,6 +78,12 @@ type Result struct {
 	// Started is when the request began (before dialling or taking a pooled
 	// connection).
 	Started time.Time
+	// Sent is when the request's header block was written to the
+	// connection that answered (net/http/httptrace WroteHeaders): Started
+	// plus the dial, TLS handshake and pool wait; the zero time if not
+	// known. Strict politeness counts a host's interval from it
+	// (Politeness.Sent).
+	Sent time.Time
 	// Duration is the time from Started to the last body byte read.
 	Duration time.Duration
 	// Truncated is set when the body was longer than Options.MaxBodyBytes

@@ -65,11 +65,14 @@ type RobotsOptions struct {
 	// worker takes a Politeness slot under the crawl's host key of
 	// target). Robots calls release once the response is read and, on
 	// the last hop, once the outcome is cached, so release may read it
-	// (CachedCrawlDelay) and set the Crawl-delay before the slot frees.
+	// (CachedCrawlDelay) and set the Crawl-delay before the slot frees;
+	// sent is when the request was written to its connection
+	// (Result.Sent; the zero time if it was not, or no response came), for
+	// Politeness.Sent.
 	// An error (the caller's ctx ended while waiting, or the gate may
 	// not let the caller send now) ends the load uncached: it says
 	// nothing of the host. Nil: no gate.
-	Gate func(ctx context.Context, robotsURL, target string) (release func(), err error)
+	Gate func(ctx context.Context, robotsURL, target string) (release func(sent time.Time), err error)
 }
 
 // Robots answers robots.txt questions (RFC 9309) with a cache per origin
@@ -382,21 +385,33 @@ func (r *Robots) cacheBytes() int {
 // before the last request's gate release. Errors: only the Gate's refusal
 // (a wait cut off by gateCtx, or the Gate's own error; nothing cached).
 func (r *Robots) load(gateCtx, ctx context.Context, robotsURL, key string) (*robotsEntry, error) {
-	var release func()
-	e, err := r.loadGated(gateCtx, ctx, robotsURL, &release)
+	var g gateHold
+	e, err := r.loadGated(gateCtx, ctx, robotsURL, &g)
 	if err == nil {
 		r.store(key, e)
 	}
-	if release != nil {
-		release()
-	}
+	g.release()
 	return e, err
 }
 
-// loadGated is load's request loop; *release holds the gate release of
-// the request made last (nil without a Gate), for load to call after
-// caching.
-func (r *Robots) loadGated(gateCtx, ctx context.Context, robotsURL string, release *func()) (*robotsEntry, error) {
+// gateHold is the Gate slot of the robots.txt request made last: its
+// release and the request's send time.
+type gateHold struct {
+	rel  func(sent time.Time)
+	sent time.Time
+}
+
+// release frees the held slot, if any.
+func (g *gateHold) release() {
+	if g.rel != nil {
+		g.rel(g.sent)
+	}
+	*g = gateHold{}
+}
+
+// loadGated is load's request loop; g holds the gate slot of the request
+// made last (none without a Gate), for load to release after caching.
+func (r *Robots) loadGated(gateCtx, ctx context.Context, robotsURL string, g *gateHold) (*robotsEntry, error) {
 	log := r.opts.Logger
 	allowAll := func(why string) *robotsEntry {
 		log.Debug("robots.txt unavailable: allow all", "url", robotsURL, "why", why)
@@ -410,22 +425,20 @@ func (r *Robots) loadGated(gateCtx, ctx context.Context, robotsURL string, relea
 	target := robotsURL
 	for hop := 0; ; hop++ {
 		if r.opts.Gate != nil {
-			if *release != nil {
-				(*release)() // the previous hop's slot
-				*release = nil
-			}
+			g.release() // the previous hop's slot
 			rel, err := r.opts.Gate(gateCtx, robotsURL, target)
 			if err != nil {
 				// The gate's refusal (a wait cut off, a caller that may
 				// not send now) says nothing of the host: nothing cached.
 				return nil, fmt.Errorf("robots.txt %s: request to %s not admitted: %w", robotsURL, target, err)
 			}
-			*release = rel
+			g.rel = rel
 		}
 		res, err := r.f.fetch(ctx, target, MaxRobotsBytes)
 		if err != nil {
 			return unreachable(fmt.Errorf("fetching %s: %w", target, err)), nil
 		}
+		g.sent = res.Sent
 		switch s := res.Status; {
 		case s >= 200 && s <= 299:
 			data, err := r.parse(target, res)

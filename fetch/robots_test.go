@@ -343,11 +343,11 @@ func TestRobotsGate(t *testing.T) {
 	var admitted []string
 	var delayAtRelease []time.Duration
 	var r *Robots
-	r = newRobots(t, RobotsOptions{Gate: func(ctx context.Context, robotsURL, target string) (func(), error) {
+	r = newRobots(t, RobotsOptions{Gate: func(ctx context.Context, robotsURL, target string) (func(time.Time), error) {
 		mu.Lock()
 		admitted = append(admitted, strings.TrimPrefix(target, site.srv.URL))
 		mu.Unlock()
-		return func() {
+		return func(time.Time) {
 			d, _, ok := r.CachedCrawlDelay(robotsURL, ua)
 			if !ok {
 				d = -1
@@ -368,7 +368,7 @@ func TestRobotsGate(t *testing.T) {
 	other := newRobotsSite(t, serveRobots(200, "User-agent: *\nDisallow: /\n"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	stuck := newRobots(t, RobotsOptions{Gate: func(ctx context.Context, _, _ string) (func(), error) {
+	stuck := newRobots(t, RobotsOptions{Gate: func(ctx context.Context, _, _ string) (func(time.Time), error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})
@@ -378,7 +378,7 @@ func TestRobotsGate(t *testing.T) {
 	if stuck.Cached(other.srv.URL+"/") || other.fetches.Load() != 0 {
 		t.Fatal("a load cut off at the gate was cached or fetched")
 	}
-	refused := newRobots(t, RobotsOptions{Gate: func(context.Context, string, string) (func(), error) {
+	refused := newRobots(t, RobotsOptions{Gate: func(context.Context, string, string) (func(time.Time), error) {
 		return nil, errors.New("no host key")
 	}})
 	if ok, err := refused.Allowed(context.Background(), other.srv.URL+"/", ua); ok || Code(err) != CodeRobotsPrerequisiteFailed {

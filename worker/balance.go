@@ -46,6 +46,17 @@ const (
 	// long (its load shows in the new owner's status node only after a
 	// heartbeat, and ping-pong would only add handoffs).
 	balanceCooldown = 30 * time.Second
+	// assignSettle: while no live member owns a group (a fresh crawl, or
+	// every worker restarted), the balancer writes the first assignment
+	// only once the member list has not changed for this long, at most
+	// assignSettleMax after it first found nobody owning: workers started
+	// together then divide the groups once, instead of the first to join
+	// taking them all and handing most over a moment later (each handoff
+	// costs the group's keys an interval and their robots.txt again: on a
+	// wide web at 1 request/s, 3 workers that joined 0.3 s apart had half
+	// the hosts start 3 s late).
+	assignSettle    = 500 * time.Millisecond
+	assignSettleMax = 2 * time.Second
 	// keyWeight is what a busy politeness key weighs against an idle group
 	// (which weighs 1): enough that a member's idle groups do not hide a
 	// skew of its keys (at 1, 100 keys over 12 members in 64 groups,
@@ -65,6 +76,31 @@ type balancerState struct {
 	// on that one.
 	seen    coord.ConfigValue
 	seenAny bool
+	// ids is the member list of the last round and idsSince when it
+	// changed to it; unowned is when the balancer first found no live
+	// member owning a group (zero while one does): assignSettle.
+	ids      []string
+	idsSince time.Time
+	unowned  time.Time
+}
+
+// settling reports how much longer the balancer should wait before it
+// writes an assignment of ids over cur (0: write now): while no member
+// of cur is in ids, until ids has been unchanged for assignSettle, and
+// never more than assignSettleMax after the first such round.
+func (bal *balancerState) settling(cur *assignment, ids []string, now time.Time) time.Duration {
+	if !slices.Equal(bal.ids, ids) {
+		bal.ids, bal.idsSince = slices.Clone(ids), now
+	}
+	if cur != nil && slices.ContainsFunc(cur.Members, func(m string) bool { return slices.Contains(ids, m) }) {
+		bal.unowned = time.Time{}
+		return 0
+	}
+	if bal.unowned.IsZero() {
+		bal.unowned = now
+	}
+	wait := max(0, min(bal.idsSince.Add(assignSettle).Sub(now), bal.unowned.Add(assignSettleMax).Sub(now)))
+	return wait
 }
 
 func newBalancerState() *balancerState {
@@ -190,15 +226,17 @@ func abs64(x int64) int64 {
 // R/assignment (bal.seen): it reads the members' loads, plans, and writes
 // the plan with a compare-and-set at bal.seen's version when it differs (a
 // conflict: another balancer wrote, the next round looks again). Errors
-// are logged; the next round retries.
+// are logged; the next round retries. While no live member owns a group it
+// first waits for the member list to settle (balancerState.settling): it
+// then returns how soon to run again (0: at the next event or tick).
 //
 // bal is the balancer's memory for the session: when it last moved each
 // group by load (balanceCooldown), and each group's last reported load
 // (used while no status node reports it: between a move and the new
 // owner's next heartbeat).
-func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string, bal *balancerState) {
+func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []string, bal *balancerState) (again time.Duration) {
 	if len(ids) == 0 || ids[0] != w.opts.ID || w.standby.Load() || !bal.seenAny {
-		return
+		return 0
 	}
 	data, version := bal.seen.Data, bal.seen.Version
 	var err error
@@ -208,10 +246,13 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 			w.log.Warn("balancer: replacing a bad shard assignment", "error", err)
 		}
 	}
+	if wait := bal.settling(cur, ids, time.Now()); wait > 0 {
+		return wait
+	}
 	_, statuses, err := coord.Members(ctx, w.client, w.root)
 	if err != nil {
 		w.log.Warn("balancer: could not read the members' loads", "error", err)
-		return
+		return 0
 	}
 	reported := map[int]int64{}
 	for _, b := range statuses {
@@ -242,7 +283,7 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 	}
 	next, byLoad := planAssignment(cur, ids, w.layout.Groups(), loads, frozen)
 	if cur != nil && slices.Equal(cur.Members, next.Members) && slices.Equal(cur.Owners, next.Owners) {
-		return
+		return 0
 	}
 	b, _ := json.Marshal(next)
 	if version < 0 {
@@ -261,6 +302,7 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 		}
 		w.log.Info("balancer: shard assignment written", "members", len(ids), "moved_by_load", len(byLoad))
 	}
+	return 0
 }
 
 // assignmentView names an assignment's data: a short hash (the view a

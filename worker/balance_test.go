@@ -60,6 +60,43 @@ func TestPlanAssignmentMemberChange(t *testing.T) {
 	}
 }
 
+// While nobody owns a group, the first assignment waits for the member list
+// to be quiet for assignSettle (workers started together divide the groups
+// once), never longer than assignSettleMax; with a live owner it is at once.
+func TestBalancerSettlesTheFirstAssignment(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	bal := newBalancerState()
+	if got := bal.settling(nil, []string{"w1"}, at(0)); got != assignSettle {
+		t.Fatalf("first member: wait %v, want %v", got, assignSettle)
+	}
+	if got := bal.settling(nil, []string{"w1", "w2"}, at(300)); got != assignSettle {
+		t.Fatalf("a member joined 300 ms later: wait %v, want %v again", got, assignSettle)
+	}
+	if got := bal.settling(nil, []string{"w1", "w2"}, at(800)); got != 0 {
+		t.Fatalf("quiet for %v: wait %v, want 0", assignSettle, got)
+	}
+	// Members joining every 400 ms: capped at assignSettleMax from the start.
+	bal = newBalancerState()
+	var ids []string
+	for ms := 0; ms < 3000; ms += 400 {
+		ids = append(ids, fmt.Sprintf("w%d", ms))
+		got := bal.settling(nil, ids, at(ms))
+		if want := max(0, min(assignSettle, at(0).Add(assignSettleMax).Sub(at(ms)))); got != want {
+			t.Fatalf("at %d ms: wait %v, want %v", ms, got, want)
+		}
+	}
+	// A live member owns groups: a join is assigned at once; all owners
+	// gone (every worker restarted): settle again.
+	cur := &assignment{Members: []string{"w1"}, Owners: []int{0, 0}}
+	if got := bal.settling(cur, []string{"w1", "w2"}, at(5000)); got != 0 {
+		t.Fatalf("with a live owner: wait %v, want 0", got)
+	}
+	if got := bal.settling(cur, []string{"w3"}, at(6000)); got != assignSettle {
+		t.Fatalf("every owner gone: wait %v, want %v", got, assignSettle)
+	}
+}
+
 func TestDecodeAssignmentErrors(t *testing.T) {
 	for _, data := range []string{`{`, `{"members":["a"],"owners":[0]}`, `{"members":["a"],"owners":[0,1]}`} {
 		if _, err := decodeAssignment([]byte(data), 2); err == nil {

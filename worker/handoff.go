@@ -87,10 +87,12 @@ func (a *attempt) robotsAllowed() (bool, error) {
 // normalized target), like any page request, so no request to a host
 // bypasses its rate, Crawl-delay or in-flight cap. release sets the
 // Crawl-delay that robotsURL's now cached robots.txt gives its host key
-// before freeing the slot, so the next request to the host waits it.
+// before freeing the slot, so the next request to the host waits it, and
+// notes the request's send (Politeness.Sent), from which strict politeness
+// counts the interval.
 // Errors: a target that does not normalize (no key: robots.txt counts as
 // unreachable), or ctx's while waiting.
-func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func(), error) {
+func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func(sent time.Time), error) {
 	key := func(raw string) (string, error) {
 		u, err := frontier.Normalize(raw)
 		if err != nil {
@@ -113,7 +115,7 @@ func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func
 		release()
 		return nil, err
 	}
-	return func() {
+	return func(sent time.Time) {
 		var ua string
 		if live := w.current(); live != nil {
 			ua = live.cfg.UserAgent
@@ -123,6 +125,7 @@ func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func
 				w.polite.SetCrawlDelay(rk, origin, d)
 			}
 		}
+		w.polite.Sent(host, sent)
 		release()
 	}, nil
 }

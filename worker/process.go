@@ -148,6 +148,9 @@ func (a *attempt) fetch() *fetch.Result {
 	start := time.Now()
 	a.lapAt(stagePoliteness, start)
 	res, ferr := w.fetcher.Fetch(a.ctx, a.it.URL)
+	if res != nil {
+		w.polite.Sent(a.key, res.Sent) // strict politeness counts from here
+	}
 	release()
 	end := time.Now()
 	a.lapAt(stageFetch, end)

@@ -52,6 +52,14 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 	defer tick.Stop()
 	var ids []string
 	bal := newBalancerState()
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
+	round := func() {
+		if again := w.balance(sctx, store, ids, bal); again > 0 {
+			settle.Reset(again)
+		}
+	}
 	for {
 		select {
 		case <-sctx.Done():
@@ -62,7 +70,7 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				return
 			}
 			ids = next
-			w.balance(sctx, store, ids, bal)
+			round()
 		case v, ok := <-assigned:
 			if !ok {
 				<-sctx.Done()
@@ -72,10 +80,12 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 			bal.seen, bal.seenAny = v, true
 			w.followAssignment(sctx, own, v)
 			if first { // a member list that came first waited for this
-				w.balance(sctx, store, ids, bal)
+				round()
 			}
+		case <-settle.C:
+			round()
 		case <-tick.C:
-			w.balance(sctx, store, ids, bal)
+			round()
 		}
 	}
 }
