@@ -48,7 +48,9 @@ type Config struct {
 	UserAgent string `json:"user_agent"`
 	// PerHostRatePerS is the cluster-wide request rate to one host, in
 	// requests per second; 0 means unlimited. A stricter robots.txt
-	// Crawl-delay wins.
+	// Crawl-delay wins. With burst 1 and one request in flight the
+	// interval is counted from one request's send to the next one's
+	// (fetch.Politeness.Sent).
 	PerHostRatePerS float64 `json:"per_host_rate_per_s"`
 	// PerHostBurst is the token-bucket burst per host (requests), >= 1.
 	PerHostBurst int `json:"per_host_burst"`

@@ -133,10 +133,8 @@ func TestCrawlPolitenessHoldsAcrossWorkers(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	// With burst 1 and one request in flight the interval runs from one
 	// request's send to the start of the next (fetch.Politeness.Sent), so a
-	// slow dial cannot squeeze the server-side spacing; what the server
-	// sees differs from the sends only by how late each request reaches its
-	// handler (loopback: scheduling, under -race on two loaded cores).
-	const slack = 15 * time.Millisecond
+	// slow dial cannot squeeze the server-side spacing.
+	const slack = arrivalJitter
 	byHost := map[string][]time.Time{}
 	who := map[time.Time]string{} // request time -> the worker that logged its URL
 	byURL := map[string]string{}

@@ -17,6 +17,14 @@ import (
 	"github.com/zkcrawl/zkcrawl/testenv/crawltest"
 )
 
+// arrivalJitter is how much closer than the politeness interval two
+// requests may reach a loopback server's handler: strict politeness spaces
+// the requests' sends (fetch.Politeness.Sent), and a request may reach its
+// handler later than the next one does after its own send (scheduling on a
+// loaded two-core machine under -race; 27 ms seen). A broken limit (two
+// owners of a key, a key shared wrongly) shows as gaps near zero.
+const arrivalJitter = 30 * time.Millisecond
+
 // crawlEnv is a crawl under test: a real ZooKeeper, a crawl created and
 // seeded as the seeder does, and worker output directories.
 type crawlEnv struct {

@@ -147,7 +147,7 @@ func TestPolitenessKeyStrictestCrawlDelay(t *testing.T) {
 	defer srv.mu.Unlock()
 	times := append([]time.Time(nil), srv.arrivals...)
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	const want, slack = 300 * time.Millisecond, 5 * time.Millisecond
+	const want, slack = 300 * time.Millisecond, arrivalJitter
 	// The first request of each host may come before its robots.txt was
 	// read (the key's delay is known only from the robots.txt files read
 	// so far): judge the gaps after the third page request.
@@ -190,7 +190,7 @@ func crawlSharesOneBudget(t *testing.T, zkAddr, kind string, name func(int) stri
 	}
 	times := append([]time.Time(nil), srv.arrivals...)
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	interval, slack := time.Duration(float64(time.Second)/cfg.PerHostRatePerS), 2*time.Millisecond
+	interval, slack := time.Duration(float64(time.Second)/cfg.PerHostRatePerS), arrivalJitter
 	for k := 1; k <= 5; k++ {
 		for i := 0; i+k < len(times); i++ {
 			if span := times[i+k].Sub(times[i]); span < time.Duration(k)*interval-slack {

@@ -93,7 +93,7 @@ func TestRobotsAndSitemapsGoThroughPoliteness(t *testing.T) {
 					t.Errorf("%s was never requested", want)
 				}
 			}
-			const interval, slack = 250 * time.Millisecond, 5 * time.Millisecond
+			const interval, slack = 250 * time.Millisecond, arrivalJitter
 			for k := 1; k < len(order); k++ {
 				prev, cur := order[k-1], order[k]
 				if gap := log.starts[cur].Sub(log.starts[prev]); gap < interval-slack {
