@@ -138,8 +138,8 @@ const CurrentLayout = 2
 var ErrOldLayout = errors.New("crawl uses another frontier layout")
 
 // DefaultLayout is the layout of a new crawl: 64 shard groups of one shard
-// each. With layout 2 a host never has more than 4 x per_host_max_in_flight
-// + 1 ready items, so spreading one host over several shards is no longer
+// each. With layout 2 a host never has more than its ready window
+// (ReadyWindow) of ready items, so spreading one host over several shards is no longer
 // needed for ZooKeeper's child-count limit.
 var DefaultLayout = Layout{Version: CurrentLayout, Shards: 64, Spread: 1}
 

@@ -20,7 +20,10 @@
 # REAL_DIR (default ./out/demo-real-<timestamp>). Every process it starts is
 # stopped on exit, Ctrl-C or SIGTERM; every wait is bounded.
 #
-# Environment: REAL_DIR, KEEP_TMP, BIN (default ./bin), NO_COLOR.
+# Environment: REAL_DIR, KEEP_TMP, BIN (default ./bin), NO_COLOR, FORCE_SYNC
+# (true: ZooKeeper fsyncs before each ack, as in production), REAL_MD (a
+# file to append the summary's markdown table row to, labelled REAL_LABEL:
+# scripts/bench.sh's).
 set -uo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -184,7 +187,7 @@ progress() {
 progress &
 PROGRESS_PID=$!
 track_pid "$PROGRESS_PID"
-wait_until "$CRAWL_TIMEOUT" "the crawl to finish" workers_exited
+WAIT_POLL=0.05 wait_until "$CRAWL_TIMEOUT" "the crawl to finish" workers_exited # the exit is timed
 crawl_done=$?
 t1=$(now_s)
 kill "$PROGRESS_PID" 2>/dev/null

@@ -29,8 +29,11 @@
 #   cpu_s, rss_mb  per worker, from the last metrics scrape before its exit
 #
 # Environment: HOSTS (1000), PAGES (10), WORKERS ("1 3"), RATE (1),
-# WIDE_DIR (output, default ./out/wideweb-<timestamp>), BIN, TIMEOUT (the
-# most seconds one run may take, default 600).
+# FORCE_SYNC (true: ZooKeeper fsyncs before each ack, as in production;
+# default false), WIDE_DIR (output, default ./out/wideweb-<timestamp>), BIN,
+# TIMEOUT (the most seconds one run may take, default 600), WIDE_MD (a file
+# to append one markdown table row per run to: scripts/bench.sh's).
+# Exits 1 when a run misses a page of the ground truth or passes TIMEOUT.
 set -uo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -53,7 +56,7 @@ trap 'exit 143' TERM
 # zkc_py_wide_report: the python3 helper that reports one run (pyscript).
 zkc_py_wide_report() {
 	cat <<'EOF'
-"""Report one wide-web run: argv TRUTH BOUND_S T0 RATE RUN_DIR."""
+"""Report one wide-web run: argv TRUTH BOUND_S T0 RATE RUN_DIR [MD_FILE LABEL]."""
 import glob, json, os, re, statistics, sys
 from collections import defaultdict
 from datetime import datetime
@@ -146,6 +149,17 @@ for st in STAGES:
     b = buckets.get(st, {}); n = b.get(float("inf"), 0)
     print("%-10s %8.1f %8.1f %8.1f %8d" % (st, 1000 * hq(b, .5), 1000 * hq(b, .9), 1000 * ssum[st] / max(n, 1), n))
 print(" | ".join(per))
+if len(sys.argv) > 7 and sys.argv[6]:
+    def p50(st):
+        return 1000 * hq(buckets.get(st, {}), .5)
+    cpu = [metric(open(f).read(), "process_cpu_seconds_total") for f in glob.glob(os.path.join(run, "metrics", "*.prom"))]
+    rss = [metric(open(f).read(), "process_resident_memory_bytes") / 2**20 for f in glob.glob(os.path.join(run, "metrics", "*.prom"))]
+    with open(sys.argv[6], "a") as md:
+        md.write("| %s | %d | %.1f | %.1f | **%.2fx** | %.2f | %d/%d | %.2f | %.0f | %s |\n" % (
+            sys.argv[7], len(exits), bound, mk, mk / bound, (max(exits) - last) if exits else float("nan"),
+            ok, len(truth), 1000 * sum(cpu) / max(len(entries), 1), max(rss or [0]),
+            " / ".join("%.0f" % p50(st) for st in ("ready", "claim", "robots", "politeness", "fetch", "fsync", "complete"))))
+sys.exit(0 if ok == len(truth) else 1)
 EOF
 }
 
@@ -175,6 +189,7 @@ scrape() {
 	done
 }
 
+failed=0
 for n in $WORKERS; do
 	CRAWL=wide-$n-$(date +%s)
 	RUN=$WIDE_DIR/run-$n
@@ -218,6 +233,11 @@ for n in $WORKERS; do
 	done
 	kill "$scraper" 2>/dev/null
 	wait "$scraper" 2>/dev/null
-	python3 "$(pyscript wide_report)" "$WIDE_DIR/truth.tsv" "$BOUND" "$t0" "$RATE" "$RUN" | tee "$RUN/report.txt"
+	python3 "$(pyscript wide_report)" "$WIDE_DIR/truth.tsv" "$BOUND" "$t0" "$RATE" "$RUN" \
+		"${WIDE_MD:-}" "$HOSTS x $PAGES, ${RATE}/s, forceSync=$([ "${FORCE_SYNC:-false}" = true ] && echo yes || echo no)" >"$RUN/report.txt"
+	rc=$?
+	cat "$RUN/report.txt"
+	[ "$rc" = 0 ] || { warn "run with $n worker(s) missed pages of the ground truth (see $RUN)"; failed=1; }
 done
 say "output in $(shorten "$WIDE_DIR")"
+exit "$failed"

@@ -46,15 +46,15 @@ const (
 	// long (its load shows in the new owner's status node only after a
 	// heartbeat, and ping-pong would only add handoffs).
 	balanceCooldown = 30 * time.Second
-	// assignSettle: while no live member owns a group (a fresh crawl, or
-	// every worker restarted), the balancer writes the first assignment
-	// only once the member list has not changed for this long, at most
-	// assignSettleMax after it first found nobody owning: workers started
-	// together then divide the groups once, instead of the first to join
-	// taking them all and handing most over a moment later (each handoff
-	// costs the group's keys an interval and their robots.txt again: on a
-	// wide web at 1 request/s, 3 workers that joined 0.3 s apart had half
-	// the hosts start 3 s late).
+	// assignSettle: under a per-host rate, while no live member owns a
+	// group (a fresh crawl, or every worker restarted), the balancer
+	// writes the first assignment only once the member list has not
+	// changed for this long, at most assignSettleMax after it first found
+	// nobody owning: workers started together then divide the groups
+	// once, instead of the first to join taking them all and handing most
+	// over a moment later (each handoff costs the group's keys an interval
+	// and their robots.txt again: on a wide web at 1 request/s, 3 workers
+	// that joined 0.3 s apart had half the hosts start 3 s late).
 	assignSettle    = 500 * time.Millisecond
 	assignSettleMax = 2 * time.Second
 	// keyWeight is what a busy politeness key weighs against an idle group
@@ -226,9 +226,10 @@ func abs64(x int64) int64 {
 // R/assignment (bal.seen): it reads the members' loads, plans, and writes
 // the plan with a compare-and-set at bal.seen's version when it differs (a
 // conflict: another balancer wrote, the next round looks again). Errors
-// are logged; the next round retries. While no live member owns a group it
-// first waits for the member list to settle (balancerState.settling): it
-// then returns how soon to run again (0: at the next event or tick).
+// are logged; the next round retries. Under a per-host rate, while no live
+// member owns a group, it first waits for the member list to settle
+// (balancerState.settling): it then returns how soon to run again (0: at
+// the next event or tick).
 //
 // bal is the balancer's memory for the session: when it last moved each
 // group by load (balanceCooldown), and each group's last reported load
@@ -246,8 +247,10 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 			w.log.Warn("balancer: replacing a bad shard assignment", "error", err)
 		}
 	}
-	if wait := bal.settling(cur, ids, time.Now()); wait > 0 {
-		return wait
+	if w.current().cfg.PerHostRatePerS > 0 { // else a move costs a few round trips, not an interval a key
+		if wait := bal.settling(cur, ids, time.Now()); wait > 0 {
+			return wait
+		}
 	}
 	_, statuses, err := coord.Members(ctx, w.client, w.root)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
@@ -120,11 +121,27 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 	}
 }
 
+// claimSlotsPerKey is how many claims a worker may hold per politeness key
+// for items waiting for or in a fetch (keySlots). Under a per-host rate,
+// per_host_max_in_flight + 1: one prefetched item waits on politeness while
+// another is fetched, and the interval is far longer than a claim. Without
+// a rate a key's fetches follow each other as fast as claims come, and a
+// claim (a ZooKeeper write, 5-10 ms on two cores) outlasts a fast fetch
+// (1 ms on loopback nginx) several times over, so 4 x per_host_max_in_flight
+// claims keep its in-flight cap busy (make demo-real: about 850 pages/s at
+// in-flight 8 with 9 slots). Never more than the key's ready window
+// (frontier.ReadyWindow, 16 x per_host_max_in_flight + 1 without a rate).
+func claimSlotsPerKey(cfg *config.Config) int {
+	if cfg.PerHostRatePerS > 0 {
+		return cfg.PerHostMaxInFlight + 1
+	}
+	return 4 * cfg.PerHostMaxInFlight
+}
+
 // keySlots counts the claims this worker holds per politeness key that
 // wait for or are in a fetch, so that a key never has more than
-// per_host_max_in_flight + 1 of them here (one prefetched item waits on
-// politeness while another is fetched; claims, within claimCap, are not
-// spent on many items that only wait for a busy key). A claim's slot is freed
+// claimSlotsPerKey of them here (claims, within claimCap, are not spent on
+// many items that only wait for a busy key). A claim's slot is freed
 // when its fetch ends: writing the records, the fsync batch and the
 // completion multi (about 5 ms, far longer than a fetch on a fast server)
 // no longer keep the key's next item from being claimed; the key's ready
@@ -204,7 +221,7 @@ func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte) 
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
 		key := w.layout.Key(it.URL)
-		if !w.slots.reserve(key, cfg.PerHostMaxInFlight+1, shard) {
+		if !w.slots.reserve(key, claimSlotsPerKey(cfg), shard) {
 			return nil, false
 		}
 		*t = taken{item: it, key: key, admitted: time.Now()}

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,6 +69,9 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 			if !ok {
 				<-sctx.Done()
 				return
+			}
+			if slices.ContainsFunc(ids, func(id string) bool { return !slices.Contains(next, id) }) {
+				w.left.Fire()
 			}
 			ids = next
 			round()

@@ -215,7 +215,9 @@ func (c *counters) capped(cfg config.Config) bool {
 // claimed work is left. A watch lost across a reconnect fires too;
 // doneFallback bounds the wait on watches all the same. The snapshot is
 // confirmed by a second count read taken while no watch has fired
-// (docs/design.md, "When a batch crawl is done").
+// (docs/design.md, "When a batch crawl is done"). A member leaving the
+// worker list (a worker that saw the crawl done and exited) ends any of
+// these waits at once.
 func (w *Worker) waitDone(ctx context.Context) error {
 	var quietSince, lastRead time.Time
 	pause, watching := donePoll, false
@@ -223,6 +225,7 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		if err := w.idleHere(ctx); err != nil {
 			return err
 		}
+		left := w.left.Wait() // a member leaving (done elsewhere) ends the wait below
 		if gap := doneMinGap - time.Since(lastRead); gap > 0 {
 			// Watches fire on every claim and completion: read at most
 			// once per doneMinGap.
@@ -272,7 +275,7 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		default:
 			pause = min(2*pause, doneBackoff)
 		}
-		if err := sleepOrChange(ctx, wait, changed); err != nil {
+		if err := sleepOrChange(ctx, wait, changed, left); err != nil {
 			return err
 		}
 	}
@@ -284,9 +287,9 @@ func onlyClaimedLeft(st frontier.Pending) bool {
 	return st.Ready <= st.Claimed && st.Posts == 0 && st.Backlog-st.Held <= 0
 }
 
-// sleepOrChange waits d, or until changed is closed (nil: never), or until
-// ctx ends (then its error).
-func sleepOrChange(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
+// sleepOrChange waits d, or until changed or left is closed (nil: never),
+// or until ctx ends (then its error).
+func sleepOrChange(ctx context.Context, d time.Duration, changed, left <-chan struct{}) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -296,6 +299,7 @@ func sleepOrChange(ctx context.Context, d time.Duration, changed <-chan struct{}
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-changed:
+	case <-left:
 	case <-timer.C:
 	}
 	return nil

@@ -179,6 +179,10 @@ type membership struct {
 	view    atomic.Pointer[string] // the shard assignment ownership follows (assignmentView)
 	owned   atomic.Pointer[[]int]  // shards owned now, sorted (gauges.go)
 	standby atomic.Bool            // out of the worker list while output writes fail (standby.go)
+	// left fires when a member leaves the worker list (its session ended:
+	// a finished worker exits, a killed one expires), so waitDone looks
+	// again at once instead of at its next poll.
+	left broadcast
 }
 
 // reporting is what the status node, the progress lines and the metrics

@@ -27,16 +27,18 @@ until SIGINT or SIGTERM, then stops the servers.`
 
 const examples = `  zkserver                                  # standalone on 127.0.0.1:2181, data in a temp dir
   zkserver --port 0 --tick 200ms            # a free port; session timeouts 0.4 s..4 s (quick tests)
-  zkserver --ensemble 3 --dir /tmp/zk3      # a 3-node quorum on ports 2181..2183, data kept`
+  zkserver --ensemble 3 --dir /tmp/zk3      # a 3-node quorum on ports 2181..2183, data kept
+  zkserver --force-sync                     # fsync every write, as in production (benchmarks)`
 
 func main() { cli.Main("zkserver", run) }
 
 // options are the parsed flags.
 type options struct {
-	dir      string
-	port     int
-	tick     time.Duration
-	ensemble int
+	dir       string
+	port      int
+	tick      time.Duration
+	ensemble  int
+	forceSync bool
 }
 
 func run(ctx context.Context, args []string) error {
@@ -55,11 +57,12 @@ func run(ctx context.Context, args []string) error {
 // ZKCRAWL_<FLAG> environment variables.
 func parseFlags(args []string, env func(string) (string, bool)) (options, func(io.Writer) (*slog.Logger, error), error) {
 	var o options
-	fs := cli.NewFlagSet("zkserver", "zkserver [--dir DIR] [--port 2181] [--tick 2000ms] [--ensemble N]", about, examples)
+	fs := cli.NewFlagSet("zkserver", "zkserver [--dir DIR] [--port 2181] [--tick 2000ms] [--ensemble N] [--force-sync]", about, examples)
 	fs.StringVar(&o.dir, "dir", "", "directory for config, log and data (kept on exit); default a temp dir removed on exit")
 	fs.IntVar(&o.port, "port", 2181, "client port on 127.0.0.1 (0 = a free port); ensemble member i gets port+i")
 	fs.DurationVar(&o.tick, "tick", 2000*time.Millisecond, "ZooKeeper tickTime; session timeouts may range from 2 to 20 ticks")
 	fs.IntVar(&o.ensemble, "ensemble", 1, "number of servers; 1 runs a standalone server")
+	fs.BoolVar(&o.forceSync, "force-sync", false, "fsync the transaction log before each write is acknowledged (forceSync=yes, as production ZooKeeper runs; benchmarks use it); off, a crash of the machine can lose acknowledged writes")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
 		return o, nil, err
@@ -84,6 +87,7 @@ func serve(ctx context.Context, o options, logger *slog.Logger) error {
 		Dir:        o.dir,
 		ClientPort: o.port,
 		TickTime:   o.tick,
+		ForceSync:  o.forceSync,
 		Logger:     logger,
 	}
 	if o.ensemble == 1 {
