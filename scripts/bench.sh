@@ -13,7 +13,13 @@
 #   ./scripts/bench.sh --only trap      # one part (synth, real, queued, big, trap, ceiling, takeover)
 #   ./scripts/bench.sh --workers 3      # any crawlbench flag (see bin/crawlbench --help)
 #
+# Part 7 then runs scripts/wideweb.sh and scripts/demo-real.sh (the wide web
+# and the real site as a user runs them, the workers' exit timed) and
+# appends their tables to BENCHMARKS.md (about 5 minutes; not with --only).
+#
 # Environment: OUT, BIN (default ./bin), SKIP_BIG=1 (same as --skip-big),
+# SKIP_USER=1 (no part 7), WIDE5=1|0 (part 7's 5,000-host wide web at 1/s;
+# default 1 on 8 cores or more, where it is not CPU-bound),
 # BASELINE_REV (default 329a982, the last commit of frontier layout 1; "none"
 # skips it): part 1 also crawls with that commit's seeder and crawler, built
 # here from git into OUT/baseline, so that issue 9's "no slower than today's
@@ -77,5 +83,60 @@ if [ "$rc" = 0 ]; then
 	echo "bench: wrote BENCHMARKS.md; every figure in $OUT/results.json"
 else
 	echo "bench: crawlbench exited $rc (see $OUT/crawlbench.log); BENCHMARKS.md lists the parts that failed" >&2
+fi
+
+# Part 7: the wide web and the real site as a user runs them, with the
+# shipped scripts and binaries (--exit-when-done, the workers' exit timed):
+# appended to BENCHMARKS.md. Skipped with --only or SKIP_USER=1.
+if [ -z "${SKIP_USER:-}" ] && [[ " ${args[*]-} " != *" --only "* ]] && [ "$rc" = 0 ]; then
+	user_md=$OUT/user.md
+	: >"$user_md"
+	urc=0
+	for fs in true false; do
+		echo "bench: part 7: scripts/wideweb.sh, 1,000 hosts x 10 pages at 1/s, FORCE_SYNC=$fs"
+		FORCE_SYNC=$fs WIDE_MD=$user_md.wide WIDE_DIR=$OUT/wide-1000-$fs HOSTS=1000 PAGES=10 RATE=1 WORKERS="1 3" \
+			./scripts/wideweb.sh >"$OUT/wide-1000-$fs.log" 2>&1 || urc=1
+	done
+	if [ "${WIDE5:-$([ "$(nproc)" -ge 8 ] && echo 1 || echo 0)}" = 1 ]; then
+		echo "bench: part 7: scripts/wideweb.sh, 5,000 hosts x 20 pages at 1/s, FORCE_SYNC=true"
+		FORCE_SYNC=true WIDE_MD=$user_md.wide WIDE_DIR=$OUT/wide-5000 HOSTS=5000 PAGES=20 RATE=1 WORKERS="1 3" \
+			./scripts/wideweb.sh >"$OUT/wide-5000.log" 2>&1 || urc=1
+	fi
+	for fs in true false; do
+		echo "bench: part 7: scripts/demo-real.sh, FORCE_SYNC=$fs"
+		FORCE_SYNC=$fs REAL_MD=$user_md.real REAL_LABEL="forceSync=$([ $fs = true ] && echo yes || echo no)" \
+			REAL_DIR=$OUT/demo-real-$fs ./scripts/demo-real.sh >"$OUT/demo-real-$fs.log" 2>&1 || urc=1
+	done
+	{
+		echo
+		echo "## Part 7: the wide web and a real site, as a user runs them"
+		echo
+		echo "The shipped binaries started by the shipped scripts, each worker with \`--exit-when-done\`, timed from the"
+		echo "workers' start (wide web) or the seeder's (real site) to the last crawl log line and to the last worker's exit."
+		echo "\`scripts/wideweb.sh\`: \`testweb --wide\` (latency lognormal, median 150 ms, p99 1 s; dead, resetting and"
+		echo "timing-out hosts; Crawl-delay on some), default config at the rate shown; the politeness bound is the shortest"
+		echo "crawl any crawler could make at that rate (\`testenv.Web.PolitenessBound\`). The 5,000 x 20 web at 1/s runs on"
+		echo "machines of 8 cores or more (\`WIDE5=1\` forces it): it needs about 5 cores (4,000 pages/s at 1.2 ms of worker CPU"
+		echo "a page, plus the web and ZooKeeper), so on fewer it measures the CPU, not the crawl's waiting. Targets (issue 20):"
+		echo "makespan <= 1.15x the bound; RSS <= 500 MB; exit <= 1 s after the last page; the real site to exit <= 0.75x wget."
+		echo
+		echo "| web, rate, ZooKeeper | workers | bound, s | makespan, s | makespan / bound | exit after the last page, s | pages of the truth | CPU ms per page (workers) | RSS at exit, MB (largest worker) | stage p50, ms: ready / claim / robots / politeness / fetch / fsync / complete |"
+		echo "|---|---|---|---|---|---|---|---|---|---|"
+		cat "$user_md.wide" 2>/dev/null
+		echo
+		echo "\`scripts/demo-real.sh\` (= \`make demo-real\`): the PostgreSQL 15 manual served by nginx on loopback, \`wget -r -p -np"
+		echo "--warc-file\` against 3 workers (per_host_max_in_flight 8, no rate), each on a fresh ZooKeeper."
+		echo
+		echo "| ZooKeeper | wget, s | zkcrawl to exit, s | to exit / wget | zkcrawl to the last page, s | to last page / wget | exit after the last page, s | pages zkcrawl / wget | missing | duplicates |"
+		echo "|---|---|---|---|---|---|---|---|---|---|"
+		cat "$user_md.real" 2>/dev/null
+		if [ "$urc" != 0 ]; then
+			echo
+			echo "A script of part 7 failed (a run missed pages of its truth or did not finish): see $OUT/wide-*.log and $OUT/demo-real-*.log."
+		fi
+	} >"$user_md"
+	cat "$user_md" >>BENCHMARKS.md
+	cat "$user_md"
+	[ "$urc" = 0 ] || rc=1
 fi
 exit "$rc"
