@@ -133,7 +133,8 @@ func (q *Queue) Claims(ctx context.Context, shards ...int) ([]ClaimInfo, error) 
 	return out, nil
 }
 
-// shardClaims reads the claims of one shard with their records (no retry).
+// shardClaims reads the claims of one shard with their records, at most 16
+// reads in flight (no retry).
 func (q *Queue) shardClaims(ctx context.Context, shard int, now time.Time) ([]ClaimInfo, error) {
 	names, _, err := q.c.children(ctx, q.shardPath(claimsDir, shard))
 	if errors.Is(err, zk.ErrNoNode) {
@@ -143,16 +144,17 @@ func (q *Queue) shardClaims(ctx context.Context, shard int, now time.Time) ([]Cl
 		return nil, err
 	}
 	sort.Strings(names)
-	var out []ClaimInfo
-	for _, n := range names {
-		data, _, err := q.c.get(ctx, q.claimPath(shard, n))
+	infos := make([]ClaimInfo, len(names))
+	found := make([]bool, len(names))
+	err = parallel(ctx, len(names), 16, func(ctx context.Context, i int) error {
+		data, _, err := q.c.get(ctx, q.claimPath(shard, names[i]))
 		if errors.Is(err, zk.ErrNoNode) {
-			continue
+			return nil // finished meanwhile
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		info := ClaimInfo{Shard: shard, Item: n}
+		info := ClaimInfo{Shard: shard, Item: names[i]}
 		var rec claimRecord
 		if json.Unmarshal(data, &rec) == nil {
 			info.Owner = rec.Owner
@@ -160,7 +162,17 @@ func (q *Queue) shardClaims(ctx context.Context, shard int, now time.Time) ([]Cl
 			info.ClaimedAt = rec.ClaimedAt
 			info.Age = now.Sub(rec.ClaimedAt)
 		}
-		out = append(out, info)
+		infos[i], found[i] = info, true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []ClaimInfo
+	for i, info := range infos {
+		if found[i] {
+			out = append(out, info)
+		}
 	}
 	return out, nil
 }
