@@ -44,7 +44,7 @@ func TestHandoffKeepsCrawlDelay(t *testing.T) {
 	for _, r := range web.Requests() {
 		byHost[r.Host] = append(byHost[r.Host], r)
 	}
-	const slack = 50 * time.Millisecond // client send to server arrival jitter
+	const slack = arrivalJitter
 	robotsAfterFirst := 0
 	for host, reqs := range byHost {
 		sort.Slice(reqs, func(i, j int) bool { return reqs[i].Time.Before(reqs[j].Time) })
