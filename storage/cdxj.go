@@ -201,6 +201,16 @@ func jsTrimEnd(s string) string   { return strings.TrimRightFunc(s, isJSSpace) }
 func writeJSString(b *strings.Builder, s string) {
 	const hex = "0123456789abcdef"
 	b.WriteByte('"')
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
+	}
+	if plain {
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	for _, r := range s {
 		switch r {
 		case '"':

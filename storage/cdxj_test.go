@@ -151,3 +151,15 @@ func TestCDXJIndexSpillsAndMerges(t *testing.T) {
 		t.Errorf("run files left: %v", left)
 	}
 }
+
+// BenchmarkCDXJLine is the index's cost per exchange: the SURT key (a
+// WHATWG parse), the HTTP header scan and the line.
+func BenchmarkCDXJLine(b *testing.B) {
+	hdr := []byte("HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 20:14:39 GMT\r\nServer: nginx\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 12345\r\nCache-Control: max-age=600\r\n\r\n")
+	date := formatDate(time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		e := newCDXJEntry("https://www.postgresql.org/docs/current/sql-createtable.html?x=1&a=2", date, hdr, "sha1:R3P4DJH74AWE5T4MUBSCC25KJBI4EITM")
+		_ = e.line(TypeResponse, 123456789, 4567, "zkcrawl-20261126201439123-00000-w1.warc.gz")
+	}
+}

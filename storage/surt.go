@@ -1,16 +1,11 @@
 package storage
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 
 	whatwgurl "github.com/nlnwa/whatwg-url/url"
 )
-
-// wwwPrefix matches the "www", "www2", "www23"... label that surtKey drops
-// from the front of the host (lowercase only, as warcio.js).
-var wwwPrefix = regexp.MustCompile(`^(https?://)www\d*\.`)
 
 // surtKey returns the SURT (Sort-friendly URI Reordering Transform) key of
 // url exactly as warcio.js 2.4.11 getSurt (src/lib/utils.ts) computes it
@@ -36,7 +31,7 @@ func surtKey(url string) string {
 	if !strings.HasPrefix(url, "https:") && !strings.HasPrefix(url, "http:") {
 		return url
 	}
-	url = wwwPrefix.ReplaceAllString(url, "$1")
+	url = stripWWW(url)
 	u, err := whatwgurl.Parse(jsLower(url))
 	if err != nil {
 		return url
@@ -68,4 +63,28 @@ func surtKey(url string) string {
 // dot above) becomes "i" followed by U+0307 (combining dot above).
 func jsLower(s string) string {
 	return strings.ToLower(strings.ReplaceAll(s, "\u0130", "i\u0307"))
+}
+
+// stripWWW removes "www" followed by any digits and '.' right after
+// "http://" or "https://" (lowercase only): warcio.js's
+// url.replace(/^(https?:\/\/)www\d*\./, "$1").
+func stripWWW(url string) string {
+	var scheme string
+	switch {
+	case strings.HasPrefix(url, "http://"):
+		scheme = "http://"
+	case strings.HasPrefix(url, "https://"):
+		scheme = "https://"
+	default:
+		return url
+	}
+	rest, ok := strings.CutPrefix(url[len(scheme):], "www")
+	if !ok {
+		return url
+	}
+	rest = strings.TrimLeft(rest, "0123456789")
+	if rest, ok = strings.CutPrefix(rest, "."); !ok {
+		return url
+	}
+	return scheme + rest
 }

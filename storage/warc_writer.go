@@ -108,6 +108,11 @@ type ResponseInfo struct {
 // Every record is flushed to the operating system as soon as it is written
 // (no fsync per record: Sync, usually through a SyncBatch, and Close fsync). A Writer is safe for
 // concurrent use; the two records of an exchange are always adjacent.
+// Beside each file it writes a CDXJ index, <name>.cdxj, when the file is
+// closed (cdxjIndex, writeIndex): the sorted lines `warcio cdx-index`
+// prints for the file, built from the offsets and lengths the writer has,
+// holding at most 4 MiB of lines per file in memory (more are spilled to
+// sorted run files).
 //
 // A failed fsync (or flush) of a file, at Sync, at rotation, after a write
 // error or at Close, ends that file: it is closed and, unless a rotation
