@@ -25,7 +25,7 @@ import (
 type cdxjEntry struct {
 	key     string // surtKey(WARC-Target-URI)
 	ts      string // WARC-Date, digits only, first 14 ("yyyyMMddHHmmss")
-	url     string // WARC-Target-URI
+	url     string // WARC-Target-URI (latin1IfWide)
 	mime    string // Content-Type before ';', trimmed; only when hasMime
 	hasMime bool
 	status  string // Number(second word of the status line), as a string
@@ -36,6 +36,9 @@ type cdxjEntry struct {
 // WARC-Target-URI target, WARC-Date date (formatDate), HTTP status line and
 // headers httpHeader and WARC-Payload-Digest payloadDigest.
 func newCDXJEntry(target, date string, httpHeader []byte, payloadDigest string) cdxjEntry {
+	// warcio.js reads WARC-Target-URI through Headers, which re-reads a
+	// value holding a character above U+00FF as its UTF-8 bytes.
+	target = latin1IfWide(target)
 	e := cdxjEntry{key: surtKey(target), url: target}
 	ts := strings.Map(func(r rune) rune {
 		if r == '-' || r == ':' || r == 'T' {
@@ -137,10 +140,11 @@ func httpStatusAndMime(hdr []byte) (status, mime string, ok bool) {
 // trimmed).
 func headerValueOK(v string) bool { return !strings.ContainsAny(v, "\x00\r\n") }
 
-// latin1IfWide returns v unchanged when every character is at most U+00FF,
-// else its UTF-8 bytes as characters U+0000..U+00FF (warcio.js's
-// UTFToLatin1, applied when Headers.append rejects the value).
+// latin1IfWide returns v (decodeUTF8) unchanged when every character is
+// at most U+00FF, else its UTF-8 bytes as characters U+0000..U+00FF
+// (warcio.js's UTFToLatin1, applied when Headers.append rejects the value).
 func latin1IfWide(v string) string {
+	v = decodeUTF8(v)
 	wide := false
 	for _, r := range v {
 		if r > 0xFF {
@@ -240,4 +244,19 @@ func writeJSString(b *strings.Builder, s string) {
 		}
 	}
 	b.WriteByte('"')
+}
+
+// decodeUTF8 returns s with each invalid UTF-8 byte replaced by U+FFFD, as
+// TextDecoder("utf-8") reads warcio.js's header bytes (TextDecoder replaces
+// a truncated multi-byte sequence by one U+FFFD where this writes one per
+// byte; the fetcher's URLs are ASCII).
+func decodeUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteRune(r) // an invalid byte ranges as utf8.RuneError
+	}
+	return b.String()
 }

@@ -17,7 +17,11 @@ import (
 // several hosts (www. stripped, a port, an IPv4 address, upper case),
 // unsorted and odd query strings, a JSON-escaped URL, a repeated URL with
 // the same payload (a revisit record), a truncated body, non-200 statuses,
-// a missing or odd Content-Type, the raw wire bytes of a chunked response.
+// a missing or odd Content-Type, the raw wire bytes of a chunked response;
+// and what warcio.js reads oddly: raw non-ASCII in the URL and in
+// Content-Type (latin-1 re-encoding), a control character and an invalid
+// UTF-8 byte, a blank or missing status code, a space before the colon,
+// a folded value, dot segments, an IPv6 host.
 func cdxjExchanges() []Exchange {
 	at := time.Date(2026, 11, 26, 20, 14, 39, 123456000, time.UTC)
 	ex := func(i int, url, header, body string) Exchange {
@@ -42,6 +46,15 @@ func cdxjExchanges() []Exchange {
 		ex(6, "http://www.example.com/", html, "<p>home</p>"), // same payload: a revisit
 		ex(7, "http://example.net/folded", "HTTP/1.1 503 Service Unavailable\r\nContent-Type:\r\n text/html\r\nRetry-After: 1\r\n\r\n", "later"),
 		ex(8, "http://example.net/two-types", "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-A: b\r\nContent-Type: text/plain\r\n\r\n", "two"),
+	)
+	exs = append(exs,
+		ex(11, "http://www.www.example.com/%7Euser/%e2%82%ac?Z=%2F&z=%2f", "HTTP/1.1  200\r\nContent-Type : text/html\r\n\r\n", "a"),
+		ex(12, "http://example.org/caf\u00e9/\u20ac?q=\u00fc", "HTTP/1.1 099 Odd\r\nContent-Type: text/h\u00e9ml\r\n\r\n", "b"),
+		ex(13, "https://[2001:db8::1]:443/v6", "HTTP/1.1 200 OK\r\ncontent-TYPE: text/x\u20acy; q=1\r\n\r\n", "c"),
+		ex(14, "http://EXAMPLE.com:80/A/../B/./c", "HTTP/2 200\r\nContent-Type: ;charset=x\r\n\r\n", "d"),
+		ex(15, "https://xn--bcher-kva.example/", "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\tmore\r\n\r\n", "e"),
+		ex(17, "http://example.com/ctl", "HTTP/1.1 200 OK\r\nContent-Type: text/\x01x\xff\r\n\r\n", "g"),
+		ex(16, "http://example.com/nostatus", "HTTP/1.1\r\nContent-Type: text/html\r\n\r\n", "f"),
 	)
 	trunc := ex(9, "http://www2.example.com/big.bin", "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n", strings.Repeat("x", 4096))
 	trunc.Truncated = true
