@@ -237,6 +237,13 @@ func TestWARCRotationFsyncFailureReachesEveryCoveredItem(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, info2.File+OpenSuffix)); err != nil {
 		t.Errorf("the failed file should keep its %s suffix: %v", OpenSuffix, err)
 	}
+	// The good file has its index, the failed one none.
+	if _, err := os.Stat(filepath.Join(dir, indexName(f1))); err != nil {
+		t.Errorf("index of the good file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, indexName(info2.File))); !os.IsNotExist(err) {
+		t.Errorf("the failed file got an index (stat: %v)", err)
+	}
 }
 
 // A failed fsync of the current WARC file (in a round) fails every item
@@ -284,6 +291,9 @@ func TestWARCSyncFailureReachesEveryCoveredItem(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, infos[0].File+OpenSuffix)); err != nil {
 		t.Errorf("the failed file should keep its %s suffix: %v", OpenSuffix, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, indexName(infos[0].File))); !os.IsNotExist(err) {
+		t.Errorf("the failed file got an index (stat: %v)", err)
 	}
 }
 

@@ -128,6 +128,7 @@ type prepared struct {
 	target, date, ip, reqID string
 	httpHeader              []byte
 	truncated               bool
+	cdx                     cdxjEntry // the response's CDXJ index line, less its place
 }
 
 // RevisitProfile is the WARC-Profile of the revisit records the writer
@@ -209,6 +210,8 @@ func prepare(ex Exchange) (*prepared, error) {
 	reqID, respID := newRecordID(), newRecordID()
 	p := &prepared{respID: respID, payloadDigest: Digest(ex.Body), target: ex.TargetURI,
 		date: formatDate(date), ip: ex.IP, reqID: reqID, httpHeader: hdr, truncated: ex.Truncated}
+
+	p.cdx = newCDXJEntry(ex.TargetURI, p.date, hdr, p.payloadDigest)
 
 	p.req = &record{block: [][]byte{reqBlock}}
 	p.req.add("WARC-Type", TypeRequest)

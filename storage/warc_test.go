@@ -116,9 +116,11 @@ func gzipMembers(t *testing.T, path string) (offsets []int64, members [][]byte) 
 	}
 }
 
+// warcFiles returns the WARC files in dir (".open" ones included; not the
+// CDXJ indexes beside them).
 func warcFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	names, err := filepath.Glob(filepath.Join(dir, "*.warc.gz*"))
 	if err != nil {
 		t.Fatal(err)
 	}

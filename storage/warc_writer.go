@@ -108,6 +108,11 @@ type ResponseInfo struct {
 // Every record is flushed to the operating system as soon as it is written
 // (no fsync per record: Sync, usually through a SyncBatch, and Close fsync). A Writer is safe for
 // concurrent use; the two records of an exchange are always adjacent.
+// Beside each file it writes a CDXJ index, <name>.cdxj, when the file is
+// closed (cdxjIndex, writeIndex): the sorted lines `warcio cdx-index`
+// prints for the file, built from the offsets and lengths the writer has,
+// holding at most 4 MiB of lines per file in memory (more are spilled to
+// sorted run files).
 //
 // A failed fsync (or flush) of a file, at Sync, at rotation, after a write
 // error or at Close, ends that file: it is closed and, unless a rotation
@@ -143,6 +148,7 @@ type warcFile struct {
 	name       string // final base name
 	openPath   string // full path with OpenSuffix
 	warcinfoID string
+	index      *cdxjIndex // the CDXJ lines of its response and revisit records
 }
 
 type countingWriter struct {
@@ -298,6 +304,13 @@ func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
 		PayloadDigest: p.payloadDigest,
 		Revisit:       revisit,
 	}
+	recType := TypeResponse
+	if revisit {
+		recType = TypeRevisit
+	}
+	if err := w.cur.index.add(p.cdx.line(recType, info.Offset, info.Length, info.File)); err != nil {
+		w.log.Error("CDXJ index of WARC file abandoned: rebuild it with `warcio cdx-index`", "file", w.cur.name, "err", err)
+	}
 	if w.revisits != nil && !revisit && !ex.Truncated {
 		w.revisits.Add(ex.TargetURI, revisitRef{payloadDigest: p.payloadDigest, recordID: p.respID, date: p.date})
 	}
@@ -341,7 +354,8 @@ func (w *Writer) open() error {
 			return fmt.Errorf("storage: open WARC file: %w", err)
 		}
 		bw := bufio.NewWriterSize(f, 64<<10)
-		wf := &warcFile{f: f, bw: bw, cw: &countingWriter{w: bw}, name: name, openPath: openPath, warcinfoID: newRecordID()}
+		wf := &warcFile{f: f, bw: bw, cw: &countingWriter{w: bw}, name: name, openPath: openPath, warcinfoID: newRecordID(),
+			index: newCDXJIndex(w.dir, name)}
 		w.cur = wf
 		if err := w.writeRecord(warcinfoRecord(wf.warcinfoID, name, now, &w.opts)); err != nil {
 			f.Close()
@@ -355,9 +369,10 @@ func (w *Writer) open() error {
 	}
 }
 
-// closeFile fsyncs and closes the current file and renames it to its final
-// name. If the flush, fsync or close fails the file keeps OpenSuffix and is
-// marked failed, the error kept for the next Sync (closedFailed).
+// closeFile fsyncs and closes the current file, writes its CDXJ index
+// (writeIndex) and renames it to its final name. If the flush, fsync or
+// close fails the file keeps OpenSuffix and is marked failed, the error
+// kept for the next Sync (closedFailed), and no index is written.
 func (w *Writer) closeFile() error {
 	wf := w.cur
 	w.cur = nil
@@ -369,18 +384,17 @@ func (w *Writer) closeFile() error {
 		err = e
 	}
 	if err != nil {
+		wf.index.discard()
 		err = fmt.Errorf("storage: close WARC file %s: %w", wf.openPath, err)
 		w.closedFailed(wf, err)
 		return err
 	}
+	w.writeIndex(wf)
 	final := filepath.Join(w.dir, wf.name)
 	if err := os.Rename(wf.openPath, final); err != nil {
 		return fmt.Errorf("storage: close WARC file: %w", err)
 	}
-	if d, err := os.Open(w.dir); err == nil { // make the rename durable; best effort
-		d.Sync()
-		d.Close()
-	}
+	syncDir(w.dir) // make the rename durable; best effort
 	w.log.Info("WARC file closed", "file", final, "bytes", wf.cw.n)
 	return nil
 }
@@ -396,6 +410,7 @@ func (w *Writer) abandon(start int64, cause error) error {
 	// The complete records before start are other exchanges' and stay:
 	// they must be durable, or their writers told (fileFailed).
 	if err := wf.f.Sync(); err != nil {
+		wf.index.discard()
 		err = fmt.Errorf("storage: sync WARC file %s: %w", wf.openPath, err)
 		wf.f.Close()
 		w.closedFailed(wf, err)
@@ -403,9 +418,11 @@ func (w *Writer) abandon(start int64, cause error) error {
 	}
 	wf.f.Close()
 	if terr != nil {
+		wf.index.discard()
 		w.log.Error("WARC file left incomplete", "file", wf.openPath, "err", terr)
 		return errors.Join(cause, fmt.Errorf("storage: truncate %s: %w", wf.openPath, terr))
 	}
+	w.writeIndex(wf) // the records before start, all complete
 	if err := os.Rename(wf.openPath, filepath.Join(w.dir, wf.name)); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -475,6 +492,22 @@ func (w *Writer) endFailed(wf *warcFile, err error) {
 	if w.cur == wf {
 		w.cur = nil
 		wf.f.Close()
+		wf.index.discard()
+	}
+}
+
+// writeIndex writes the CDXJ index of wf, a file whose records are all
+// fsynced and which still carries OpenSuffix, beside it (cdxjIndex.write:
+// temp file, fsync, rename, directory fsync). It runs before the WARC
+// file's rename, so a WARC file with its final name always has its index
+// on stable storage too: replay tools and operators never find a finished
+// WARC without one; a crash in between leaves a .open file beside a
+// complete index of its records. A failed index is logged, not returned:
+// the records are safe and `warcio cdx-index` rebuilds the index from them.
+// w.mu must be held.
+func (w *Writer) writeIndex(wf *warcFile) {
+	if err := wf.index.write(); err != nil {
+		w.log.Error("CDXJ index of WARC file not written: rebuild it with `warcio cdx-index`", "file", wf.name, "err", err)
 	}
 }
 

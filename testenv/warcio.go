@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -86,4 +87,30 @@ func WarcioCDX(ctx context.Context, file string) ([]CDXLine, error) {
 		lines = append(lines, cl)
 	}
 	return lines, sc.Err()
+}
+
+// WarcioCDXJLines runs `warcio cdx-index FILE` (warcio.js's default CDXJ
+// index: response, revisit, resource and metadata records, the pywb
+// fields) and returns its lines sorted by byte order, the form of the
+// .cdxj index the WARC writer puts beside each file. Errors as WarcioCDX.
+func WarcioCDXJLines(ctx context.Context, file string) ([]string, error) {
+	cmd, err := WarcioPath()
+	if err != nil {
+		return nil, err
+	}
+	var out, errb bytes.Buffer
+	c := exec.CommandContext(ctx, cmd, "cdx-index", file)
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		return nil, fmt.Errorf("warcio cdx-index %s: %w: %s", file, err, errb.String())
+	}
+	if s := strings.TrimSpace(errb.String()); s != "" {
+		return nil, fmt.Errorf("warcio cdx-index %s: %s", file, s)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if out.Len() == 0 {
+		lines = nil
+	}
+	slices.Sort(lines)
+	return lines, nil
 }

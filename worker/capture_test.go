@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,8 +43,9 @@ func warcRecords(t *testing.T, dir string) (map[string]map[int64]*storage.Record
 // The capture is archive-grade: every crawl log line points at its
 // response (or revisit) record; a chunked page with odd-case headers is
 // stored exactly as it crossed the wire and its payload is the page the
-// server sent; and an independent reader (warcio.js) accepts every file
-// and finds every response with the status and digest of the crawl log.
+// server sent; an independent reader (warcio.js) accepts every file
+// and finds every response with the status and digest of the crawl log;
+// and the .cdxj beside each file is warcio.js's CDXJ index of it.
 func TestCrawlCaptureIsByteExactAndReadable(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
 	web := testenv.NewWeb(t, testenv.WebConfig{
@@ -195,6 +198,24 @@ func TestCrawlCaptureIsByteExactAndReadable(t *testing.T) {
 		}
 	}
 	t.Logf("%d URLs stored in %d WARC files; warcio indexed %d HTTP records", len(stored), len(files), len(seen))
+	// The CDXJ index beside each file is warcio.js's, sorted.
+	for _, f := range files {
+		want, err := testenv.WarcioCDXJLines(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(strings.TrimSuffix(f, ".warc.gz") + ".cdxj")
+		if err != nil {
+			t.Fatalf("CDXJ index of %s: %v", filepath.Base(f), err)
+		}
+		got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(b) == 0 {
+			got = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: .cdxj differs from warcio cdx-index (sorted):\nours:\n%s\nwarcio:\n%s", filepath.Base(f), strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
 	for u, e := range stored {
 		l, ok := seen[u+" "+itoa64(e.WARCOffset)]
 		if !ok {
