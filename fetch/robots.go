@@ -79,9 +79,9 @@ type RobotsOptions struct {
 	// outcome is decided; a request that got no response is not passed.
 	// res holds the raw request and response (at most MaxRobotsBytes of
 	// body) for WARC records. It runs on the loading goroutine while the
-	// request's Gate slot is held, so it must not block for long, and it
-	// must not keep res.Body beyond the call if it modifies it. Nil: not
-	// called.
+	// request's Gate slot is held, so it must not block for long; res is
+	// the Result Robots goes on reading, so it must not modify it. Nil:
+	// not called.
 	Fetched func(res *Result)
 }
 

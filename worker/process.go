@@ -299,7 +299,7 @@ func (a *attempt) lost(op string, err error) {
 // taken at any depth (a.css @imports b.css @imports c.css ... url()s a
 // font): no chain length is counted. What bounds them is what bounds any
 // URL: the seen-set (each URL is enqueued, so fetched, once: an @import
-// loop ends at its first repeat), the cap of DefaultMaxLinks URLs taken
+// loop ends at its first repeat), the cap of fetch.DefaultMaxLinks URLs taken
 // from one page or style sheet, requisites_scope with include/exclude,
 // max_url_length, and the host and crawl quotas (max_queued_per_host,
 // max_pages_per_host, max_queued_total, max_frontier_bytes, max_pages);
