@@ -227,3 +227,65 @@ func TestProcessRobotsWriteFailureKeepsThePage(t *testing.T) {
 		t.Errorf("a failed robots.txt write stopped claiming: %q", p.w.outputError())
 	}
 }
+
+// A hostile site whose every style sheet @imports a new one (an endless
+// chain: /s/1.css -> /s/2.css -> ...) is stopped by what stops any URL,
+// not by a chain length: here max_pages_per_host 80 with action drop ends
+// the crawl with exactly 80 of its URLs fetched, each once, all at depth
+// 0, the last with its hop path cut to frontier.MaxHops letters.
+func TestCrawlEndlessImportChainEndsAtTheHostBudget(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		var n int
+		switch {
+		case r.URL.Path == "/":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<link rel="stylesheet" href="/s/1.css">`)
+		case func() bool { _, err := fmt.Sscanf(r.URL.Path, "/s/%d.css", &n); return err == nil }():
+			w.Header().Set("Content-Type", "text/css")
+			fmt.Fprintf(w, "@import \"%d.css\";\n", n+1)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig()
+	cfg.MaxDepth = 0
+	cfg.Sitemaps, cfg.ObeyRobots = false, false
+	const budget = 80
+	cfg.MaxPagesPerHost, cfg.HostBudgetAction = budget, config.HostBudgetDrop
+	c := newCrawl(t, zk.Addr(), "endless-css", cfg, frontier.Layout{Shards: 2, Spread: 1}, []string{srv.URL + "/"})
+	c.runWorkers(1, 60*time.Second)
+	lines := c.logs()
+	if len(lines) != budget {
+		t.Errorf("crawl log has %d lines, want the budget of %d", len(lines), budget)
+	}
+	last, found := fmt.Sprintf("%s/s/%d.css", srv.URL, budget-1), false
+	for _, e := range lines {
+		found = found || e.URL == last
+		if e.Depth != 0 || e.Status != 200 {
+			t.Errorf("%s: depth %d status %d, want 0 and 200", e.URL, e.Depth, e.Status)
+		}
+		if want := "+" + strings.Repeat("E", frontier.MaxHops-1); e.URL == last && e.Hops != want {
+			t.Errorf("%s: hops %q, want %q", e.URL, e.Hops, want)
+		}
+	}
+	if !found {
+		t.Errorf("%s (the %dth URL of the chain) not logged", last, budget)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hits) != budget {
+		t.Errorf("%d paths requested, want %d", len(hits), budget)
+	}
+	for p, n := range hits {
+		if n != 1 {
+			t.Errorf("%s requested %d times", p, n)
+		}
+	}
+}
