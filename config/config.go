@@ -131,8 +131,10 @@ type Config struct {
 	MaxDeadLetters int64 `json:"max_dead_letters"`
 	// PageRequisites makes workers fetch and store every page's embedded
 	// resources (images incl. srcset, scripts, style sheets and the url()s
-	// and @imports in them, icons, preloads, media, object and embed) at
-	// the page's depth (Heritrix's "E" hop); default true.
+	// and @imports in them, imported sheets' too at any depth, icons,
+	// preloads, manifests, media, object and embed) at the page's depth
+	// (Heritrix's "E" hop; max_depth counts links only), each URL once;
+	// default true.
 	PageRequisites bool `json:"page_requisites"`
 	// RequisitesScope is the scope mode requisites are judged by, against
 	// the page that embeds them: ScopeSameHost, ScopeSameDomain or ScopeAny

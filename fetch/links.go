@@ -40,8 +40,8 @@ type Links struct {
 	// followed; they are kept for the crawl log and statistics only.
 	NoFollowURLs []string
 	// Requisites are the page's embedded resources (requisites.go: img
-	// src/srcset, source, script src, link rel=stylesheet|icon|preload,
-	// video/audio/track, object data, embed src, input type=image, url()
+	// src/srcset, source, script src, link rel=stylesheet|icon|preload|
+	// modulepreload|manifest|apple-touch-icon (and imagesrcset), video/audio/track, object data, embed src, input type=image, url()
 	// and @import in style attributes and <style> elements), absolute,
 	// deduplicated, in document order, at most maxLinks of them. They are
 	// extracted whatever meta robots says: a page needs them to replay.
@@ -188,7 +188,7 @@ func scanTokens(body []byte) (sc pageScan) {
 // tokenizer gives them).
 var linkAttrs = map[string]bool{
 	"href": true, "src": true, "srcset": true, "rel": true, "name": true, "content": true,
-	"type": true, "style": true, "data": true, "poster": true,
+	"type": true, "style": true, "data": true, "poster": true, "imagesrcset": true,
 }
 
 // urlAttr names the attribute holding an element's link.

@@ -22,16 +22,20 @@ import (
 )
 
 // requisiteRels are the <link rel> keywords whose href is a requisite
-// (HTML Standard, "link types": external resources a page needs to render).
+// (HTML Standard, "link types": external resources a page needs to render
+// or that a browser loads with it; manifest is the web app manifest,
+// apple-touch-icon Apple's home-screen icon).
 var requisiteRels = map[string]bool{
 	"stylesheet": true, "icon": true, "preload": true, "modulepreload": true, "apple-touch-icon": true,
+	"manifest": true,
 }
 
 // requisiteRefs returns, as written, the requisite URLs of one element:
 // img src/srcset, source src/srcset, script src, link href (rel stylesheet,
-// icon, preload, modulepreload, apple-touch-icon), video src/poster, audio
-// src, track src, object data, embed src, input type=image src, and the
-// url()s of a style attribute.
+// icon, preload, modulepreload, apple-touch-icon, manifest) and a link's
+// imagesrcset (a preloaded responsive image), video src/poster, audio src,
+// track src, object data, embed src, input type=image src, and the url()s
+// of a style attribute.
 func requisiteRefs(tag string, attrs []html.Attribute) []string {
 	var out []string
 	add := func(key string) {
@@ -61,6 +65,9 @@ func requisiteRefs(tag string, attrs []html.Attribute) []string {
 		for _, tok := range strings.Fields(rel) {
 			if requisiteRels[strings.ToLower(tok)] {
 				add("href")
+				if v, ok := attr(attrs, "imagesrcset"); ok {
+					out = append(out, ParseSrcset(v)...)
+				}
 				break
 			}
 		}

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"fmt"
 	"net/url"
 	"reflect"
 	"strings"
@@ -47,6 +48,8 @@ func TestExtractRequisites(t *testing.T) {
 <base href="/assets/">
 <link rel="stylesheet" href="site.css"><link rel="ICON shortcut" href="/favicon.ico">
 <link rel="preload" href="font.woff2" as="font"><link rel="alternate" href="/feed.xml">
+<link rel="modulepreload" href="mod.js"><link rel="manifest" href="app.webmanifest">
+<link rel="apple-touch-icon" href="touch.png"><link rel="preload" as="image" href="hero.png" imagesrcset="hero-2x.png 2x, hero-3x.png 3x">
 <script src="app.js"></script><script>var notAURL = "x.js";</script>
 <style>@import "inline-import.css"; h1 { background: url(h1.png) }</style>
 <meta name="robots" content="nofollow">
@@ -66,7 +69,8 @@ func TestExtractRequisites(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := "http://example.com/assets/"
-	want := []string{a + "site.css", "http://example.com/favicon.ico", a + "font.woff2", a + "app.js",
+	want := []string{a + "site.css", "http://example.com/favicon.ico", a + "font.woff2",
+		a + "mod.js", a + "app.webmanifest", a + "touch.png", a + "hero.png", a + "hero-2x.png", a + "hero-3x.png", a + "app.js",
 		a + "inline-import.css", a + "h1.png", a + "a.png", a + "a-2x.png", a + "a-3x.png", a + "wide.webp",
 		a + "v.mp4", a + "poster.jpg", a + "v.webm", a + "subs.vtt", a + "s.ogg", a + "movie.swf", a + "e.svg",
 		a + "button.png", a + "div.png", "https://cdn.example.net/logo.png"}
@@ -97,6 +101,14 @@ func TestExtractCSSRequisites(t *testing.T) {
 	want := []string{"http://cdn.example.net/print.css", "http://cdn.example.net/css/img/a.png"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+	// A style sheet's URLs are capped like a page's links.
+	var many strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&many, "@import url(i%d.css);\n", i)
+	}
+	if got, _ := ExtractCSSRequisites(base, []byte(many.String()), "text/css", 20); len(got) != 20 {
+		t.Errorf("cap 20: %d URLs", len(got))
 	}
 	if _, err := ExtractCSSRequisites(base, nil, "text/html", 0); err == nil || !strings.Contains(err.Error(), "text/html") {
 		t.Errorf("non-CSS content type: %v", err)

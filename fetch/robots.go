@@ -73,6 +73,16 @@ type RobotsOptions struct {
 	// not let the caller send now) ends the load uncached: it says
 	// nothing of the host. Nil: no gate.
 	Gate func(ctx context.Context, robotsURL, target string) (release func(sent time.Time), err error)
+	// Fetched, when set, is called with every robots.txt response Robots
+	// receives, each redirect hop its own (res.URL is the URL requested,
+	// res.Redirect the next hop), whatever its status, before the
+	// outcome is decided; a request that got no response is not passed.
+	// res holds the raw request and response (at most MaxRobotsBytes of
+	// body) for WARC records. It runs on the loading goroutine while the
+	// request's Gate slot is held, so it must not block for long; res is
+	// the Result Robots goes on reading, so it must not modify it. Nil:
+	// not called.
+	Fetched func(res *Result)
 }
 
 // Robots answers robots.txt questions (RFC 9309) with a cache per origin
@@ -439,6 +449,9 @@ func (r *Robots) loadGated(gateCtx, ctx context.Context, robotsURL string, g *ga
 			return unreachable(fmt.Errorf("fetching %s: %w", target, err)), nil
 		}
 		g.sent = res.Sent
+		if r.opts.Fetched != nil {
+			r.opts.Fetched(res)
+		}
 		switch s := res.Status; {
 		case s >= 200 && s <= 299:
 			data, err := r.parse(target, res)

@@ -229,8 +229,18 @@ func TestRobotsRedirects(t *testing.T) {
 		}
 	}
 	five := newRobotsSite(t, chain(5))
-	if ok, err := newRobots(t, RobotsOptions{}).Allowed(context.Background(), five.srv.URL+"/x", ua); ok || err != nil {
+	var hops []string // Fetched: every response, each redirect hop its own, with its raw bytes
+	fetched := func(res *Result) {
+		if len(res.RawRequest) == 0 || len(res.RawResponseHeader) == 0 {
+			t.Errorf("Fetched %s without raw request or response", res.URL)
+		}
+		hops = append(hops, fmt.Sprintf("%s %d", strings.TrimPrefix(res.URL, five.srv.URL), res.Status))
+	}
+	if ok, err := newRobots(t, RobotsOptions{Fetched: fetched}).Allowed(context.Background(), five.srv.URL+"/x", ua); ok || err != nil {
 		t.Errorf("5 redirects: Allowed = %v, %v; want false (rules reached)", ok, err)
+	}
+	if want := "/robots.txt 301,/r1 301,/r2 301,/r3 301,/r4 301,/r5 200"; strings.Join(hops, ",") != want {
+		t.Errorf("Fetched saw %q, want %q", hops, want)
 	}
 	six := newRobotsSite(t, chain(6))
 	if ok, err := newRobots(t, RobotsOptions{}).Allowed(context.Background(), six.srv.URL+"/x", ua); !ok || err != nil {

@@ -55,22 +55,6 @@ func IsRequisite(hops string) bool {
 	return LastHop(h) == HopEmbed
 }
 
-// TrailingEmbeds counts the embed hops at the end of a hop path, redirects
-// skipped: 1 for a page's image, 2 for an image of a page's style sheet.
-func TrailingEmbeds(hops string) int {
-	n := 0
-	for i := len(hops) - 1; i >= 0; i-- {
-		switch hops[i] {
-		case HopEmbed:
-			n++
-		case HopRedirect:
-		default:
-			return n
-		}
-	}
-	return n
-}
-
 // Child returns the item for a URL found while processing it: via it.URL,
 // at depth, with it's hop path extended by hop. url must be normalized.
 func (it Item) Child(url string, hop byte, depth int) Item {

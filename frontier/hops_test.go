@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -17,12 +18,21 @@ func TestHopPaths(t *testing.T) {
 	if IsRequisite(page.Hops) || !IsRequisite(img.Hops) || !IsRequisite(moved.Hops) || IsRequisite("") {
 		t.Error("IsRequisite")
 	}
-	if TrailingEmbeds("LEE") != 2 || TrailingEmbeds("LERE") != 2 || TrailingEmbeds("L") != 0 || LastHop("") != 0 {
-		t.Error("TrailingEmbeds/LastHop")
+	if LastHop("") != 0 || LastHop("LE") != HopEmbed {
+		t.Error("LastHop")
 	}
 	long := strings.Repeat("L", MaxHops)
 	if h := AppendHop(long, HopEmbed); len(h) != MaxHops || h[0] != '+' || !strings.HasSuffix(h, "LE") {
 		t.Errorf("AppendHop past MaxHops = %q", h)
+	}
+	// A style sheet chain of any length: the path stays MaxHops long, a
+	// valid hop path, still a requisite at the page's depth.
+	deep := page
+	for i := range 3 * MaxHops {
+		deep = deep.Child(fmt.Sprintf("http://x/%d.css", i), HopEmbed, page.Depth)
+	}
+	if len(deep.Hops) != MaxHops || !IsRequisite(deep.Hops) || deep.Depth != 1 || validateHops(deep.Hops) != nil {
+		t.Errorf("hops after %d embeds: %q depth %d, valid: %v", 3*MaxHops, deep.Hops, deep.Depth, validateHops(deep.Hops))
 	}
 }
 

@@ -49,8 +49,8 @@ package testenv
 //	                     <area href="/area/target.html">
 //	/requisites.html     page requisites: <link rel=stylesheet> /assets/site.css
 //	                     (which @imports print.css and loads bg.png;
-//	                     print.css loads deep.png, a third embed hop that
-//	                     is not followed), <script src> app.js, <link
+//	                     print.css loads deep.png, a third embed hop),
+//	                     <script src> app.js, <link
 //	                     rel=icon>, <img src> + srcset (one URL with a
 //	                     comma), a style attribute's url(), and, with more
 //	                     than one host, the next host's /assets/shared.png

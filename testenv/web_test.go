@@ -164,10 +164,8 @@ func (wk *walker) run(seeds []string) {
 				add(to.String(), it.depth) // new item, same depth
 			}
 		case status == http.StatusOK:
-			if it.chain < 2 { // page -> style sheet -> image, no further
-				for _, to := range wk.requisites(page, header, body) {
-					addEmbed(to, it.depth, it.chain+1)
-				}
+			for _, to := range wk.requisites(page, header, body) { // at any depth, each URL once
+				addEmbed(to, it.depth, it.chain+1)
 			}
 			if it.depth >= wk.maxDepth || it.chain > 0 {
 				continue
@@ -459,6 +457,7 @@ func TestWebGroundTruthMatchesWalk(t *testing.T) {
 			"/mnf/one.html": 0, "/mnf/two.html": 0,
 			"/private/index.html": 0, "/hidden/child.html": 0,
 			"/frame/inner.html": 200, "/area/target.html": 200,
+			"/assets/site.css": 200, "/assets/print.css": 200, "/assets/deep.png": 200, // a third embed hop
 		} {
 			e, ok := truth[at(0, path)]
 			switch {

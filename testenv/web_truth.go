@@ -28,8 +28,9 @@ package testenv
 //   - Page requisites (img src/srcset, link stylesheet/icon, script src,
 //     style url(), and url()/@import in style sheets) are fetched at the
 //     depth of their page, judged by the requisites scope (default any)
-//     against that page, at most two embed hops in a row (page -> style
-//     sheet -> image); a requisite's own links are not followed.
+//     against the page or style sheet that loads them, at any number of
+//     embed hops in a row (page -> style sheet -> imported style sheet ->
+//     image; each URL once); a requisite's own links are not followed.
 //   - Links are <a href>, <area href>, <iframe src>, resolved against
 //     <base href> when present; only http(s) links count. Links whose rel
 //     has the token nofollow (case-insensitive), and all links of a page
@@ -180,8 +181,8 @@ func (w *Web) urlOf(t webTarget) string { return "http://" + w.hosts[t.host] + t
 // otherwise they are ignored.
 func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[webTarget]WebExpect, error) {
 	depth := map[webTarget]int{}
-	chain := map[webTarget]int{}    // embed hops at the end of the path (0: not a requisite)
-	manifest := map[webTarget]int{} // sitemap hops on the path (0: not a sitemap)
+	requisite := map[webTarget]bool{} // reached first as a requisite
+	manifest := map[webTarget]int{}   // sitemap hops on the path (0: not a sitemap)
 	isSeed := map[webTarget]bool{}
 	out := map[webTarget]WebExpect{}
 	var level []webTarget
@@ -271,16 +272,15 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 				}
 				continue
 			}
-			// Requisites: same depth, requisites scope, at most two embed
-			// hops in a row (the strict crawler; the naive one follows
-			// every chain, so a third hop's target is listed as "must not").
-			if !opts.NoRequisites && (!strict || chain[u] < 2) && (rt.kind == webKindHTML || rt.kind == webKindBlob) {
+			// Requisites: same depth, requisites scope, requisites of
+			// requisites at any depth (the seen-set ends loops).
+			if !opts.NoRequisites && (rt.kind == webKindHTML || rt.kind == webKindBlob) {
 				for _, e := range rt.embeds {
 					if !w.inScope(opts.RequisitesScope, u.host, e.to.host) {
 						continue
 					}
 					if _, seen := depth[e.to]; !seen {
-						chain[e.to] = chain[u] + 1
+						requisite[e.to] = true
 					}
 					if err := add(e.to, d, &level); err != nil {
 						return nil, err
@@ -298,7 +298,7 @@ func (w *Web) walk(opts WebCrawlOptions, seeds []webTarget, strict bool) (map[we
 				if strict && (rt.metaNofollow || xRobotsNofollow(rt.xRobotsTag)) {
 					continue
 				}
-				if chain[u] > 0 {
+				if requisite[u] {
 					continue // a requisite's links are not followed
 				}
 				for _, l := range rt.links {

@@ -286,20 +286,25 @@ func (a *attempt) lost(op string, err error) {
 	a.abandon(err)
 }
 
-// maxEmbedChain is how many embed hops in a row are followed: a page's
-// style sheet (E) and the images and imports it loads (EE), not further
-// (Heritrix's TransclusionDecideRule allows 2 by default too).
-const maxEmbedChain = 2
-
 // outlinks returns the items to enqueue from a response, each with its hop
 // path extended (frontier.Item.Child), normalized and in scope: the
 // redirect target (hop R, same depth, docs/design.md); for a complete 2xx
 // HTML page its followable links (hop L, depth+1; none from a page that is
 // itself a requisite, and none under meta robots or X-Robots-Tag
 // nofollow) and, with page_requisites, its requisites (hop E, same depth,
-// judged by requisites_scope); for a 2xx style sheet reached as a
-// requisite, the url()s and @imports in it (hop E); for a 2xx sitemap
-// (hop M), its entries (sitemapLinks).
+// judged by requisites_scope against it), also when the page is itself a
+// requisite (an object's or embed's page); with page_requisites, for a 2xx
+// style sheet, the url()s and @imports in it (hop E, same depth). A
+// requisite never spends a link hop, and requisites of requisites are
+// taken at any depth (a.css @imports b.css @imports c.css ... url()s a
+// font): no chain length is counted. What bounds them is what bounds any
+// URL: the seen-set (each URL is enqueued, so fetched, once: an @import
+// loop ends at its first repeat), the cap of fetch.DefaultMaxLinks URLs taken
+// from one page or style sheet, requisites_scope with include/exclude,
+// max_url_length, and the host and crawl quotas (max_queued_per_host,
+// max_pages_per_host, max_queued_total, max_frontier_bytes, max_pages);
+// the hop path stays at most frontier.MaxHops long (AppendHop). For a 2xx
+// sitemap (hop M), its entries (sitemapLinks).
 func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig) []frontier.Item {
 	var out []frontier.Item
 	requisite := frontier.IsRequisite(it.Hops)
@@ -335,7 +340,7 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 	if res.Status < 200 || res.Status > 299 || res.Truncated {
 		return nil
 	}
-	embeds := live.cfg.PageRequisites && frontier.TrailingEmbeds(it.Hops) < maxEmbedChain
+	embeds := live.cfg.PageRequisites
 	html, css := isHTML(res.MIME), res.MIME == "text/css"
 	if !html && !(css && embeds) {
 		return nil

@@ -307,7 +307,7 @@ func newWorker(opts Options, root string) *Worker {
 		slots:     newKeySlots(),
 		reporting: reporting{metrics: opts.Metrics, progress: newProgress()},
 	}
-	w.robots = fetch.NewRobots(http, fetch.RobotsOptions{Logger: log, Gate: w.robotsGate})
+	w.robots = fetch.NewRobots(http, fetch.RobotsOptions{Logger: log, Gate: w.robotsGate, Fetched: w.robotsFetched})
 	opts.Metrics.setDNSSource(func() fetch.DNSStats { return http.Resolver().Stats() })
 	return w
 }
