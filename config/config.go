@@ -49,8 +49,8 @@ type Config struct {
 	// PerHostRatePerS is the cluster-wide request rate to one host, in
 	// requests per second; 0 means unlimited. A stricter robots.txt
 	// Crawl-delay wins. With burst 1 and one request in flight the
-	// interval is counted from one request's send to the next one's
-	// (fetch.Politeness.Sent).
+	// interval is counted from one request's arrival at the server to the
+	// next one's start (fetch.Politeness.Reached).
 	PerHostRatePerS float64 `json:"per_host_rate_per_s"`
 	// PerHostBurst is the token-bucket burst per host (requests), >= 1.
 	PerHostBurst int `json:"per_host_burst"`

@@ -283,7 +283,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 		ContentType: resp.Header.Get("Content-Type"),
 		RemoteIP:    wc.remoteIP(),
 		Started:     started,
-		Sent:        wc.sentAt(),
+		Reached:     wc.reachedAt(),
 		Duration:    time.Since(started),
 		Truncated:   truncated,
 	}
@@ -451,6 +451,8 @@ type wireCapture struct {
 	buf     bytes.Buffer
 	done    bool      // WroteHeaders seen for the current connection
 	sent    time.Time // when WroteHeaders was seen for it
+	reused  bool      // the connection had served a request before (GotConnInfo.Reused)
+	firstAt time.Time // when the response's first byte came (GotFirstResponseByte)
 	remote  netip.Addr
 	blocked bool
 	conn    *teeConn      // connection of the current attempt
@@ -491,7 +493,7 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 			wc.buf.Reset()
 			wc.buf.WriteString(wc.requestLine)
 			wc.done = false
-			wc.sent = time.Time{}
+			wc.sent, wc.firstAt, wc.reused = time.Time{}, time.Time{}, info.Reused
 			wc.remote = ip
 			wc.mu.Unlock()
 			if !wc.allowPrivate {
@@ -523,6 +525,11 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 			wc.sent = time.Now()
 			wc.mu.Unlock()
 		},
+		GotFirstResponseByte: func() {
+			wc.mu.Lock()
+			wc.firstAt = time.Now()
+			wc.mu.Unlock()
+		},
 	}
 }
 
@@ -542,12 +549,18 @@ func (wc *wireCapture) request(req *http.Request) []byte {
 	return b.Bytes()
 }
 
-// sentAt returns when the header block of the last attempt was written to
-// its connection, or the zero time if it was not (yet).
-func (wc *wireCapture) sentAt() time.Time {
+// reachedAt returns when the last attempt's request is taken to have
+// reached the server (Result.Reached): on a reused keep-alive connection,
+// when its header block was written; on a new one, when the response's
+// first byte came (a server may accept a new connection late, so only its
+// answer bounds when it read the request); the zero time if not known.
+func (wc *wireCapture) reachedAt() time.Time {
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
-	return wc.sent
+	if wc.reused && !wc.sent.IsZero() {
+		return wc.sent
+	}
+	return wc.firstAt
 }
 
 // remoteIP returns the IP of the connection the request went out on, or ""

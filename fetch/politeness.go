@@ -89,9 +89,9 @@ type hostState struct {
 	// the host's last request, for the adaptive delay.
 	lastEnd time.Time
 	lastDur time.Duration
-	// sent is when the request in flight was written to its connection
-	// (Sent), zero if not recorded; used and cleared at its release.
-	sent time.Time
+	// reached is when the request in flight reached the server (Reached),
+	// zero if not recorded; used and cleared at its release.
+	reached time.Time
 	// slotFreed is closed (and replaced) when a slot frees or the in-flight
 	// cap changes; limitsChanged when the rate, burst or crawl delay change.
 	slotFreed     chan struct{}
@@ -627,54 +627,53 @@ func (p *Politeness) Limits() (ratePerSec float64, burst int, maxInFlight int) {
 
 // restartIntervalLocked makes the next request to a strictly polite host
 // (burst 1, one request in flight) wait a full interval from the moment the
-// request just finished was SENT (its header block written to the
-// connection, as Sent recorded it), not from the moment its token was
-// taken: the token bucket alone spaces request starts as the client makes
-// them, so a request whose dial was slow (a new connection, a busy machine)
-// could reach the server less than an interval before the next one, sent
-// at once on a pooled connection. From the send, the server sees starts an
-// interval apart, give or take the difference of two one-way network
-// delays, and the interval does not grow by the response's latency (which
-// Heritrix's end-to-start delay adds: the adaptive delay of SetDelayFactor
-// does that where wanted). When no send time was recorded (a failed
-// connect, a request that was not a page fetch) it counts from now, the
-// request's end: never shorter. It never makes the next request earlier
-// than the bucket allows. With a larger burst or several requests in flight
-// the bucket alone rules.
+// request just finished REACHED the server (as Reached recorded it:
+// fetch.Result.Reached), not from the moment its token was taken: the token
+// bucket alone spaces request starts as the client makes them, so a request
+// whose dial or accept was slow (a new connection, a busy server) could
+// reach the server less than an interval before the next one, sent at once
+// on the kept-alive connection. From the arrival, the server sees starts an
+// interval apart (give or take its own scheduling of the two requests), and
+// the interval does not grow by the response's latency, which Heritrix's
+// end-to-start delay adds (the adaptive delay of SetDelayFactor does that
+// where wanted). When no arrival was recorded (a failed connect, a request
+// cut off) it counts from now, the request's end: never shorter. It never
+// makes the next request earlier than the bucket allows. With a larger
+// burst or several requests in flight the bucket alone rules.
 func (p *Politeness) restartIntervalLocked(hs *hostState) {
-	sent := hs.sent
-	hs.sent = time.Time{}
+	reached := hs.reached
+	hs.reached = time.Time{}
 	lim := hs.lim.Limit()
 	if lim == rate.Inf || hs.lim.Burst() != 1 || p.maxInFlight != 1 {
 		return
 	}
 	now := time.Now()
 	from := now
-	if !sent.IsZero() && sent.Before(now) {
-		from = sent
+	if !reached.IsZero() && reached.Before(now) {
+		from = reached
 	}
 	fresh := rate.NewLimiter(lim, 1)
-	fresh.AllowN(from, 1) // the token of the request just finished, spent at its send
+	fresh.AllowN(from, 1) // the token of the request just finished, spent at its arrival
 	if hs.lim.TokensAt(now) <= fresh.TokensAt(now) {
 		return // the bucket is already as strict (a later Spend, a slow token)
 	}
 	hs.lim = fresh
 }
 
-// Sent records that the request to host admitted by Acquire (not yet
-// released) was written to its connection at at (fetch.Result.Sent). Under
-// strict politeness (burst 1, one request in flight per host) the host's
-// next request then waits one interval from at rather than from the
-// request's end (see Acquire); otherwise it has no effect. Call it before
-// the request's release; a zero at, or a host with no request in flight
-// here, is ignored.
-func (p *Politeness) Sent(host string, at time.Time) {
+// Reached records that the request to host admitted by Acquire (not yet
+// released) reached the server at at (fetch.Result.Reached). Under strict
+// politeness (burst 1, one request in flight per host) the host's next
+// request then waits one interval from at rather than from the request's
+// end (see restartIntervalLocked); otherwise it has no effect. Call it
+// before the request's release; a zero at, or a host with no request in
+// flight here, is ignored.
+func (p *Politeness) Reached(host string, at time.Time) {
 	if at.IsZero() {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if hs := p.hosts[host]; hs != nil && hs.inFlight > 0 {
-		hs.sent = at
+		hs.reached = at
 	}
 }

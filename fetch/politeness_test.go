@@ -357,20 +357,20 @@ func TestPolitenessCrawlDelayStrictestOrigin(t *testing.T) {
 }
 
 // Strict politeness (burst 1, one in flight) counts a host's interval from
-// the request's send (Politeness.Sent), not from its end, so a slow answer
-// does not slow the host's crawl; without a recorded send it counts from
-// the end, and a send time never makes the next request earlier than its
-// token allows.
+// the request's arrival at the server (Politeness.Reached), not from its
+// end, so a slow answer does not slow the host's crawl; without a recorded
+// arrival it counts from the end, and an arrival time never makes the next
+// request earlier than its token allows.
 func TestPolitenessIntervalFromSend(t *testing.T) {
 	const interval, latency = 200 * time.Millisecond, 120 * time.Millisecond
 	for _, tc := range []struct {
 		name string
-		sent time.Duration // after the first request was admitted; < 0: no Sent
+		sent time.Duration // arrival after the first request was admitted; < 0: none recorded
 		want time.Duration // the second request's admission after the first's
 	}{
-		{"sent at once", 0, interval},
-		{"sent after a slow dial", 50 * time.Millisecond, 50*time.Millisecond + interval},
-		{"no send recorded", -1, latency + interval},
+		{"reached at once", 0, interval},
+		{"reached after a slow dial", 50 * time.Millisecond, 50*time.Millisecond + interval},
+		{"no arrival recorded", -1, latency + interval},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPoliteness(t, PolitenessOptions{RatePerSec: 5, Burst: 1, MaxInFlight: 1})
@@ -380,7 +380,7 @@ func TestPolitenessIntervalFromSend(t *testing.T) {
 			}
 			first := time.Now()
 			if tc.sent >= 0 {
-				p.Sent("h", first.Add(tc.sent))
+				p.Reached("h", first.Add(tc.sent))
 			}
 			time.Sleep(latency)
 			release()
@@ -395,10 +395,10 @@ func TestPolitenessIntervalFromSend(t *testing.T) {
 			}
 		})
 	}
-	// A send recorded for a host with nothing in flight is ignored.
+	// An arrival recorded for a host with nothing in flight is ignored.
 	p := newPoliteness(t, PolitenessOptions{RatePerSec: 5, Burst: 1, MaxInFlight: 1})
-	p.Sent("idle", time.Now())
+	p.Reached("idle", time.Now())
 	if p.Hosts() != 0 {
-		t.Errorf("Sent created state for a host with no request: %d hosts", p.Hosts())
+		t.Errorf("Reached created state for a host with no request: %d hosts", p.Hosts())
 	}
 }

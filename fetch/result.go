@@ -78,12 +78,15 @@ type Result struct {
 	// Started is when the request began (before dialling or taking a pooled
 	// connection).
 	Started time.Time
-	// Sent is when the request's header block was written to the
-	// connection that answered (net/http/httptrace WroteHeaders): Started
-	// plus the dial, TLS handshake and pool wait; the zero time if not
-	// known. Strict politeness counts a host's interval from it
-	// (Politeness.Sent).
-	Sent time.Time
+	// Reached is when the request is taken to have reached the server: on
+	// a reused keep-alive connection, when its header block was written
+	// (net/http/httptrace WroteHeaders; the server is reading that
+	// connection); on a new connection, when the response's first byte
+	// came (GotFirstResponseByte: a busy server may accept a connection
+	// well after the client wrote to it, so only its answer bounds when it
+	// read the request); the zero time if not known. Strict politeness
+	// counts a host's interval from it (Politeness.Reached).
+	Reached time.Time
 	// Duration is the time from Started to the last body byte read.
 	Duration time.Duration
 	// Truncated is set when the body was longer than Options.MaxBodyBytes

@@ -66,13 +66,13 @@ type RobotsOptions struct {
 	// target). Robots calls release once the response is read and, on
 	// the last hop, once the outcome is cached, so release may read it
 	// (CachedCrawlDelay) and set the Crawl-delay before the slot frees;
-	// sent is when the request was written to its connection
-	// (Result.Sent; the zero time if it was not, or no response came), for
-	// Politeness.Sent.
+	// reached is when the request is taken to have reached the server
+	// (Result.Reached; the zero time if no response came), for
+	// Politeness.Reached.
 	// An error (the caller's ctx ended while waiting, or the gate may
 	// not let the caller send now) ends the load uncached: it says
 	// nothing of the host. Nil: no gate.
-	Gate func(ctx context.Context, robotsURL, target string) (release func(sent time.Time), err error)
+	Gate func(ctx context.Context, robotsURL, target string) (release func(reached time.Time), err error)
 	// Fetched, when set, is called with every robots.txt response Robots
 	// receives, each redirect hop its own (res.URL is the URL requested,
 	// res.Redirect the next hop), whatever its status, before the
@@ -405,16 +405,16 @@ func (r *Robots) load(gateCtx, ctx context.Context, robotsURL, key string) (*rob
 }
 
 // gateHold is the Gate slot of the robots.txt request made last: its
-// release and the request's send time.
+// release and when the request reached the server.
 type gateHold struct {
-	rel  func(sent time.Time)
-	sent time.Time
+	rel     func(reached time.Time)
+	reached time.Time
 }
 
 // release frees the held slot, if any.
 func (g *gateHold) release() {
 	if g.rel != nil {
-		g.rel(g.sent)
+		g.rel(g.reached)
 	}
 	*g = gateHold{}
 }
@@ -448,7 +448,7 @@ func (r *Robots) loadGated(gateCtx, ctx context.Context, robotsURL string, g *ga
 		if err != nil {
 			return unreachable(fmt.Errorf("fetching %s: %w", target, err)), nil
 		}
-		g.sent = res.Sent
+		g.reached = res.Reached
 		if r.opts.Fetched != nil {
 			r.opts.Fetched(res)
 		}

@@ -141,8 +141,9 @@ func TestCrawlPolitenessHoldsAcrossWorkers(t *testing.T) {
 
 	const interval = 100 * time.Millisecond
 	// With burst 1 and one request in flight the interval runs from one
-	// request's send to the start of the next (fetch.Politeness.Sent), so a
-	// slow dial cannot squeeze the server-side spacing.
+	// request's arrival at the server to the start of the next
+	// (fetch.Politeness.Reached), so a slow dial cannot squeeze the
+	// server-side spacing.
 	const slack = arrivalJitter
 	byHost := map[string][]time.Time{}
 	who := map[time.Time]string{} // request time -> the worker that logged its URL

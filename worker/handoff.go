@@ -88,11 +88,11 @@ func (a *attempt) robotsAllowed() (bool, error) {
 // bypasses its rate, Crawl-delay or in-flight cap. release sets the
 // Crawl-delay that robotsURL's now cached robots.txt gives its host key
 // before freeing the slot, so the next request to the host waits it, and
-// notes the request's send (Politeness.Sent), from which strict politeness
-// counts the interval.
+// notes when the request reached the server (Politeness.Reached), from
+// which strict politeness counts the interval.
 // Errors: a target that does not normalize (no key: robots.txt counts as
 // unreachable), or ctx's while waiting.
-func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func(sent time.Time), error) {
+func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func(reached time.Time), error) {
 	key := func(raw string) (string, error) {
 		u, err := frontier.Normalize(raw)
 		if err != nil {
@@ -115,7 +115,7 @@ func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func
 		release()
 		return nil, err
 	}
-	return func(sent time.Time) {
+	return func(reached time.Time) {
 		var ua string
 		if live := w.current(); live != nil {
 			ua = live.cfg.UserAgent
@@ -125,7 +125,7 @@ func (w *Worker) robotsGate(ctx context.Context, robotsURL, target string) (func
 				w.polite.SetCrawlDelay(rk, origin, d)
 			}
 		}
-		w.polite.Sent(host, sent)
+		w.polite.Reached(host, reached)
 		release()
 	}, nil
 }

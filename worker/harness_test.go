@@ -18,12 +18,12 @@ import (
 )
 
 // arrivalJitter is how much closer than the politeness interval two
-// requests may reach a loopback server's handler: strict politeness spaces
-// the requests' sends (fetch.Politeness.Sent), and a request may reach its
-// handler later after its send than the next one does (a new connection
-// waits in the server's accept queue, 35-45 ms with 200 connections at
-// once under -race on two cores; scheduling). A broken limit (two owners
-// of a key, a key shared wrongly) shows as gaps near zero.
+// requests may reach a loopback server's handler: strict politeness counts
+// from when a request reached the server as the client can tell
+// (fetch.Politeness.Reached: the write on a kept-alive connection), and the
+// server's handler may run for one request later after that than for the
+// next (scheduling under -race on two loaded cores). A broken limit (two
+// owners of a key, a key shared wrongly) shows as gaps near zero.
 const arrivalJitter = 50 * time.Millisecond
 
 // crawlEnv is a crawl under test: a real ZooKeeper, a crawl created and

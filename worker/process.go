@@ -149,7 +149,7 @@ func (a *attempt) fetch() *fetch.Result {
 	a.lapAt(stagePoliteness, start)
 	res, ferr := w.fetcher.Fetch(a.ctx, a.it.URL)
 	if res != nil {
-		w.polite.Sent(a.key, res.Sent) // strict politeness counts from here
+		w.polite.Reached(a.key, res.Reached) // strict politeness counts from here
 	}
 	release()
 	end := time.Now()
