@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-
 	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/storage"
 )
@@ -49,7 +48,7 @@ func (a *aggregator) line(e *storage.LogEntry) {
 		a.sum.End = e.TS
 	}
 	a.seeds.observe(e)
-	f := final{host: hostOf(e.URL), mime: e.MIME, status: e.Status, bytes: e.Bytes,
+	f := final{host: HostOf(e.URL), mime: e.MIME, status: e.Status, bytes: e.Bytes,
 		robots: e.Status == fetch.CodeRobotsPrecluded, dead: fetch.Retryable(e.Status)}
 	k := maphash.String(a.seed, e.URL)
 	delete(a.pending, k)
@@ -88,8 +87,9 @@ func (a *aggregator) count(f final) {
 	a.codes.add(strconv.Itoa(f.status), f)
 }
 
-// hostOf returns u's host[:port] in lower case, or "(no host)".
-func hostOf(u string) string {
+// HostOf returns u's host[:port] in lower case, the key of the hosts
+// report, or "(no host)" when u has none or does not parse.
+func HostOf(u string) string {
 	p, err := url.Parse(u)
 	if err != nil || p.Host == "" {
 		return "(no host)"
@@ -150,4 +150,3 @@ func hostRow(host string, c counts) HostRow {
 	return HostRow{Host: host, URLs: c.urls, Bytes: c.bytes, S2xx: c.s2xx, S3xx: c.s3xx, S4xx: c.s4xx, S5xx: c.s5xx,
 		Other: c.other, Failed: c.failed, Robots: c.robots, DeadLetters: c.dead}
 }
-
