@@ -27,6 +27,7 @@ type aggregator struct {
 	hosts, mimes, codes *table
 	seeds               *seedTracker
 	pending             map[uint64]final
+	maxPending          int // MaxPending; tests lower it
 	seed                maphash.Seed
 	sum                 Summary
 }
@@ -34,7 +35,7 @@ type aggregator struct {
 func newAggregator() *aggregator {
 	return &aggregator{
 		hosts: newTable(MaxHosts), mimes: newTable(MaxMIMETypes), codes: newTable(MaxStatusCodes),
-		seeds: newSeedTracker(), pending: map[uint64]final{}, seed: maphash.MakeSeed(),
+		seeds: newSeedTracker(), pending: map[uint64]final{}, maxPending: MaxPending, seed: maphash.MakeSeed(),
 	}
 }
 
@@ -56,7 +57,7 @@ func (a *aggregator) line(e *storage.LogEntry) {
 		a.count(f)
 		return
 	}
-	if len(a.pending) >= MaxPending {
+	if len(a.pending) >= a.maxPending {
 		for pk, pf := range a.pending {
 			delete(a.pending, pk)
 			a.count(pf)

@@ -2,6 +2,7 @@ package crawlreport
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -178,5 +179,43 @@ func TestFindErrors(t *testing.T) {
 	}
 	if _, err := Find([]string{dir}); err == nil || !strings.Contains(err.Error(), "no crawl.log") {
 		t.Errorf("empty dir: %v", err)
+	}
+}
+
+// Past the pending bound a waiting URL counts early (Approximate); the
+// URL counts are still one per URL when no early one is retried later.
+func TestPendingBound(t *testing.T) {
+	a := newAggregator()
+	a.maxPending = 2
+	for i := range 3 {
+		a.line(&storage.LogEntry{TS: at(i), URL: "http://h.test/" + string(rune('a'+i)), Status: 503, Attempt: 1})
+	}
+	r := a.report()
+	if r.Summary.URLs != 3 || r.Summary.DeadLetters != 3 || r.Summary.Approximate != 1 || len(a.pending) != 0 {
+		t.Errorf("summary %+v", r.Summary)
+	}
+}
+
+// More hosts than MaxHosts: MaxHosts rows, the rest in OtherHosts, and
+// rows plus other sum to the exact totals; the biggest host is listed.
+func TestReadHostBound(t *testing.T) {
+	a := newAggregator()
+	for i := range MaxHosts + 5 {
+		a.line(&storage.LogEntry{TS: at(i), URL: fmt.Sprintf("http://h%d.test/", i), Status: 200, Bytes: 1, Attempt: 1})
+	}
+	for i := range 3 {
+		a.line(&storage.LogEntry{TS: at(MaxHosts + 10 + i), URL: fmt.Sprintf("http://big.test/%d", i), Status: 404, Attempt: 1})
+	}
+	r := a.report()
+	if len(r.Hosts) != MaxHosts || r.OtherHosts == nil || r.Hosts[0].Host != "big.test" || r.Hosts[0].URLs != 3 {
+		t.Fatalf("%d rows, first %+v, other %+v", len(r.Hosts), r.Hosts[0], r.OtherHosts)
+	}
+	var urls, bytes int64
+	for _, h := range append(r.Hosts, *r.OtherHosts) {
+		urls += h.URLs
+		bytes += h.Bytes
+	}
+	if urls != MaxHosts+8 || bytes != MaxHosts+5 || r.Summary.URLs != urls {
+		t.Errorf("rows sum to %d URLs %d bytes; summary %+v", urls, bytes, r.Summary)
 	}
 }
