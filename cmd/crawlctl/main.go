@@ -40,6 +40,7 @@ Commands:
   list             the crawls under /zkcrawl (no --crawl needed)
   delete NAME      delete a crawl's znodes (refused while workers are live)
   serve            a live web dashboard with the same controls
+  report DIR...    Heritrix-style crawl reports from the workers' crawl logs
   help [COMMAND]   show this help or a command's help
 
 Global flags go before or after the command. Run 'crawlctl COMMAND --help'
@@ -130,7 +131,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand, serveCommand}
+	commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand, serveCommand, reportCommand}
 }
 
 func findCommand(name string) *command {
@@ -188,7 +189,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	}
 	cmd := findCommand(name)
 	if cmd == nil {
-		return cli.Usage("unknown command %q (commands: status, config get, config set, pause, resume, requeue-failed, drain, list, delete, serve, help)", name)
+		return cli.Usage("unknown command %q (commands: status, config get, config set, pause, resume, requeue-failed, drain, list, delete, serve, report, help)", name)
 	}
 	at := len(args) - len(rest)
 	cmdArgs := append(append([]string{}, args[:at]...), args[at+n:]...)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
+	"github.com/zkcrawl/zkcrawl/internal/crawlreport"
 )
 
 //go:embed web
@@ -35,7 +36,7 @@ const maxDeadLettersShown = 20
 
 var serveCommand = &command{
 	name: "serve",
-	args: "[--addr 127.0.0.1:8080] [--interval 2s]",
+	args: "[--addr 127.0.0.1:8080] [--interval 2s] [--report-dir DIR]...",
 	about: `Serves a live dashboard of the crawl at http://ADDR/: the state, every
 worker (version, config version, pages, pages/s, errors, claims in flight,
 owned shards, heartbeat), the queue depth of every shard as a heat map,
@@ -53,18 +54,28 @@ There is no login: anyone who can reach ADDR can pause or drain the crawl.
 Keep the default loopback address and reach it through an SSH tunnel
 (ssh -L 8080:127.0.0.1:8080 host), or put an authenticating proxy in front.
 Changes need the page's per-process token (a header the page sends), so
-other web sites cannot post to it from a browser.`,
+other web sites cannot post to it from a browser.
+
+With --report-dir (the workers' output folders, as 'crawlctl report'
+takes), /report shows the crawl reports read from their crawl logs at each
+request, and /api/report has them as JSON.`,
 	examples: `  crawlctl --crawl docs serve                      # http://127.0.0.1:8080/
   crawlctl --crawl docs serve --addr 127.0.0.1:9000 --interval 5s`,
 	setup: func(fs *pflag.FlagSet) runFunc {
 		addr := fs.String("addr", "127.0.0.1:8080", "listen address host:port of the dashboard (keep it on loopback unless a proxy guards it)")
 		interval := fs.Duration("interval", 2*time.Second, "how often the dashboard reads ZooKeeper and the page refreshes (at least 500ms)")
+		reportDirs := fs.StringSlice("report-dir", nil, "workers' output folders whose crawl logs /report reads (repeatable; none: no /report)")
 		return func(ctx context.Context, c *ctl, args []string) error {
 			if len(args) > 0 {
 				return cli.Usage("serve takes no arguments, got %q", args)
 			}
 			if *interval < 500*time.Millisecond {
 				return cli.Usage("--interval %v: must be at least 500ms", *interval)
+			}
+			if len(*reportDirs) > 0 {
+				if _, err := crawlreport.Find(*reportDirs); err != nil {
+					return fmt.Errorf("--report-dir: %w", err)
+				}
 			}
 			ln, err := net.Listen("tcp", *addr)
 			if err != nil {
@@ -75,6 +86,7 @@ other web sites cannot post to it from a browser.`,
 				ln.Close()
 				return err
 			}
+			d.reportDirs = *reportDirs
 			if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 				fmt.Fprintf(c.stderr(), "warning: --addr %s is not loopback: anyone who can reach it can pause, drain or reconfigure crawl %s\n", *addr, c.g.crawl)
 			}
@@ -93,6 +105,8 @@ type dashboard struct {
 	token    string
 	page     *template.Template
 	kick     chan struct{} // an action asks for a refresh now
+	// reportDirs are the folders /report reads (serve --report-dir).
+	reportDirs []string
 
 	mu      sync.Mutex
 	latest  dashboardDoc
@@ -138,6 +152,8 @@ func (d *dashboard) handler() http.Handler {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /api/status", d.status)
 	mux.HandleFunc("POST /api/action", d.action)
+	mux.HandleFunc("GET /report", d.report)
+	mux.HandleFunc("GET /api/report", d.report)
 	return mux
 }
 
@@ -228,7 +244,7 @@ func (d *dashboard) index(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
 	err := d.page.Execute(w, map[string]any{
 		"Crawl": d.c.g.crawl, "Root": d.c.root, "ZK": d.c.g.zk, "Token": d.token,
-		"IntervalMS": d.interval.Milliseconds(), "Version": cli.Version(),
+		"IntervalMS": d.interval.Milliseconds(), "Version": cli.Version(), "Report": len(d.reportDirs) > 0,
 	})
 	if err != nil {
 		d.c.log.Error("dashboard page", "error", err)
