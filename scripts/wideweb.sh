@@ -200,12 +200,13 @@ for n in $WORKERS; do
 		die "seeder failed"
 	ports=()
 	pids=()
+	for i in $(seq 1 "$n"); do
+		ports+=("$(free_port)") # first: free_port takes a python3 start, and the workers start together
+	done
 	t0=$(date +%s.%N)
 	for i in $(seq 1 "$n"); do
-		port=$(free_port)
-		ports+=("$port")
 		start_bg "crawler w$i" "$RUN/w$i.log" "$BIN/crawler" --zk "$ZK" --crawl "$CRAWL" --id "w$i" \
-			--out "$RUN/w$i" --exit-when-done --metrics-addr "127.0.0.1:$port"
+			--out "$RUN/w$i" --exit-when-done --metrics-addr "127.0.0.1:${ports[$((i - 1))]}"
 		pids+=("$LAST_PID")
 	done
 	scrape "$RUN/metrics" "${ports[@]}" &
