@@ -34,7 +34,9 @@ type inputs struct {
 
 // findInputs lists the finished WARC files (*.warc.gz, *.warc; never
 // *.open) of dirs with their CDXJ indexes, and their crawl logs. Errors: a
-// dir that cannot be read or holds no finished WARC file, a WARC file
+// dir that cannot be read or holds neither a finished WARC file nor a
+// crawl.log (a worker that fetched nothing has only its crawl.log), no
+// finished WARC file in any dir, a WARC file
 // without its index (the first named, the others counted), the same WARC
 // name in two folders.
 func findInputs(dirs []string, log *slog.Logger) (*inputs, error) {
@@ -51,7 +53,7 @@ func findInputs(dirs []string, log *slog.Logger) (*inputs, error) {
 			}
 			return nil, fmt.Errorf("wacz: folder %s: %w", dir, err)
 		}
-		found, open := 0, 0
+		found, open, hasLog := 0, 0, false
 		for _, e := range entries {
 			name := e.Name()
 			switch {
@@ -62,6 +64,7 @@ func findInputs(dirs []string, log *slog.Logger) (*inputs, error) {
 				continue
 			case name == crawlLogName:
 				in.logs = append(in.logs, filepath.Join(dir, name))
+				hasLog = true
 				continue
 			case !strings.HasSuffix(name, ".warc.gz") && !strings.HasSuffix(name, ".warc"):
 				continue
@@ -81,9 +84,15 @@ func findInputs(dirs []string, log *slog.Logger) (*inputs, error) {
 		if open > 0 {
 			log.Warn("unfinished WARC files left out of the package (a worker is still writing them, or crashed while it did)", "folder", dir, "files", open, "suffix", openSuffix)
 		}
-		if found == 0 {
-			return nil, fmt.Errorf("wacz: folder %s holds no finished WARC file (*.warc.gz): is it a worker's --out folder, and has the worker closed its WARC files?", dir)
+		switch {
+		case found == 0 && !hasLog:
+			return nil, fmt.Errorf("wacz: folder %s holds no finished WARC file (*.warc.gz) and no crawl.log: is it a worker's --out folder, and has the worker closed its WARC files?", dir)
+		case found == 0:
+			log.Warn("worker folder without a finished WARC file (the worker fetched nothing, or its files are unfinished)", "folder", dir)
 		}
+	}
+	if len(in.warcs) == 0 {
+		return nil, fmt.Errorf("wacz: no finished WARC file (*.warc.gz) in %s: nothing to package", strings.Join(dirs, ", "))
 	}
 	if len(missing) > 0 {
 		more := ""

@@ -246,6 +246,9 @@ func TestWriteBadInput(t *testing.T) {
 	empty := filepath.Join(root, "empty")
 	os.MkdirAll(empty, 0o755)
 	os.WriteFile(filepath.Join(empty, "x.warc.gz.open"), []byte("x"), 0o644)
+	logOnly := filepath.Join(root, "logonly")
+	os.MkdirAll(logOnly, 0o755)
+	os.WriteFile(filepath.Join(logOnly, "crawl.log"), nil, 0o644)
 	noIndex := syntheticDirs(t, filepath.Join(root, "noindex"), 1, 2, 3)[0]
 	idx, _ := filepath.Glob(filepath.Join(noIndex, "*.cdxj"))
 	os.Remove(idx[0])
@@ -264,6 +267,7 @@ func TestWriteBadInput(t *testing.T) {
 	}{
 		{[]string{good, missing}, "a.wacz", []string{missing, "does not exist"}},
 		{[]string{good, empty}, "a.wacz", []string{empty, "no finished WARC"}},
+		{[]string{logOnly}, "a.wacz", []string{logOnly, "nothing to package"}},
 		{[]string{noIndex}, "a.wacz", []string{noIndexWARC, "warcio cdx-index"}},
 		{[]string{good, good}, "a.wacz", []string{"two folders"}},
 		{[]string{unsorted}, "a.wacz", []string{idx[0], "not sorted"}},
