@@ -133,8 +133,9 @@ func cdxjLines(t *testing.T, dirs ...string) []string {
 }
 
 // syntheticDirs writes files WARC files of records fake records each,
-// spread over dirs folders, with their sorted .cdxj: each record is one
-// small gzip member, each index line points at one; keys interleave across
+// spread over dirs folders, with their sorted .cdxj and a crawl.log per
+// folder (one 200 text/html line per record): each record is one small
+// gzip member, each index line points at one; keys interleave across
 // files so the merge has work to do. It returns the folders. For tests
 // with many index blocks and for the packaging benchmark.
 func syntheticDirs(t testing.TB, root string, dirs, files, records int) []string {
@@ -145,12 +146,19 @@ func syntheticDirs(t testing.TB, root string, dirs, files, records int) []string
 	zw.Close()
 	m := member.Bytes()
 	var out []string
+	var logs []*bufio.Writer
 	for d := 0; d < dirs; d++ {
 		p := filepath.Join(root, fmt.Sprintf("w%d", d))
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, p)
+		lf, err := os.Create(filepath.Join(p, crawlLogName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lf.Close()
+		logs = append(logs, bufio.NewWriterSize(lf, 1<<20))
 	}
 	for f := 0; f < files; f++ {
 		dir := out[f%dirs]
@@ -169,6 +177,8 @@ func syntheticDirs(t testing.TB, root string, dirs, files, records int) []string
 			fmt.Fprintf(xb, `com,example,www)/section/page-%09d 20261126120000 {"url":"https://www.example.com/section/page-%09d","mime":"text/html","status":"200","digest":"WJM2KPM4GF3QK2BISVUH2ASX64NOUY7L","length":"%d","offset":"%d","filename":"%s"}`+"\n",
 				n, n, len(m), r*len(m), name)
 			wb.Write(m)
+			fmt.Fprintf(logs[f%dirs], `{"ts":"2026-11-26T12:00:00.000Z","url":"https://www.example.com/section/page-%09d","status":200,"bytes":5120,"mime":"text/html","depth":1,"via":"https://www.example.com/","hops":"L","worker":"w%d","duration_ms":12,"digest":"sha1:WJM2KPM4GF3QK2BISVUH2ASX64NOUY7L","attempt":1,"config_version":0,"warc_file":"%s","warc_offset":%d,"title":"Page %d of the section"}`+"\n",
+				n, f%dirs, name, r*len(m), n)
 		}
 		for _, c := range []struct {
 			b *bufio.Writer
@@ -180,6 +190,11 @@ func syntheticDirs(t testing.TB, root string, dirs, files, records int) []string
 			if err := c.f.Close(); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	for _, l := range logs {
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return out

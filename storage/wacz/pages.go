@@ -13,8 +13,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"time"
 
-	"github.com/zkcrawl/zkcrawl/storage"
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // pagesHeader is pages.jsonl's first line (WACZ 1.1.1, "pages.jsonl").
@@ -35,11 +37,41 @@ type Page struct {
 	Title string `json:"title,omitempty"`
 }
 
+// logLine holds the crawl-log fields (storage.LogEntry's keys) pages.jsonl
+// needs; decoding only these, with ts kept as text, is what keeps a
+// million lines in seconds.
+type logLine struct {
+	TS       string `json:"ts"`
+	URL      string `json:"url"`
+	Status   int    `json:"status"`
+	MIME     string `json:"mime"`
+	Depth    int    `json:"depth"`
+	Via      string `json:"via"`
+	WARCFile string `json:"warc_file"`
+	Title    string `json:"title"`
+}
+
+// pageTS returns crawl-log time ts as pages.jsonl writes it (RFC 3339,
+// UTC, milliseconds: the crawl log's own form, kept as it is).
+func pageTS(ts string) (string, error) {
+	if len(ts) == len(pageTimeLayout) && strings.HasSuffix(ts, "Z") {
+		return ts, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return "", err
+	}
+	return t.UTC().Format(pageTimeLayout), nil
+}
+
+// pageTimeLayout is pages.jsonl's ts layout.
+const pageTimeLayout = "2006-01-02T15:04:05.000Z"
+
 // isPage reports whether crawl-log line e is listed in pages.jsonl: its
 // response is in a packaged WARC file (warcs), and it is a seed (depth 0,
 // no via: listed whatever its status, so a seed that redirected replays
 // through the redirect) or an HTML page fetched with status 200.
-func isPage(e *storage.LogEntry, warcs map[string]string) bool {
+func isPage(e *logLine, warcs map[string]string) bool {
 	if e.WARCFile == "" || e.Status <= 0 {
 		return false
 	}
@@ -106,11 +138,15 @@ func logPages(ctx context.Context, path string, warcs map[string]string, enc *js
 			continue
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			var e storage.LogEntry
-			if jerr := json.Unmarshal(line, &e); jerr != nil {
+			var e logLine
+			jerr := jsonv2.Unmarshal(line, &e)
+			ts := ""
+			if jerr == nil {
+				ts, jerr = pageTS(e.TS)
+			}
+			if jerr != nil {
 				bad++
 			} else if isPage(&e, warcs) {
-				ts := e.TS.UTC().Format("2006-01-02T15:04:05.000Z")
 				id := sha256.Sum256([]byte(e.URL + " " + ts))
 				if err := enc.Encode(Page{ID: hex.EncodeToString(id[:16]), URL: e.URL, TS: ts, Title: e.Title}); err != nil {
 					return pages, bad, err

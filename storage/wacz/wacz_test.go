@@ -164,8 +164,8 @@ func TestWritePackageManyBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := int64((mergeFanIn + 6) * 100)
-	if sum.IndexLines != lines || sum.Pages != 0 {
-		t.Errorf("summary %+v, want %d index lines", sum, lines)
+	if sum.IndexLines != lines || sum.Pages != lines {
+		t.Errorf("summary %+v, want %d index lines and pages", sum, lines)
 	}
 	rep, err := Verify(context.Background(), out)
 	if err != nil {

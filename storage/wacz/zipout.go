@@ -11,6 +11,8 @@ import (
 	"os"
 	"path"
 	"time"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // copyBuffer is the buffer of each file copied into the package.
@@ -27,8 +29,18 @@ type zipOut struct {
 }
 
 func newZipOut(w io.Writer, created time.Time) *zipOut {
-	return &zipOut{zw: zip.NewWriter(w), modified: created}
+	zw := zip.NewWriter(w)
+	// klauspost/compress's deflate (the WARC writer's gzip too) at level 5:
+	// about three times compress/flate's speed on CDXJ and JSON lines,
+	// for a few percent more bytes.
+	zw.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(out, deflateLevel)
+	})
+	return &zipOut{zw: zw, modified: created}
 }
+
+// deflateLevel is the level of the package's deflated entries.
+const deflateLevel = 5
 
 // entry is an open ZIP entry: bytes written to it are compressed (or
 // stored) into the ZIP, hashed and counted.
