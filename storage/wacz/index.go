@@ -18,7 +18,9 @@ import (
 )
 
 // blockLines is how many CDXJ lines one gzip member of index.cdx.gz holds
-// (one index.idx line each): js-wacz's ZIP_NUM_SHARED_INDEX_LIMIT.
+// (one index.idx line each), and the size from which the index takes that
+// compressed form: js-wacz's ZIP_NUM_SHARED_INDEX_LIMIT. A smaller index
+// is the plain indexes/index.cdx, as js-wacz writes it.
 const blockLines = 3000
 
 // idxMeta is index.idx's first line (py-wacz and js-wacz write it so).
@@ -33,6 +35,7 @@ const idxMeta = `!meta 0 {"format": "cdxj-gzip-1.0", "filename": "index.cdx.gz"}
 // (the block's first line's key and timestamp, its offset and length in
 // index.cdx.gz, the sha256 of its compressed bytes) goes to idx.
 type blockWriter struct {
+	open  func() (io.Writer, error) // opens out at the first block
 	out   io.Writer
 	idx   *bufio.Writer
 	off   int64
@@ -44,8 +47,8 @@ type blockWriter struct {
 	gz    *gzip.Writer
 }
 
-func newBlockWriter(out io.Writer, idx *bufio.Writer) *blockWriter {
-	return &blockWriter{out: out, idx: idx, gz: gzip.NewWriter(io.Discard)}
+func newBlockWriter(open func() (io.Writer, error), idx *bufio.Writer) *blockWriter {
+	return &blockWriter{open: open, idx: idx, gz: gzip.NewWriter(io.Discard)}
 }
 
 // add appends CDXJ line l (no newline).
@@ -72,6 +75,13 @@ func (b *blockWriter) flush() error {
 	if b.n == 0 {
 		return nil
 	}
+	if b.out == nil {
+		out, err := b.open()
+		if err != nil {
+			return err
+		}
+		b.out = out
+	}
 	b.comp.Reset()
 	b.gz.Reset(&b.comp)
 	if _, err := b.gz.Write(b.block.Bytes()); err != nil {
@@ -94,9 +104,10 @@ func (b *blockWriter) flush() error {
 	return nil
 }
 
-// writeIndex writes indexes/index.cdx.gz, the merge of every WARC file's
-// CDXJ index, and indexes/index.idx, spooled meanwhile to a file in work.
-// It returns the number of CDXJ lines.
+// writeIndex writes the merge of every WARC file's CDXJ index: fewer than
+// blockLines lines as indexes/index.cdx (stored), more as
+// indexes/index.cdx.gz and indexes/index.idx, spooled meanwhile to a file
+// in work. It returns the number of CDXJ lines.
 func writeIndex(ctx context.Context, z *zipOut, in *inputs, work string) (int64, error) {
 	spool, err := os.Create(filepath.Join(work, "index.idx"))
 	if err != nil {
@@ -104,13 +115,25 @@ func writeIndex(ctx context.Context, z *zipOut, in *inputs, work string) (int64,
 	}
 	defer spool.Close()
 	idx := bufio.NewWriterSize(spool, 64<<10)
-	e, err := z.create(indexPath, zip.Store)
-	if err != nil {
-		return 0, err
-	}
-	bw := newBlockWriter(e, idx)
+	var e *entry
+	bw := newBlockWriter(func() (io.Writer, error) {
+		var err error
+		e, err = z.create(indexPath, zip.Store)
+		return e, err
+	}, idx)
 	if err := mergeIndexes(ctx, in.warcs, work, bw.add); err != nil {
 		return 0, err
+	}
+	if bw.out == nil { // less than one block: the plain form
+		pe, err := z.create(plainIndexPath, zip.Store)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := pe.Write(bw.block.Bytes()); err != nil {
+			return 0, err
+		}
+		pe.close()
+		return bw.total, nil
 	}
 	if err := bw.flush(); err != nil {
 		return 0, err

@@ -42,10 +42,10 @@ func (p *problems) add(format string, args ...any) {
 // Verify checks the package at path: it is a ZIP; datapackage.json lists
 // every other entry (datapackage-digest.json aside) and each listed entry's
 // sha256 and size match; datapackage-digest.json holds datapackage.json's
-// sha256; archive/ files and indexes/index.cdx.gz are stored (not
-// compressed, so they can be read at offsets); every index.idx line points
-// at a gzip member of index.cdx.gz whose sha256 and first key match; every
-// CDXJ line is sorted, names a file under archive/, and its offset starts
+// sha256; archive/ files and the index are stored (not compressed, so they
+// can be read at offsets); with index.cdx.gz, every index.idx line points
+// at a gzip member of it whose sha256 and first key match; every CDXJ line
+// (of index.cdx or index.cdx.gz) is sorted, names a file under archive/, and its offset starts
 // a gzip member (magic 1f 8b 08) whose length stays inside the file; and
 // pages.jsonl starts with its header and holds JSON objects with url and
 // ts. All lines are checked. The error lists the first maxProblems
@@ -127,7 +127,7 @@ func (v *verifier) check(rep *Report) {
 		if !listed[name] && !zf.FileInfo().IsDir() {
 			v.p.add("%s: in the ZIP but not in %s", name, packagePath)
 		}
-		if (strings.HasPrefix(name, archiveDir) || name == indexPath) && zf.Method != zip.Store {
+		if (strings.HasPrefix(name, archiveDir) || name == indexPath || name == plainIndexPath) && zf.Method != zip.Store {
 			v.p.add("%s: compressed (method %d); it must be stored so it can be read at offsets", name, zf.Method)
 		}
 	}
@@ -203,6 +203,16 @@ func (v *verifier) at(zf *zip.File) *io.SectionReader {
 // index checks index.idx against index.cdx.gz and every CDXJ line against
 // archive/; it returns the number of CDXJ lines.
 func (v *verifier) index() int64 {
+	if zf := v.files[plainIndexPath]; zf != nil && v.files[idxPath] == nil {
+		rc, err := zf.Open()
+		if err != nil {
+			v.p.add("%s: %v", plainIndexPath, err)
+			return 0
+		}
+		defer rc.Close()
+		n, _, _ := v.lines(rc, plainIndexPath, "")
+		return n
+	}
 	idxBytes, ok := v.read(idxPath, 1<<40)
 	if !ok {
 		return 0
@@ -272,7 +282,14 @@ func (v *verifier) block(block []byte, where, prev string) (n int64, first, last
 		v.p.add("%s: block is not gzip: %v", where, err)
 		return 0, "", prev
 	}
-	sc := bufio.NewScanner(zr)
+	return v.lines(zr, where+": block", prev)
+}
+
+// lines checks the CDXJ lines read from r (where names them); prev is the
+// line before them. It returns the number of lines, the first line's key
+// and timestamp, and the last line.
+func (v *verifier) lines(r io.Reader, where, prev string) (n int64, first, last string) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLogLine)
 	last = prev
 	for sc.Scan() {
@@ -282,13 +299,13 @@ func (v *verifier) block(block []byte, where, prev string) (n int64, first, last
 			first, _, _ = strings.Cut(l, " {")
 		}
 		if l < last {
-			v.p.add("%s: CDXJ line %d of the block sorts before the line above", where, n)
+			v.p.add("%s line %d: sorts before the line above", where, n)
 		}
 		last = l
 		v.record(l, where, n)
 	}
 	if err := sc.Err(); err != nil {
-		v.p.add("%s: block: %v", where, err)
+		v.p.add("%s: %v", where, err)
 	}
 	return n, first, last
 }
@@ -303,18 +320,18 @@ func (v *verifier) record(l, where string, n int64) {
 		Filename string `json:"filename"`
 	}
 	if !ok || json.Unmarshal([]byte("{"+js), &r) != nil {
-		v.p.add("%s: CDXJ line %d of the block is not CDXJ: %.120q", where, n, l)
+		v.p.add("%s line %d: not CDXJ: %.120q", where, n, l)
 		return
 	}
 	off, err1 := strconv.ParseInt(r.Offset, 10, 64)
 	length, err2 := strconv.ParseInt(r.Length, 10, 64)
 	if err1 != nil || err2 != nil || off < 0 || length <= 0 {
-		v.p.add("%s: CDXJ line %d of the block: offset %q length %q", where, n, r.Offset, r.Length)
+		v.p.add("%s line %d: offset %q length %q", where, n, r.Offset, r.Length)
 		return
 	}
 	zf := v.files[archiveDir+r.Filename]
 	if zf == nil {
-		v.p.add("%s: CDXJ line %d of the block names %s, not in %s", where, n, r.Filename, archiveDir)
+		v.p.add("%s line %d: names %s, not in %s", where, n, r.Filename, archiveDir)
 		return
 	}
 	w := v.at(zf)
@@ -322,12 +339,12 @@ func (v *verifier) record(l, where string, n int64) {
 		return // reported as not stored
 	}
 	if off+length > w.Size() {
-		v.p.add("%s: CDXJ line %d of the block: record %d+%d past the end of %s (%d bytes)", where, n, off, length, r.Filename, w.Size())
+		v.p.add("%s line %d: record %d+%d past the end of %s (%d bytes)", where, n, off, length, r.Filename, w.Size())
 		return
 	}
 	var magic [3]byte
 	if _, err := w.ReadAt(magic[:], off); err != nil || !bytes.Equal(magic[:], []byte{0x1f, 0x8b, 8}) {
-		v.p.add("%s: CDXJ line %d of the block: offset %d of %s is not the start of a gzip member", where, n, off, r.Filename)
+		v.p.add("%s line %d: offset %d of %s is not the start of a gzip member", where, n, off, r.Filename)
 	}
 }
 

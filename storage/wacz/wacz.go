@@ -4,16 +4,17 @@
 //
 // Layout of a package (the ZIP entries, in this order):
 //
-//	indexes/index.cdx.gz   stored; CDXJ blocks of blockLines lines, one gzip member each
-//	indexes/index.idx      deflated; "!meta" line, then one line per block
+//	indexes/index.cdx      stored; the CDXJ lines, when fewer than blockLines (3,000)
+//	indexes/index.cdx.gz   stored; else CDXJ blocks of blockLines lines, one gzip member each
+//	indexes/index.idx      deflated; with index.cdx.gz: "!meta" line, then one line per block
 //	pages/pages.jsonl      deflated; header line, then seeds and HTML pages
 //	archive/<warc name>    stored; each finished WARC file, byte for byte
 //	datapackage.json       stored; every entry above with sha256 and size
 //	datapackage-digest.json stored; the sha256 of datapackage.json
 //
-// The index is always the compressed (ZipNum) form that py-wacz and js-wacz
-// write, whatever the crawl size: a replay tool reads index.idx (one line per
-// 3,000 records) and fetches only the blocks it needs. Memory is bounded
+// From 3,000 records on the index takes the compressed (ZipNum) form, as
+// js-wacz decides: a replay tool reads index.idx (one line per 3,000
+// records) and fetches only the blocks it needs. Memory is bounded
 // whatever the crawl size: the per-WARC CDXJ indexes are merged as sorted
 // streams (at most mergeFanIn open at once, 64 KiB of buffer each), one
 // block of lines is held for compression, and index.idx is spooled to a
@@ -43,6 +44,7 @@ const Version = "1.1.1"
 // Entry paths inside a package.
 const (
 	indexPath      = "indexes/index.cdx.gz"
+	plainIndexPath = "indexes/index.cdx"
 	idxPath        = "indexes/index.idx"
 	pagesPath      = "pages/pages.jsonl"
 	archiveDir     = "archive/"

@@ -58,12 +58,12 @@ func TestWritePackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.IndexLines != 7 || rep.Pages != 5 || rep.Resources != 3+len(warcs) {
+	if rep.IndexLines != 7 || rep.Pages != 5 || rep.Resources != 2+len(warcs) {
 		t.Errorf("verify report %+v", rep)
 	}
 
 	data, methods, order := zipEntries(t, out)
-	wantOrder := []string{indexPath, idxPath, pagesPath}
+	wantOrder := []string{plainIndexPath, pagesPath}
 	slices.Sort(warcs)
 	names := make([]string, len(warcs))
 	for i, w := range warcs {
@@ -84,18 +84,14 @@ func TestWritePackage(t *testing.T) {
 			t.Errorf("%s: not the WARC file stored as it is (method %d)", name, methods[name])
 		}
 	}
-	if methods[indexPath] != 0 {
-		t.Errorf("%s is compressed in the ZIP", indexPath)
+	if methods[plainIndexPath] != 0 {
+		t.Errorf("%s is compressed in the ZIP", plainIndexPath)
 	}
 
-	// The index: the merge of the .cdxj files, one block, one idx line.
+	// The index: less than a block, so plain; the merge of the .cdxj files.
 	want := cdxjLines(t, d1, d2, d3)
-	if got := strings.Split(strings.TrimSuffix(gunzipAll(t, data[indexPath]), "\n"), "\n"); !slices.Equal(got, want) {
-		t.Errorf("index.cdx.gz:\n%s\nwant the merged .cdxj lines:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	idx := strings.Split(strings.TrimSuffix(string(data[idxPath]), "\n"), "\n")
-	if len(idx) != 2 || idx[0] != idxMeta || !strings.HasPrefix(idx[1], strings.Join(strings.Fields(want[0])[:2], " ")+` {"offset":0,"length":`) {
-		t.Errorf("index.idx:\n%s", data[idxPath])
+	if got := strings.Split(strings.TrimSuffix(string(data[plainIndexPath]), "\n"), "\n"); !slices.Equal(got, want) {
+		t.Errorf("index.cdx:\n%s\nwant the merged .cdxj lines:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
 	// pages.jsonl: header, the seeds with a response, the 200 HTML pages.
@@ -174,11 +170,20 @@ func TestWritePackageManyBlocks(t *testing.T) {
 	if rep.IndexLines != lines {
 		t.Errorf("verified %d index lines, want %d", rep.IndexLines, lines)
 	}
-	data, _, _ := zipEntries(t, out)
-	if got, want := strings.Count(string(data[idxPath]), "\n"), 1+int(lines+blockLines-1)/blockLines; got != want {
-		t.Errorf("index.idx has %d lines, want %d", got, want)
+	data, methods, _ := zipEntries(t, out)
+	if methods[indexPath] != 0 {
+		t.Errorf("%s is compressed in the ZIP", indexPath)
 	}
 	want := cdxjLines(t, dirs...)
+	idx := strings.Split(strings.TrimSuffix(string(data[idxPath]), "\n"), "\n")
+	if len(idx) != 1+int(lines+blockLines-1)/blockLines || idx[0] != idxMeta {
+		t.Errorf("index.idx has %d lines, want the !meta line and one per %d records", len(idx), blockLines)
+	}
+	for i, l := range idx[1:] {
+		if key := strings.Join(strings.Fields(want[i*blockLines])[:2], " "); !strings.HasPrefix(l, key+" {") {
+			t.Errorf("index.idx line %d: %q, want the key %q", i+2, l, key)
+		}
+	}
 	if got := strings.Split(strings.TrimSuffix(gunzipAll(t, data[indexPath]), "\n"), "\n"); !slices.Equal(got, want) {
 		t.Errorf("index.cdx.gz is not the merge of the .cdxj files (%d lines, want %d)", len(got), len(want))
 	}
