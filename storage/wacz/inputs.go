@@ -32,8 +32,8 @@ type inputs struct {
 	names map[string]string // WARC name -> path
 }
 
-// findInputs lists the finished WARC files (*.warc.gz, *.warc; never
-// *.open) of dirs with their CDXJ indexes, and their crawl logs. Errors: a
+// findInputs lists the finished WARC files (*.warc.gz, one gzip member per
+// record as the writer makes them; never *.open) of dirs with their CDXJ indexes, and their crawl logs. Errors: a
 // dir that cannot be read or holds neither a finished WARC file nor a
 // crawl.log (a worker that fetched nothing has only its crawl.log), no
 // finished WARC file in any dir, a WARC file
@@ -59,14 +59,14 @@ func findInputs(dirs []string, log *slog.Logger) (*inputs, error) {
 			switch {
 			case !e.Type().IsRegular():
 				continue
-			case strings.HasSuffix(name, ".warc"+openSuffix) || strings.HasSuffix(name, ".warc.gz"+openSuffix):
+			case strings.HasSuffix(name, ".warc.gz"+openSuffix):
 				open++
 				continue
 			case name == crawlLogName:
 				in.logs = append(in.logs, filepath.Join(dir, name))
 				hasLog = true
 				continue
-			case !strings.HasSuffix(name, ".warc.gz") && !strings.HasSuffix(name, ".warc"):
+			case !strings.HasSuffix(name, ".warc.gz"):
 				continue
 			}
 			found++
@@ -108,9 +108,7 @@ func findInputs(dirs []string, log *slog.Logger) (*inputs, error) {
 }
 
 // indexName is the name of WARC file warcName's CDXJ index
-// (storage's indexName): warcName without ".warc.gz" or ".warc", then
-// ".cdxj".
+// (storage's indexName): warcName without ".warc.gz", then ".cdxj".
 func indexName(warcName string) string {
-	n := strings.TrimSuffix(warcName, ".gz")
-	return strings.TrimSuffix(n, ".warc") + cdxjSuffix
+	return strings.TrimSuffix(warcName, ".warc.gz") + cdxjSuffix
 }

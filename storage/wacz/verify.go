@@ -213,8 +213,9 @@ func (v *verifier) index() int64 {
 		n, _, _ := v.lines(rc, plainIndexPath, "")
 		return n
 	}
-	idxBytes, ok := v.read(idxPath, 1<<40)
-	if !ok {
+	izf := v.files[idxPath]
+	if izf == nil {
+		v.p.add("%s: missing (and no %s)", idxPath, plainIndexPath)
 		return 0
 	}
 	cdx := v.at(v.files[indexPath])
@@ -222,19 +223,27 @@ func (v *verifier) index() int64 {
 		v.p.add("%s: missing or not stored", indexPath)
 		return 0
 	}
-	lines := strings.Split(strings.TrimSuffix(string(idxBytes), "\n"), "\n")
-	if len(lines) == 0 || !strings.HasPrefix(lines[0], "!meta") {
+	rc, err := izf.Open()
+	if err != nil {
+		v.p.add("%s: %v", idxPath, err)
+		return 0
+	}
+	defer rc.Close()
+	sc := bufio.NewScanner(rc)
+	sc.Buffer(make([]byte, 64<<10), maxLogLine)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "!meta") {
 		v.p.add("%s line 1: want the !meta line", idxPath)
 		return 0
 	}
 	var total int64
 	var off int64
 	prev := ""
-	for i, l := range lines[1:] {
+	for i := 2; sc.Scan(); i++ {
 		if v.ctx.Err() != nil {
 			return total
 		}
-		where := fmt.Sprintf("%s line %d", idxPath, i+2)
+		l := sc.Text()
+		where := fmt.Sprintf("%s line %d", idxPath, i)
 		key, js, okCut := strings.Cut(l, " {")
 		var b struct {
 			Offset int64  `json:"offset"`
@@ -249,6 +258,10 @@ func (v *verifier) index() int64 {
 			v.p.add("%s: block at offset %d, want %d (blocks follow each other)", where, b.Offset, off)
 		}
 		off = b.Offset + b.Length
+		if b.Offset < 0 || b.Length <= 0 || b.Offset+b.Length > cdx.Size() {
+			v.p.add("%s: block %d+%d outside %s (%d bytes)", where, b.Offset, b.Length, indexPath, cdx.Size())
+			continue
+		}
 		block := make([]byte, b.Length)
 		if _, err := cdx.ReadAt(block, b.Offset); err != nil {
 			v.p.add("%s: block %d+%d outside %s: %v", where, b.Offset, b.Length, indexPath, err)
@@ -266,6 +279,9 @@ func (v *verifier) index() int64 {
 			prev = last
 		}
 		total += n
+	}
+	if err := sc.Err(); err != nil {
+		v.p.add("%s: %v", idxPath, err)
 	}
 	if off != cdx.Size() {
 		v.p.add("%s: blocks end at %d, %s has %d bytes", idxPath, off, indexPath, cdx.Size())

@@ -227,18 +227,34 @@ func TestVerifyDamaged(t *testing.T) {
 		}, []string{digestPath}},
 	} {
 		_, err := Verify(context.Background(), damage(c.name, c.f))
-		if err == nil {
-			t.Errorf("%s: verified", c.name)
-			continue
+		checkVerifyError(t, c.name, err, c.want)
+	}
+
+	// An index line whose offset is not a record's start.
+	idx, _ := filepath.Glob(filepath.Join(dirs[0], "*.cdxj"))
+	b, _ := os.ReadFile(idx[0])
+	os.WriteFile(idx[0], []byte(strings.Replace(string(b), `"offset":"0"`, `"offset":"1"`, 1)), 0o644)
+	if _, err := Write(context.Background(), Options{Out: out, Dirs: dirs, Title: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Verify(context.Background(), out)
+	checkVerifyError(t, "bad offset", err, []string{plainIndexPath + " line 1", "offset 1 of " + warc, "not the start of a gzip member"})
+}
+
+// checkVerifyError fails unless err is one line naming every want.
+func checkVerifyError(t *testing.T, name string, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: verified", name)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error does not name %q: %v", name, w, err)
 		}
-		for _, w := range c.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error does not name %q: %v", c.name, w, err)
-			}
-		}
-		if strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: error spans lines: %v", c.name, err)
-		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("%s: error spans lines: %v", name, err)
 	}
 }
 
