@@ -23,6 +23,9 @@ const (
 	// MaxLinkLength: longer URLs are skipped (counted in Links.Invalid). 2083
 	// characters is the classic browser limit Heritrix also uses for URIs.
 	MaxLinkLength = 2083
+	// MaxTitleBytes caps Links.Title (a page title is a label for the crawl
+	// log and a WACZ page list, not content).
+	MaxTitleBytes = 256
 )
 
 // ErrNotHTML is returned by ExtractLinks for a content type other than
@@ -55,6 +58,11 @@ type Links struct {
 	// Base is the URL relative links were resolved against: the page URL, or
 	// its <base href> when that is a valid http(s) URL.
 	Base string
+	// Title is the text of the page's first <title> element (HTML
+	// Standard: entities decoded), whitespace runs collapsed to one space
+	// and trimmed, cut to at most MaxTitleBytes at a UTF-8 character
+	// boundary; "" when the page has none.
+	Title string
 	// Dropped counts link elements not examined because the cap was reached.
 	Dropped int
 	// Invalid counts links skipped because they do not parse as URLs, are not
@@ -120,6 +128,7 @@ var linkParser = whatwg.NewParser(whatwg.WithPercentEncodeSinglePercentSign())
 type pageScan struct {
 	robots   []string // content of each <meta name="robots">
 	baseHref *string  // href of the first <base href>
+	title    *string  // text of the first <title>, as written (entities decoded)
 	refs     []rawLink
 	embeds   []string // requisite URLs as written
 }
@@ -141,14 +150,22 @@ type rawLink struct {
 // are copied out of the tokenizer.
 func scanTokens(body []byte) (sc pageScan) {
 	z := html.NewTokenizer(bytes.NewReader(body))
-	inStyle := false
+	inStyle, inTitle := false, false
 	var attrs []html.Attribute
 	for {
 		tt := z.Next()
 		if tt == html.TextToken && inStyle {
 			sc.embeds = append(sc.embeds, CSSRefs(z.Text())...)
 		}
-		inStyle = false
+		if inTitle {
+			// <title> is escapable raw text: one text token up to </title>.
+			t := ""
+			if tt == html.TextToken {
+				t = string(z.Text())
+			}
+			sc.title = &t
+		}
+		inStyle, inTitle = false, false
 		switch tt {
 		case html.ErrorToken:
 			return sc // io.EOF: the tokenizer reads from memory
@@ -165,6 +182,7 @@ func scanTokens(body []byte) (sc pageScan) {
 			tag := atom.Lookup(name).String() // no allocation; "" for a tag no rule names
 			sc.embeds = append(sc.embeds, requisiteRefs(tag, attrs)...)
 			inStyle = tag == "style" && tt == html.StartTagToken
+			inTitle = tag == "title" && tt == html.StartTagToken && sc.title == nil
 			switch tag {
 			case "a", "area", "frame", "iframe":
 				if _, ok := attr(attrs, urlAttr(tag)); ok {
@@ -226,6 +244,9 @@ func (sc *pageScan) links(baseURL *whatwg.Url, maxLinks int) Links {
 		}
 	}
 	links.NoFollow, links.NoIndex = d.NoFollow, d.NoIndex
+	if sc.title != nil {
+		links.Title = cleanTitle(*sc.title)
+	}
 	if sc.baseHref != nil {
 		if bu, err := baseURL.Parse(*sc.baseHref); err == nil && isHTTPScheme(bu.Scheme()) {
 			baseURL = bu
@@ -309,4 +330,18 @@ func hasNoFollowRel(attrs []html.Attribute) bool {
 		}
 	}
 	return false
+}
+
+// cleanTitle collapses the whitespace runs of a <title> text to one space,
+// trims it and cuts it to at most MaxTitleBytes at a character boundary.
+func cleanTitle(t string) string {
+	t = strings.Join(strings.Fields(t), " ")
+	if len(t) <= MaxTitleBytes {
+		return t
+	}
+	cut := MaxTitleBytes
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return t[:cut]
 }

@@ -24,6 +24,10 @@ func scanTree(body []byte) (sc pageScan, err error) {
 			sc.robots = append(sc.robots, s.AttrOr("content", ""))
 		}
 	})
+	if tl := doc.Find("title").First(); tl.Length() > 0 {
+		text := tl.Text()
+		sc.title = &text
+	}
 	if b := doc.Find("base[href]").First(); b.Length() > 0 {
 		href := b.AttrOr("href", "")
 		sc.baseHref = &href

@@ -250,3 +250,21 @@ func FuzzExtractLinks(f *testing.F) {
 		}
 	})
 }
+
+// The first <title> is the page's title: entities decoded, whitespace
+// collapsed, markup inside it kept as text, capped at MaxTitleBytes on a
+// character boundary; a page without one has "".
+func TestExtractLinksTitle(t *testing.T) {
+	for _, c := range []struct{ html, want string }{
+		{"<html><head><title>\n  Caf&eacute;   &amp; <b>bar</b>\n</title><title>second</title>", "Café & <b>bar</b>"},
+		{"<p>no title</p>", ""},
+		{"<title></title><a href=/x>x</a>", ""},
+		{"<svg><title>icon</title></svg><title>page</title>", "icon"},
+		{"<title>" + strings.Repeat("é", 200) + "</title>", strings.Repeat("é", MaxTitleBytes/2)},
+		{"<title>a" + strings.Repeat("é", 200) + "</title>", "a" + strings.Repeat("é", (MaxTitleBytes-1)/2)},
+	} {
+		if got := extract(t, "http://example.com/", c.html).Title; got != c.want {
+			t.Errorf("%.60q: title %q, want %q", c.html, got, c.want)
+		}
+	}
+}

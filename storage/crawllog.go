@@ -54,6 +54,10 @@ type LogEntry struct {
 	WARCOffset int64  `json:"warc_offset,omitempty"`
 	// Error describes the failure, if any.
 	Error string `json:"error,omitempty"`
+	// Title is an HTML page's <title> text (fetch.Links.Title: trimmed,
+	// at most 256 bytes), for page lists such as a WACZ package's
+	// pages.jsonl; absent for other responses and for untitled pages.
+	Title string `json:"title,omitempty"`
 }
 
 // logEntryJSON fixes the JSON field order with ts first.

@@ -80,7 +80,8 @@ func (a *attempt) run(fetched func()) {
 		a.finishFailed(true)
 		return
 	}
-	links := a.w.outlinks(a.it, res, a.live)
+	links, title := a.w.outlinks(a.it, res, a.live)
+	a.entry.Title = title
 	links = append(links, a.w.seedSitemaps(a.ctx, a.it, a.live)...)
 	a.lap(stageParse)
 	if len(links) > 0 {
@@ -304,8 +305,9 @@ func (a *attempt) lost(op string, err error) {
 // max_url_length, and the host and crawl quotas (max_queued_per_host,
 // max_pages_per_host, max_queued_total, max_frontier_bytes, max_pages);
 // the hop path stays at most frontier.MaxHops long (AppendHop). For a 2xx
-// sitemap (hop M), its entries (sitemapLinks).
-func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig) []frontier.Item {
+// sitemap (hop M), its entries (sitemapLinks). The string is a complete
+// 2xx HTML page's title (fetch.Links.Title) for its crawl-log line, else "".
+func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig) ([]frontier.Item, string) {
 	var out []frontier.Item
 	requisite := frontier.IsRequisite(it.Hops)
 	add := func(raw string, hop byte, depth int) {
@@ -329,42 +331,43 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 	}
 	if res.Redirect != "" {
 		add(res.Redirect, frontier.HopRedirect, it.Depth)
-		return out
+		return out, ""
 	}
 	if isManifest(it.Hops) {
 		if res.Status < 200 || res.Status > 299 {
-			return nil
+			return nil, ""
 		}
-		return w.sitemapLinks(it, res, live)
+		return w.sitemapLinks(it, res, live), ""
 	}
 	if res.Status < 200 || res.Status > 299 || res.Truncated {
-		return nil
+		return nil, ""
 	}
 	embeds := live.cfg.PageRequisites
 	html, css := isHTML(res.MIME), res.MIME == "text/css"
 	if !html && !(css && embeds) {
-		return nil
+		return nil, ""
 	}
 	body, err := res.DecodedBody(maxDecodedBody)
 	if err != nil {
 		w.log.Debug("body not decodable; no links taken", "url", it.URL, "error", err)
-		return nil
+		return nil, ""
 	}
 	base, err := url.Parse(it.URL)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	if css {
 		refs, _ := fetch.ExtractCSSRequisites(base, body, res.ContentType, 0)
 		for _, r := range refs {
 			add(r, frontier.HopEmbed, it.Depth)
 		}
-		return out
+		return out, ""
 	}
 	links, err := fetch.ExtractLinks(base, body, res.ContentType)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
+	title := links.Title
 	if embeds {
 		for _, r := range links.Requisites {
 			add(r, frontier.HopEmbed, it.Depth)
@@ -374,12 +377,12 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 		// A requisite's links are not followed (scope induction would
 		// break: requisites_scope may be wider than scope); meta robots or
 		// X-Robots-Tag nofollow/none: no link is followed.
-		return out
+		return out, title
 	}
 	for _, l := range links.URLs {
 		add(l, frontier.HopLink, it.Depth+1)
 	}
-	return out
+	return out, title
 }
 
 func isHTML(mime string) bool {

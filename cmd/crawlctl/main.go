@@ -41,6 +41,9 @@ Commands:
   delete NAME      delete a crawl's znodes (refused while workers are live)
   serve            a live web dashboard with the same controls
   report DIR...    Heritrix-style crawl reports from the workers' crawl logs
+  package          write the crawl's WARC files, index and page list as
+                   one WACZ file for ReplayWeb.page, or check one
+                   (--verify); needs the workers' folders, not ZooKeeper
   help [COMMAND]   show this help or a command's help
 
 Global flags go before or after the command. Run 'crawlctl COMMAND --help'
@@ -55,7 +58,8 @@ const toolExamples = `  crawlctl --zk 127.0.0.1:2181 --crawl docs status
   crawlctl config set per_host_rate_per_s=0.5 worker_concurrency=64
   crawlctl pause
   crawlctl requeue-failed --all
-  crawlctl drain --wait`
+  crawlctl drain --wait
+  crawlctl --crawl news package --out news.wacz /data/w1 /data/w2`
 
 func main() { cli.Main("crawlctl", run) }
 
@@ -131,7 +135,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand, serveCommand, reportCommand}
+	commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand, serveCommand, reportCommand, packageCommand}
 }
 
 func findCommand(name string) *command {
@@ -189,7 +193,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	}
 	cmd := findCommand(name)
 	if cmd == nil {
-		return cli.Usage("unknown command %q (commands: status, config get, config set, pause, resume, requeue-failed, drain, list, delete, serve, report, help)", name)
+		return cli.Usage("unknown command %q (commands: status, config get, config set, pause, resume, requeue-failed, drain, list, delete, serve, report, package, help)", name)
 	}
 	at := len(args) - len(rest)
 	cmdArgs := append(append([]string{}, args[:at]...), args[at+n:]...)
