@@ -1,7 +1,10 @@
 package main
 
 import (
+	"archive/zip"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +17,8 @@ import (
 // package writes a WACZ file from worker folders and --verify checks it,
 // with no ZooKeeper reachable (--zk names a port nobody listens on); a
 // missing folder fails with one line and leaves no package; a damaged
-// package fails --verify; missing arguments are usage errors.
+// package fails --verify; missing arguments are usage errors. The crawl
+// reports of the folders' crawl logs are packaged under reports/.
 func TestPackageCommand(t *testing.T) {
 	root := t.TempDir()
 	var dirs []string
@@ -33,6 +37,10 @@ func TestPackageCommand(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
+		line := `{"ts":"2026-11-26T10:00:00Z","url":"https://example.com/` + id + `","status":200,"bytes":16,"mime":"text/html","depth":0,"via":"","hops":"","worker":"` + id + `","duration_ms":3,"attempt":1}` + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "crawl.log"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		dirs = append(dirs, dir)
 	}
 	ctx := context.Background()
@@ -45,6 +53,33 @@ func TestPackageCommand(t *testing.T) {
 	r = runCtl(ctx, env, nil, "package", "--verify", out)
 	if r.err != nil || !strings.Contains(r.stdout, "ok") {
 		t.Fatalf("package --verify: %v", r)
+	}
+	zr, err := zip.OpenReader(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	var rep struct {
+		Summary struct {
+			URLs int64 `json:"urls"`
+		} `json:"summary"`
+	}
+	var txt bool
+	for _, f := range zr.File {
+		switch f.Name {
+		case "reports/crawl-report.json":
+			rc, _ := f.Open()
+			b, _ := io.ReadAll(rc)
+			rc.Close()
+			if err := json.Unmarshal(b, &rep); err != nil {
+				t.Errorf("reports/crawl-report.json: %v", err)
+			}
+		case "reports/crawl-report.txt":
+			txt = true
+		}
+	}
+	if rep.Summary.URLs != 2 || !txt {
+		t.Errorf("packaged reports: json summary URLs %d (want 2), text present %v", rep.Summary.URLs, txt)
 	}
 
 	b, _ := os.ReadFile(out)

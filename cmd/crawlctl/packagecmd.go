@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/pflag"
 
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/internal/cli"
+	"github.com/zkcrawl/zkcrawl/internal/crawlreport"
 	"github.com/zkcrawl/zkcrawl/storage/wacz"
 )
 
@@ -58,11 +61,17 @@ index record points at a gzip member of a file under archive/.`,
 	},
 }
 
-// writePackage writes the WACZ package out from the output folders dirs.
+// writePackage writes the WACZ package out from the output folders dirs,
+// with the crawl reports of their crawl logs (crawlctl report) as
+// reports/crawl-report.txt and reports/crawl-report.json.
 func (c *ctl) writePackage(ctx context.Context, out string, dirs []string) error {
+	extra, err := c.packageReports(ctx, dirs)
+	if err != nil {
+		return err
+	}
 	sum, err := wacz.Write(ctx, wacz.Options{
 		Out: out, Dirs: dirs, Title: "zkcrawl crawl " + c.g.crawl,
-		Software: "zkcrawl " + cli.Version(), Log: c.log,
+		Software: "zkcrawl " + cli.Version(), Log: c.log, Extra: extra,
 	})
 	if err != nil {
 		return err
@@ -81,4 +90,35 @@ func (c *ctl) verifyPackage(ctx context.Context, path string) error {
 	fmt.Fprintf(c.stdout(), "%s: ok: %d files match datapackage.json, %d index records point at WARC records, %d pages\n",
 		path, rep.Resources, rep.IndexLines, rep.Pages)
 	return nil
+}
+
+// packageReports returns the crawl reports of dirs' crawl logs as the
+// package's reports/ files (text and JSON), or none when no folder holds a
+// crawl log (a folder that cannot be read is left to wacz.Write, which
+// names it). Errors: a crawl log that cannot be read.
+func (c *ctl) packageReports(ctx context.Context, dirs []string) ([]wacz.File, error) {
+	var files []string
+	for _, d := range dirs {
+		if f, err := crawlreport.Find([]string{d}); err == nil {
+			files = append(files, f...)
+		}
+	}
+	if len(files) == 0 {
+		c.log.Warn("no crawl.log in the folders: the package has no reports/")
+		return nil, nil
+	}
+	r, err := crawlreport.Read(ctx, c.g.crawl, files, c.log)
+	if err != nil {
+		return nil, err
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	var txt bytes.Buffer
+	renderReport(&txt, r)
+	return []wacz.File{
+		{Name: "reports/crawl-report.txt", Data: txt.Bytes()},
+		{Name: "reports/crawl-report.json", Data: append(js, '\n')},
+	}, nil
 }

@@ -8,6 +8,7 @@
 //	indexes/index.cdx.gz   stored; else CDXJ blocks of blockLines lines, one gzip member each
 //	indexes/index.idx      deflated; with index.cdx.gz: "!meta" line, then one line per block
 //	pages/pages.jsonl      deflated; header line, then seeds and HTML pages
+//	<Options.Extra>        stored; e.g. reports/ (crawlctl package writes the crawl reports there)
 //	archive/<warc name>    stored; each finished WARC file, byte for byte
 //	datapackage.json       stored; every entry above with sha256 and size
 //	datapackage-digest.json stored; the sha256 of datapackage.json
@@ -33,6 +34,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -72,6 +74,17 @@ type Options struct {
 	// Log receives warnings (unfinished WARC files, unreadable crawl-log
 	// lines); nil means slog.Default().
 	Log *slog.Logger
+	// Extra are more files to package (e.g. the crawl reports under
+	// "reports/"), stored after pages/pages.jsonl and listed in
+	// datapackage.json like the others. Each Name is a relative
+	// slash-separated path outside archive/, indexes/ and pages/.
+	Extra []File
+}
+
+// File is a small file packaged as it is (Options.Extra).
+type File struct {
+	Name string
+	Data []byte
 }
 
 // Summary is what Write put in the package.
@@ -127,6 +140,14 @@ func Write(ctx context.Context, opts Options) (sum Summary, err error) {
 	if sum.Pages, err = writePages(ctx, z, in, opts.Log); err != nil {
 		return sum, err
 	}
+	for _, x := range opts.Extra {
+		if err := checkExtraName(x.Name); err != nil {
+			return sum, err
+		}
+		if err := z.writeBytes(x.Name, x.Data); err != nil {
+			return sum, err
+		}
+	}
 	for _, w := range in.warcs {
 		if err := z.copyFile(ctx, archiveDir+w.name, w.path, zip.Store); err != nil {
 			return sum, err
@@ -158,6 +179,20 @@ func Write(ctx context.Context, opts Options) (sum Summary, err error) {
 		return sum, err
 	}
 	return sum, syncDir(filepath.Dir(opts.Out))
+}
+
+// checkExtraName refuses an Options.Extra name that is absolute, climbs
+// out of the package, or falls in a directory the package's own files use.
+func checkExtraName(name string) error {
+	clean := path.Clean(name)
+	switch {
+	case name == "" || clean != name || path.IsAbs(name) || strings.HasPrefix(name, "../") || name == "..":
+		return fmt.Errorf("wacz: extra file %q: want a clean relative path", name)
+	case strings.HasPrefix(name, archiveDir), strings.HasPrefix(name, "indexes/"), strings.HasPrefix(name, "pages/"),
+		name == "datapackage.json", name == "datapackage-digest.json":
+		return fmt.Errorf("wacz: extra file %q: the package's own files live there", name)
+	}
+	return nil
 }
 
 // DataPackage is datapackage.json (WACZ 1.1.1 section "datapackage.json",
