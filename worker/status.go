@@ -21,6 +21,7 @@ type counters struct {
 	inFlight    atomic.Int64 // claimed items being processed (waiting for politeness, fetching, storing, completing)
 	shardsOwned atomic.Int64
 	cluster     atomic.Int64 // pages finished crawl-wide (refreshClusterPages)
+	clusterMine atomic.Int64 // this worker's pages when cluster was last set
 	// totalsRead and totalsPages: when R/totals was last summed and its
 	// pages; used by refreshClusterPages, which runs in one goroutine at a
 	// time (the session's heartbeat, or runSession before it starts one).
@@ -183,14 +184,18 @@ func (w *Worker) refreshClusterPages(ctx context.Context) {
 			w.counters.totalsRead, w.counters.totalsPages = time.Now(), t.Pages
 		}
 	}
-	w.counters.cluster.Store(max(total, w.counters.totalsPages, w.counters.pages.Load()))
+	mine := w.counters.pages.Load()
+	w.counters.cluster.Store(max(total, w.counters.totalsPages, mine))
+	w.counters.clusterMine.Store(mine)
 }
 
-// capped reports whether max_pages is reached (approximately: from the
-// last heartbeat's sum and totals up to totalsInterval old, so it can
-// overshoot by a few seconds of crawling).
+// capped reports whether max_pages is reached: the crawl-wide count of the
+// last refresh (the heartbeat's sum and totals up to totalsInterval old)
+// plus this worker's pages since. Exact for a lone worker (but for the
+// items in flight when the cap is reached); with several, it can overshoot
+// by what the others crawled since their last heartbeat.
 func (c *counters) capped(cfg config.Config) bool {
-	return cfg.MaxPages > 0 && c.cluster.Load() >= cfg.MaxPages
+	return cfg.MaxPages > 0 && c.cluster.Load()+c.pages.Load()-c.clusterMine.Load() >= cfg.MaxPages
 }
 
 // waitDone returns nil once the crawl is done: nothing in flight here and,
