@@ -179,16 +179,7 @@ func (a *attempt) fetch() *fetch.Result {
 // attempts.
 func (a *attempt) store(res *fetch.Result) bool {
 	w := a.w
-	info, err := w.store.WriteExchange(storage.Exchange{
-		TargetURI:         a.it.URL,
-		IP:                res.RemoteIP,
-		Date:              res.Started,
-		RawRequest:        res.RawRequest,
-		RawResponseHeader: res.RawResponseHeader,
-		RawResponse:       res.RawResponse,
-		Body:              res.Body,
-		Truncated:         res.Truncated,
-	})
+	info, err := w.store.WriteExchange(exchangeOf(a.it.URL, res))
 	if err != nil {
 		w.outputFailed(a.ctx, err)
 		a.abandon(err)

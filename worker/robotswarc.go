@@ -22,8 +22,17 @@ func (w *Worker) robotsFetched(res *fetch.Result) {
 	if w.store == nil {
 		return // no outputs open (a test's worker that never ran)
 	}
-	_, err := w.store.WriteExchange(storage.Exchange{
-		TargetURI:         res.URL,
+	_, err := w.store.WriteExchange(exchangeOf(res.URL, res))
+	if err != nil {
+		w.log.Warn("robots.txt response not written to the WARC file", "url", res.URL, "status", res.Status, "error", err)
+	}
+}
+
+// exchangeOf is the WARC request/response pair of res, fetched for
+// target (the item's URL; res.URL for robots.txt).
+func exchangeOf(target string, res *fetch.Result) storage.Exchange {
+	return storage.Exchange{
+		TargetURI:         target,
 		IP:                res.RemoteIP,
 		Date:              res.Started,
 		RawRequest:        res.RawRequest,
@@ -31,8 +40,5 @@ func (w *Worker) robotsFetched(res *fetch.Result) {
 		RawResponse:       res.RawResponse,
 		Body:              res.Body,
 		Truncated:         res.Truncated,
-	})
-	if err != nil {
-		w.log.Warn("robots.txt response not written to the WARC file", "url", res.URL, "status", res.Status, "error", err)
 	}
 }
