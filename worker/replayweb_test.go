@@ -1,0 +1,351 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// replayWebFiles are the files of ReplayWeb.page (npm package
+// replaywebpage) that a self-hosted replay needs: the UI and the service
+// worker.
+var replayWebFiles = []string{"ui.js", "sw.js"}
+
+// replayPrefix is the path under the replay server's origin at which
+// ReplayWeb.page's service worker answers archived URLs
+// (/replay/w/<collection>/<timestamp>mp_/<archived URL>).
+const replayPrefix = "/replay/w/"
+
+// replayAPI is the path of ReplayWeb.page's own API (collection listing,
+// polled while the archive loads), under the replay prefix but no archived
+// URL.
+const replayAPI = "/replay/w/api/"
+
+// replayViewport is the browser window, in CSS pixels, of the live page and
+// of the replay (whose frame fills it).
+const replayViewportW, replayViewportH = 900, 600
+
+// replayBrowser is one headless Chromium (chromedp) and the folder of
+// ReplayWeb.page's files.
+type replayBrowser struct {
+	dir string
+	ctx context.Context
+
+	mu       sync.Mutex
+	requests []*replayRequest // in the order sent, since the last reset
+	byID     map[network.RequestID]*replayRequest
+}
+
+// replayRequest is one request the browser sent: its URL, and its answer
+// (HTTP status, whether the service worker gave it) or failure, once known.
+type replayRequest struct {
+	url      string
+	answered bool
+	status   int64
+	fromSW   bool
+	failure  string
+}
+
+// reset forgets the requests seen so far.
+func (b *replayBrowser) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.requests, b.byID = nil, map[network.RequestID]*replayRequest{}
+}
+
+// pageView is what the browser saw of one page (live or replayed):
+// h1.brand's computed style (color, fontFamily, backgroundColor,
+// backgroundImage), whether its web font and background image loaded, a screenshot (PNG of the
+// viewport), and for a replay the number of requests the archive answered
+// and the misses.
+type pageView struct {
+	Style       map[string]string `json:"style"`
+	FontLoaded  bool              `json:"fontLoaded"`
+	ImageLoaded bool              `json:"imageLoaded"`
+	Href        string            `json:"href"`
+	PNG         []byte            `json:"-"`
+	Served      int               `json:"-"`
+	Misses      []string          `json:"-"`
+}
+
+// replayWebDir is the folder holding ReplayWeb.page's files:
+// $ZKCRAWL_REPLAYWEB, else tools/replayweb of the repository (make deps).
+func replayWebDir() string {
+	if d := os.Getenv("ZKCRAWL_REPLAYWEB"); d != "" {
+		return d
+	}
+	abs, _ := filepath.Abs(filepath.Join("..", "tools", "replayweb"))
+	return abs
+}
+
+// newReplayBrowser starts headless Chromium for the test; it skips the test,
+// naming what is missing and how to install it, when Chromium or
+// ReplayWeb.page's files are absent.
+func newReplayBrowser(t *testing.T) *replayBrowser {
+	t.Helper()
+	exe := browserPath()
+	dir := replayWebDir()
+	var missing []string
+	if exe == "" {
+		missing = append(missing, "Chromium (Debian package chromium: `make deps` or `apt-get install chromium`)")
+	}
+	for _, f := range replayWebFiles {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			missing = append(missing, fmt.Sprintf("ReplayWeb.page's %s in %s (`make deps` fetches replaywebpage@%s from npm; or set ZKCRAWL_REPLAYWEB)", f, dir, replayWebVersion))
+		}
+	}
+	if len(missing) > 0 {
+		t.Skip("!!! replay in ReplayWeb.page NOT checked: missing " + strings.Join(missing, "; ") + " !!!")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("hide-scrollbars", true),
+		chromedp.WindowSize(replayViewportW, replayViewportH))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	b := &replayBrowser{dir: dir, ctx: bctx}
+	b.reset()
+	err := chromedp.Listen(bctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if r := b.byID[ev.RequestID]; r != nil { // a redirect: the same request goes on
+				r.url = ev.Request.URL
+				return
+			}
+			r := &replayRequest{url: ev.Request.URL}
+			b.requests = append(b.requests, r)
+			b.byID[ev.RequestID] = r
+		case *network.EventResponseReceived:
+			if r := b.byID[ev.RequestID]; r != nil {
+				r.answered, r.status, r.fromSW = true, ev.Response.Status, ev.Response.FromServiceWorker
+			}
+		case *network.EventLoadingFailed:
+			if r := b.byID[ev.RequestID]; r != nil {
+				r.answered, r.failure = true, ev.ErrorText
+				if ev.Canceled {
+					r.failure += " (canceled)"
+				}
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("start Chromium %s: %v", exe, err)
+	}
+	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("Chromium: Network.enable: %v", err)
+	}
+	return b
+}
+
+// replayWebVersion is the version of the npm package replaywebpage that
+// make deps installs (REPLAYWEB_VERSION in the Makefile).
+const replayWebVersion = "2.5.3"
+
+// brandProbe is a JavaScript function of a document: h1.brand's computed
+// style, whether the web font ZkReplayFace loaded and whether the image
+// /img/e.png was fetched with status 200; null while the document (its
+// style sheets and images: the load event) or a web font it uses is still
+// loading.
+const brandProbe = `(d) => {
+  const el = d.querySelector('h1.brand');
+  if (!el || d.readyState !== 'complete' || d.fonts.status !== 'loaded') return null;
+  if ([...d.fonts].some(f => f.status === 'loading' || f.status === 'unloaded')) return null;
+  const img = d.defaultView.performance.getEntriesByType('resource').some(e => e.name.endsWith('/img/e.png') && e.responseStatus === 200);
+  const cs = d.defaultView.getComputedStyle(el);
+  const font = [...d.fonts].some(f => f.family.replace(/"/g, '') === 'ZkReplayFace' && f.status === 'loaded');
+  return {style: {color: cs.color, fontFamily: cs.fontFamily, backgroundColor: cs.backgroundColor, backgroundImage: cs.backgroundImage},
+    fontLoaded: font, imageLoaded: img, href: d.location.href};
+}`
+
+// live loads url in the browser and returns its view once loaded.
+func (b *replayBrowser) live(t *testing.T, url string) pageView {
+	t.Helper()
+	return b.view(t, url, `(() => JSON.stringify((`+brandProbe+`)(document)))()`, "live "+url)
+}
+
+// replayFrames is JavaScript that finds, through open shadow roots and
+// same-origin frames, the replayed document of the archived URL
+// (window.zkWant) and runs brandProbe on it; "null" until it is loaded.
+const replayFrames = `(() => {
+  const probe = ` + brandProbe + `;
+  const docs = [];
+  const walk = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) walk(el.shadowRoot);
+      if (el.tagName === 'IFRAME') {
+        let d = null;
+        try { d = el.contentDocument; } catch (e) {}
+        if (d) { docs.push(d); walk(d); }
+      }
+    }
+  };
+  walk(document);
+  const seen = [];
+  for (const d of docs) {
+    seen.push(d.location.href + ' ' + d.readyState + ' fonts ' + d.fonts.status + ' [' + [...d.fonts].map(f => f.family + ':' + f.status) + ']');
+    if (!d.location.href.endsWith('mp_/' + window.zkWant)) continue;
+    const v = probe(d);
+    if (v) return JSON.stringify(v);
+  }
+  window.zkSeen = seen;
+  return 'null';
+})()`
+
+// replay opens the replay of the archived URL in ReplayWeb.page served by
+// the replay server at base and returns its view once loaded, with the
+// number of requests the archive answered and the misses. The requests of
+// the replayed page are those under the replay prefix (but not
+// ReplayWeb.page's API) and those to any origin but the replay server's; a
+// miss is one answered with an error status, one that failed, one to
+// another origin (it left the archive for the live web), or one still
+// unanswered 10 s after the page loaded.
+func (b *replayBrowser) replay(t *testing.T, base, archived string) pageView {
+	t.Helper()
+	b.reset()
+	page := base + "/embed.html?url=" + strings.ReplaceAll(archived, "&", "%26")
+	v := b.view(t, page, `(() => { window.zkWant = `+jsString(archived)+`; return `+replayFrames+`; })()`, "replay of "+archived)
+	pageRequests := func() (reqs []replayRequest, pending int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, r := range b.requests {
+			switch {
+			case strings.HasPrefix(r.url, "data:") || strings.HasPrefix(r.url, "blob:"):
+				continue
+			case strings.HasPrefix(r.url, base+"/") && (!strings.HasPrefix(r.url, base+replayPrefix) || strings.HasPrefix(r.url, base+replayAPI)):
+				continue // ReplayWeb.page itself
+			}
+			reqs = append(reqs, *r)
+			if !r.answered {
+				pending++
+			}
+		}
+		return reqs, pending
+	}
+	reqs, pending := pageRequests()
+	for deadline := time.Now().Add(10 * time.Second); pending > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond) // poll interval; the check is the count
+		reqs, pending = pageRequests()
+	}
+	for _, r := range reqs {
+		switch {
+		case !strings.HasPrefix(r.url, base+"/"):
+			v.Misses = append(v.Misses, fmt.Sprintf("%s: requested outside the archive (the live web), %s", r.url, r.outcome()))
+		case !r.answered || r.failure != "" || r.status >= 400:
+			v.Misses = append(v.Misses, fmt.Sprintf("%s: %s", r.url, r.outcome()))
+		default:
+			v.Served++
+		}
+	}
+	return v
+}
+
+// outcome says how the request ended.
+func (r replayRequest) outcome() string {
+	switch {
+	case !r.answered:
+		return "no answer"
+	case r.failure != "":
+		return "failed: " + r.failure
+	default:
+		return fmt.Sprintf("status %d (service worker: %v)", r.status, r.fromSW)
+	}
+}
+
+// view navigates to url, polls probe (a JavaScript expression giving a
+// pageView as JSON, or "null" while loading) for up to 30 s, then takes a
+// screenshot of the viewport.
+func (b *replayBrowser) view(t *testing.T, url, probe, what string) pageView {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 45*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("%s: navigate: %v", what, err)
+	}
+	var v pageView
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](probe))
+		if err == nil && s != "null" {
+			if err := json.Unmarshal([]byte(s), &v); err != nil {
+				t.Fatalf("%s: probe answered %q: %v", what, s, err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			b.mu.Lock()
+			var seen []string
+			for _, r := range b.requests {
+				seen = append(seen, r.url+" "+r.outcome())
+			}
+			b.mu.Unlock()
+			docs, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.zkSeen || []`))
+			t.Fatalf("%s: the page with h1.brand, its style sheets and fonts did not load within 30 s (last probe %q, %v); frames %q; requests %q", what, s, err, docs, seen)
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval; the check is the probe
+	}
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("%s: screenshot: %v", what, err)
+	}
+	v.PNG = shot
+	return v
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// newReplayServer serves a self-hosted ReplayWeb.page on a loopback port
+// (a secure context for its service worker): /embed.html?url=U, a page
+// whose <replay-web-page> element fills the window with the replay of U
+// from /crawl.wacz; ui.js at the root and under /replay/, where sw.js is
+// (the element's replaybase); and the package wacz at /crawl.wacz.
+func newReplayServer(t *testing.T, dir, wacz string) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	files := http.FileServer(http.Dir(dir))
+	mux.Handle("/replay/", http.StripPrefix("/replay", files))
+	mux.Handle("/ui.js", files)
+	mux.HandleFunc("/crawl.wacz", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, wacz)
+	})
+	mux.HandleFunc("/embed.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!DOCTYPE html><html><head><script src="/ui.js"></script>
+<style>html, body { margin: 0; padding: 0; overflow: hidden }
+replay-web-page { position: fixed; top: 0; left: 0; width: 100vw; height: 100vh; display: block }</style></head>
+<body><replay-web-page source="/crawl.wacz" url="%s" replaybase="/replay/" embed="replayonly"></replay-web-page></body></html>`,
+			html.EscapeString(r.URL.Query().Get("url")))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// browserPath finds a Chromium or Chrome binary; "" when none is installed.
+func browserPath() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
