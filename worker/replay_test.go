@@ -120,10 +120,10 @@ func TestCrawlReplaysInReplayWebPage(t *testing.T) {
 
 	live := map[string]pageView{}
 	for _, p := range replayPages {
-		v := b.live(t, site.URL+p)
+		v := b.live(t, site.URL+p, "h1.brand", "ZkReplayFace")
 		for k, want := range replayBrandStyle {
-			if v.Style[k] != want || !v.FontLoaded || !v.ImageLoaded {
-				t.Fatalf("live %s: h1.brand %s is %q, the fixture sets %q; font loaded %v, image loaded %v", p, k, v.Style[k], want, v.FontLoaded, v.ImageLoaded)
+			if v.Style[k] != want || v.Fonts["ZkReplayFace"] != "loaded" || !v.fetched("/img/e.png") {
+				t.Fatalf("live %s: h1.brand %s is %q, the fixture sets %q; fonts %v, resources %v", p, k, v.Style[k], want, v.Fonts, v.Resources)
 			}
 		}
 		live[p] = v
@@ -133,19 +133,16 @@ func TestCrawlReplaysInReplayWebPage(t *testing.T) {
 	rs := newReplayServer(t, b.dir, out)
 	for _, p := range replayPages {
 		u := site.URL + p
-		v := b.replay(t, rs.URL, u)
-		for _, k := range []string{"color", "fontFamily", "backgroundColor"} {
-			if v.Style[k] != live[p].Style[k] {
-				t.Errorf("replay of %s: h1.brand %s is %q, live %q", p, k, v.Style[k], live[p].Style[k])
+		v := b.replay(t, rs.URL, u, "h1.brand", "ZkReplayFace")
+		for k, want := range live[p].Style {
+			if got := unreplayed(v.Style[k]); got != want {
+				t.Errorf("replay of %s: h1.brand %s is %q, live %q", p, k, got, want)
 			}
 		}
-		if want := site.URL + "/img/e.png"; !strings.HasSuffix(strings.TrimSuffix(v.Style["backgroundImage"], `")`), want) {
-			t.Errorf("replay of %s: h1.brand background-image is %s, want the archived %s (live %s)", p, v.Style["backgroundImage"], want, live[p].Style["backgroundImage"])
-		}
-		if !v.ImageLoaded {
+		if !v.fetched("/img/e.png") {
 			t.Errorf("replay of %s: the background image /img/e.png did not load", p)
 		}
-		if !v.FontLoaded {
+		if v.Fonts["ZkReplayFace"] != "loaded" {
 			t.Errorf("replay of %s: the web font ZkReplayFace did not load", p)
 		}
 		for _, m := range v.Misses {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -66,20 +67,44 @@ func (b *replayBrowser) reset() {
 	b.requests, b.byID = nil, map[network.RequestID]*replayRequest{}
 }
 
-// pageView is what the browser saw of one page (live or replayed):
-// h1.brand's computed style (color, fontFamily, backgroundColor,
-// backgroundImage), whether its web font and background image loaded, a screenshot (PNG of the
-// viewport), and for a replay the number of requests the archive answered
-// and the misses.
+// pageView is what the browser saw of one page (live or replayed), as
+// pageProbe gives it: an element's computed style (color, fontFamily,
+// fontSize, backgroundColor, backgroundImage), the status of each web font
+// by family ("loaded", "error", ...), the resources the document fetched
+// (URL and HTTP status); then a screenshot (PNG of the viewport), and for a
+// replay the number of requests the archive answered and the misses.
 type pageView struct {
-	Style       map[string]string `json:"style"`
-	FontLoaded  bool              `json:"fontLoaded"`
-	ImageLoaded bool              `json:"imageLoaded"`
-	Href        string            `json:"href"`
-	PNG         []byte            `json:"-"`
-	Served      int               `json:"-"`
-	Misses      []string          `json:"-"`
+	Style     map[string]string `json:"style"`
+	Fonts     map[string]string `json:"fonts"`
+	Resources []struct {
+		Name   string `json:"name"`
+		Status int    `json:"status"`
+	} `json:"resources"`
+	Href   string   `json:"href"`
+	PNG    []byte   `json:"-"`
+	Served int      `json:"-"`
+	Misses []string `json:"-"`
 }
+
+// fetched reports whether the document fetched a resource whose URL ends
+// in suffix with status 200.
+func (v pageView) fetched(suffix string) bool {
+	for _, r := range v.Resources {
+		if strings.HasSuffix(r.Name, suffix) && r.Status == 200 {
+			return true
+		}
+	}
+	return false
+}
+
+// replayedURL matches the replay prefix ReplayWeb.page puts before an
+// archived URL (base/replay/w/<collection>/[:<hash>/]<timestamp><modifier>_/).
+var replayedURL = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/replay/w/[^/]+/(?::[0-9a-f]+/)?[0-9]+(?:[a-z]{2}_)?/`)
+
+// unreplayed is s with each replay prefix taken off the URLs in it, so a
+// replayed style value (url("<prefix>http://site/img/e.png")) compares
+// with the live one.
+func unreplayed(s string) string { return replayedURL.ReplaceAllString(s, "") }
 
 // replayWebDir is the folder holding ReplayWeb.page's files:
 // $ZKCRAWL_REPLAYWEB, else tools/replayweb of the repository (make deps).
@@ -102,10 +127,14 @@ func newReplayBrowser(t *testing.T) *replayBrowser {
 	if exe == "" {
 		missing = append(missing, "Chromium (Debian package chromium: `make deps` or `apt-get install chromium`)")
 	}
+	var absent []string
 	for _, f := range replayWebFiles {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			missing = append(missing, fmt.Sprintf("ReplayWeb.page's %s in %s (`make deps` fetches replaywebpage@%s from npm; or set ZKCRAWL_REPLAYWEB)", f, dir, replayWebVersion))
+			absent = append(absent, f)
 		}
+	}
+	if len(absent) > 0 {
+		missing = append(missing, fmt.Sprintf("ReplayWeb.page's %s in %s (`make deps` fetches replaywebpage@%s from npm; or set ZKCRAWL_REPLAYWEB)", strings.Join(absent, ", "), dir, replayWebVersion))
 	}
 	if len(missing) > 0 {
 		t.Skip("!!! replay in ReplayWeb.page NOT checked: missing " + strings.Join(missing, "; ") + " !!!")
@@ -157,33 +186,39 @@ func newReplayBrowser(t *testing.T) *replayBrowser {
 // make deps installs (REPLAYWEB_VERSION in the Makefile).
 const replayWebVersion = "2.5.3"
 
-// brandProbe is a JavaScript function of a document: h1.brand's computed
-// style, whether the web font ZkReplayFace loaded and whether the image
-// /img/e.png was fetched with status 200; null while the document (its
-// style sheets and images: the load event) or a web font it uses is still
-// loading.
-const brandProbe = `(d) => {
-  const el = d.querySelector('h1.brand');
+// pageProbe is a JavaScript function of a document, a CSS selector and a
+// font family ("" for none): the computed style of the selector's first
+// element, the status of each web font (FontFace) by family and the URL and
+// status of each resource the document fetched; null while the document
+// (its style sheets and images: the load event) or a web font is still
+// loading, or while a declared face of the family is not yet loaded.
+const pageProbe = `(d, sel, font) => {
+  const el = d.querySelector(sel);
   if (!el || d.readyState !== 'complete' || d.fonts.status !== 'loaded') return null;
-  if ([...d.fonts].some(f => f.status === 'loading' || f.status === 'unloaded')) return null;
-  const img = d.defaultView.performance.getEntriesByType('resource').some(e => e.name.endsWith('/img/e.png') && e.responseStatus === 200);
+  const family = (f) => f.family.replace(/"/g, '');
+  if ([...d.fonts].some(f => f.status === 'loading' || (family(f) === font && f.status === 'unloaded'))) return null;
   const cs = d.defaultView.getComputedStyle(el);
-  const font = [...d.fonts].some(f => f.family.replace(/"/g, '') === 'ZkReplayFace' && f.status === 'loaded');
-  return {style: {color: cs.color, fontFamily: cs.fontFamily, backgroundColor: cs.backgroundColor, backgroundImage: cs.backgroundImage},
-    fontLoaded: font, imageLoaded: img, href: d.location.href};
+  const fonts = {};
+  for (const f of d.fonts) fonts[family(f)] = f.status;
+  const resources = d.defaultView.performance.getEntriesByType('resource').map(e => ({name: e.name, status: e.responseStatus}));
+  return {style: {color: cs.color, fontFamily: cs.fontFamily, fontSize: cs.fontSize, backgroundColor: cs.backgroundColor, backgroundImage: cs.backgroundImage},
+    fonts, resources, href: d.location.href};
 }`
 
-// live loads url in the browser and returns its view once loaded.
-func (b *replayBrowser) live(t *testing.T, url string) pageView {
+// live loads url in the browser and returns its view once the first
+// element matching sel is there and the page and font family have loaded
+// (pageProbe).
+func (b *replayBrowser) live(t *testing.T, url, sel, font string) pageView {
 	t.Helper()
-	return b.view(t, url, `(() => JSON.stringify((`+brandProbe+`)(document)))()`, "live "+url)
+	return b.view(t, url, `(() => JSON.stringify((`+pageProbe+`)(document, `+jsString(sel)+`, `+jsString(font)+`)))()`, "live "+url)
 }
 
 // replayFrames is JavaScript that finds, through open shadow roots and
 // same-origin frames, the replayed document of the archived URL
-// (window.zkWant) and runs brandProbe on it; "null" until it is loaded.
+// (window.zkWant) and runs pageProbe on it with window.zkSel and
+// window.zkFont; "null" until it is loaded.
 const replayFrames = `(() => {
-  const probe = ` + brandProbe + `;
+  const probe = ` + pageProbe + `;
   const docs = [];
   const walk = (root) => {
     for (const el of root.querySelectorAll('*')) {
@@ -200,7 +235,7 @@ const replayFrames = `(() => {
   for (const d of docs) {
     seen.push(d.location.href + ' ' + d.readyState + ' fonts ' + d.fonts.status + ' [' + [...d.fonts].map(f => f.family + ':' + f.status) + ']');
     if (!d.location.href.endsWith('mp_/' + window.zkWant)) continue;
-    const v = probe(d);
+    const v = probe(d, window.zkSel, window.zkFont);
     if (v) return JSON.stringify(v);
   }
   window.zkSeen = seen;
@@ -208,18 +243,18 @@ const replayFrames = `(() => {
 })()`
 
 // replay opens the replay of the archived URL in ReplayWeb.page served by
-// the replay server at base and returns its view once loaded, with the
+// the replay server at base and returns its view once loaded (pageProbe of sel and font), with the
 // number of requests the archive answered and the misses. The requests of
 // the replayed page are those under the replay prefix (but not
 // ReplayWeb.page's API) and those to any origin but the replay server's; a
 // miss is one answered with an error status, one that failed, one to
 // another origin (it left the archive for the live web), or one still
 // unanswered 10 s after the page loaded.
-func (b *replayBrowser) replay(t *testing.T, base, archived string) pageView {
+func (b *replayBrowser) replay(t *testing.T, base, archived, sel, font string) pageView {
 	t.Helper()
 	b.reset()
 	page := base + "/embed.html?url=" + strings.ReplaceAll(archived, "&", "%26")
-	v := b.view(t, page, `(() => { window.zkWant = `+jsString(archived)+`; return `+replayFrames+`; })()`, "replay of "+archived)
+	v := b.view(t, page, `(() => { window.zkWant = `+jsString(archived)+`; window.zkSel = `+jsString(sel)+`; window.zkFont = `+jsString(font)+`; return `+replayFrames+`; })()`, "replay of "+archived)
 	pageRequests := func() (reqs []replayRequest, pending int) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
