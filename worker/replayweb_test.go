@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -48,12 +49,14 @@ type replayBrowser struct {
 	mu       sync.Mutex
 	requests []*replayRequest // in the order sent, since the last reset
 	byID     map[network.RequestID]*replayRequest
+	frames   map[cdp.FrameID]string // each frame's document URL, since the last reset
 }
 
 // replayRequest is one request the browser sent: its URL, and its answer
 // (HTTP status, whether the service worker gave it) or failure, once known.
 type replayRequest struct {
 	url      string
+	frame    cdp.FrameID
 	answered bool
 	status   int64
 	fromSW   bool
@@ -64,7 +67,7 @@ type replayRequest struct {
 func (b *replayBrowser) reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.requests, b.byID = nil, map[network.RequestID]*replayRequest{}
+	b.requests, b.byID, b.frames = nil, map[network.RequestID]*replayRequest{}, map[cdp.FrameID]string{}
 }
 
 // pageView is what the browser saw of one page (live or replayed), as
@@ -155,9 +158,15 @@ func newReplayBrowser(t *testing.T) *replayBrowser {
 		case *network.EventRequestWillBeSent:
 			if r := b.byID[ev.RequestID]; r != nil { // a redirect: the same request goes on
 				r.url = ev.Request.URL
+				if ev.Type == network.ResourceTypeDocument {
+					b.frames[ev.FrameID] = ev.Request.URL
+				}
 				return
 			}
-			r := &replayRequest{url: ev.Request.URL}
+			if ev.Type == network.ResourceTypeDocument {
+				b.frames[ev.FrameID] = ev.Request.URL
+			}
+			r := &replayRequest{url: ev.Request.URL, frame: ev.FrameID}
 			b.requests = append(b.requests, r)
 			b.byID[ev.RequestID] = r
 		case *network.EventResponseReceived:
@@ -243,13 +252,14 @@ const replayFrames = `(() => {
 })()`
 
 // replay opens the replay of the archived URL in ReplayWeb.page served by
-// the replay server at base and returns its view once loaded (pageProbe of sel and font), with the
-// number of requests the archive answered and the misses. The requests of
-// the replayed page are those under the replay prefix (but not
-// ReplayWeb.page's API) and those to any origin but the replay server's; a
-// miss is one answered with an error status, one that failed, one to
-// another origin (it left the archive for the live web), or one still
-// unanswered 10 s after the page loaded.
+// the replay server at base and returns its view once loaded (pageProbe of
+// sel and font), with the number of requests the archive answered and the
+// misses. The requests of the replayed page are those sent by a frame
+// whose document is under the replay prefix (not those of ReplayWeb.page's
+// own frames, such as its look-up of the page's /favicon.ico); a miss is
+// one answered with an error status, one that failed, one to another
+// origin (it left the archive for the live web), or one still unanswered
+// 10 s after the page loaded.
 func (b *replayBrowser) replay(t *testing.T, base, archived, sel, font string) pageView {
 	t.Helper()
 	b.reset()
@@ -259,11 +269,12 @@ func (b *replayBrowser) replay(t *testing.T, base, archived, sel, font string) p
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for _, r := range b.requests {
+			doc := b.frames[r.frame]
 			switch {
 			case strings.HasPrefix(r.url, "data:") || strings.HasPrefix(r.url, "blob:"):
 				continue
-			case strings.HasPrefix(r.url, base+"/") && (!strings.HasPrefix(r.url, base+replayPrefix) || strings.HasPrefix(r.url, base+replayAPI)):
-				continue // ReplayWeb.page itself
+			case !strings.HasPrefix(doc, base+replayPrefix) || strings.HasPrefix(doc, base+replayAPI):
+				continue // a request of ReplayWeb.page itself (its frames), not of a replayed document
 			}
 			reqs = append(reqs, *r)
 			if !r.answered {
