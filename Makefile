@@ -48,7 +48,7 @@ deps: ## install ZooKeeper and Chromium (Debian packages), warcio.js and ReplayW
 	  tar -xzf tools/replayweb/replaywebpage-$(REPLAYWEB_VERSION).tgz -C tools/replayweb --strip-components=1 package/ui.js package/sw.js package/LICENSE && \
 	  rm tools/replayweb/replaywebpage-$(REPLAYWEB_VERSION).tgz && echo $(REPLAYWEB_VERSION) > tools/replayweb/VERSION; \
 	fi
-	@if [ "$(CHROMIUM)" = yes ] && ! command -v chromium >/dev/null && ! command -v google-chrome >/dev/null; then \
+	@if [ "$(CHROMIUM)" = yes ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null && ! command -v google-chrome-stable >/dev/null; then \
 	  echo "installing Debian's chromium (headless browser of the replay and dashboard tests; CHROMIUM=no skips it)"; \
 	  $(APT) update -qq && $(APT) install -y -qq --no-install-recommends chromium; \
 	fi
