@@ -50,6 +50,8 @@ type replayBrowser struct {
 	requests []*replayRequest // in the order sent, since the last reset
 	byID     map[network.RequestID]*replayRequest
 	frames   map[cdp.FrameID]string // each frame's document URL, since the last reset
+
+	swActive map[string]bool // replay servers (base URLs) whose service worker is active
 }
 
 // replayRequest is one request the browser sent: its URL, and its answer
@@ -149,7 +151,7 @@ func newReplayBrowser(t *testing.T) *replayBrowser {
 	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	t.Cleanup(cancelBrowser)
-	b := &replayBrowser{dir: dir, ctx: bctx}
+	b := &replayBrowser{dir: dir, ctx: bctx, swActive: map[string]bool{}}
 	b.reset()
 	err := chromedp.Listen(bctx, func(ev any) {
 		b.mu.Lock()
@@ -262,8 +264,9 @@ const replayFrames = `(() => {
 // 10 s after the page loaded.
 func (b *replayBrowser) replay(t *testing.T, base, archived, sel, font string) pageView {
 	t.Helper()
-	b.reset()
 	page := base + "/embed.html?url=" + strings.ReplaceAll(archived, "&", "%26")
+	b.serviceWorker(t, base, page)
+	b.reset()
 	v := b.view(t, page, `(() => { window.zkWant = `+jsString(archived)+`; window.zkSel = `+jsString(sel)+`; window.zkFont = `+jsString(font)+`; return `+replayFrames+`; })()`, "replay of "+archived)
 	pageRequests := func() (reqs []replayRequest, pending int) {
 		b.mu.Lock()
@@ -299,6 +302,36 @@ func (b *replayBrowser) replay(t *testing.T, base, archived, sel, font string) p
 		}
 	}
 	return v
+}
+
+// serviceWorker makes sure ReplayWeb.page's service worker is active for
+// base's /replay/ scope before a replay is measured: the first time for a
+// base, it opens page (whose <replay-web-page> registers the worker) and
+// polls for up to 30 s until the registration's worker is activated. A
+// replay frame loaded before then is not controlled by it, and the element
+// gives up after three reloads when activation is slow (a loaded machine).
+func (b *replayBrowser) serviceWorker(t *testing.T, base, page string) {
+	t.Helper()
+	if b.swActive[base] {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 45*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+		t.Fatalf("open %s: %v", page, err)
+	}
+	const active = `navigator.serviceWorker.getRegistration('/replay/').then(r => !!(r && r.active && r.active.state === 'activated'))`
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](active, chromedp.EvalAwaitPromise))
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ReplayWeb.page's service worker (%s/replay/sw.js) was not activated within 30 s (%v)", base, err)
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval; the check is the registration's state
+	}
+	b.swActive[base] = true
 }
 
 // outcome says how the request ended.
