@@ -8,7 +8,7 @@
 # from the live page. Needs make build and make deps (ReplayWeb.page in
 # tools/replayweb, Chromium), nginx and postgresql-doc-15 (installed with
 # apt-get when missing). Output: out/replay-check-STAMP/ (crawl, WACZ,
-# test log; SHOTS=1 also keeps the screenshots). About a minute.
+# test log; SHOTS=1 also keeps the screenshots). About 30 s.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"

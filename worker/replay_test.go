@@ -145,6 +145,9 @@ func TestCrawlReplaysInReplayWebPage(t *testing.T) {
 		if v.Fonts["ZkReplayFace"] != "loaded" {
 			t.Errorf("replay of %s: the web font ZkReplayFace did not load", p)
 		}
+		for _, m := range v.missingResources(live[p]) {
+			t.Errorf("replay of %s: %s", p, m)
+		}
 		for _, m := range v.Misses {
 			t.Errorf("replay of %s: archive miss: %s", p, m)
 		}

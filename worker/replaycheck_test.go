@@ -71,6 +71,9 @@ func TestReplayCheckWACZ(t *testing.T) {
 				t.Errorf("replay of %s: web font %s is %q, live loaded", u, fam, v.Fonts[fam])
 			}
 		}
+		for _, m := range v.missingResources(live[u]) {
+			t.Errorf("replay of %s: %s", u, m)
+		}
 		for _, m := range v.Misses {
 			t.Errorf("replay of %s: archive miss: %s", u, m)
 		}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -76,7 +77,7 @@ func (b *replayBrowser) reset() {
 // pageProbe gives it: an element's computed style (color, fontFamily,
 // fontSize, backgroundColor, backgroundImage), the status of each web font
 // by family ("loaded", "error", ...), the resources the document fetched
-// (URL and HTTP status); then a screenshot (PNG of the viewport), and for a
+// (URL and HTTP status), its icons; then a screenshot (PNG of the viewport), and for a
 // replay the number of requests the archive answered and the misses.
 type pageView struct {
 	Style     map[string]string `json:"style"`
@@ -85,6 +86,7 @@ type pageView struct {
 		Name   string `json:"name"`
 		Status int    `json:"status"`
 	} `json:"resources"`
+	Icons  []string `json:"icons"`
 	Href   string   `json:"href"`
 	PNG    []byte   `json:"-"`
 	Served int      `json:"-"`
@@ -100,6 +102,27 @@ func (v pageView) fetched(suffix string) bool {
 		}
 	}
 	return false
+}
+
+// missingResources lists each resource the live page fetched with status
+// 200 that the replayed page v did not fetch with status 200 (resource
+// URLs compared with the replay prefix taken off). Icons are left out: a
+// browser fetches them for a top-level page only, and the replayed page is
+// in a frame.
+func (v pageView) missingResources(live pageView) []string {
+	got := map[string]bool{}
+	for _, r := range v.Resources {
+		if r.Status == 200 {
+			got[unreplayed(r.Name)] = true
+		}
+	}
+	var missing []string
+	for _, r := range live.Resources {
+		if r.Status == 200 && !got[r.Name] && !slices.Contains(live.Icons, r.Name) {
+			missing = append(missing, "the live page fetched "+r.Name+", the replay did not")
+		}
+	}
+	return missing
 }
 
 // replayedURL matches the replay prefix ReplayWeb.page puts before an
@@ -200,7 +223,8 @@ const replayWebVersion = "2.5.3"
 // pageProbe is a JavaScript function of a document, a CSS selector and a
 // font family ("" for none): the computed style of the selector's first
 // element, the status of each web font (FontFace) by family and the URL and
-// status of each resource the document fetched; null while the document
+// status of each resource the document fetched, the URLs of its icons
+// (link rel=icon); null while the document
 // (its style sheets and images: the load event) or a web font is still
 // loading, or while a declared face of the family is not yet loaded.
 const pageProbe = `(d, sel, font) => {
@@ -213,7 +237,7 @@ const pageProbe = `(d, sel, font) => {
   for (const f of d.fonts) fonts[family(f)] = f.status;
   const resources = d.defaultView.performance.getEntriesByType('resource').map(e => ({name: e.name, status: e.responseStatus}));
   return {style: {color: cs.color, fontFamily: cs.fontFamily, fontSize: cs.fontSize, backgroundColor: cs.backgroundColor, backgroundImage: cs.backgroundImage},
-    fonts, resources, href: d.location.href};
+    fonts, resources, icons: [...d.querySelectorAll('link[rel~="icon"]')].map(l => l.href), href: d.location.href};
 }`
 
 // live loads url in the browser and returns its view once the first
@@ -258,7 +282,8 @@ const replayFrames = `(() => {
 // sel and font), with the number of requests the archive answered and the
 // misses. The requests of the replayed page are those sent by a frame
 // whose document is under the replay prefix (not those of ReplayWeb.page's
-// own frames, such as its look-up of the page's /favicon.ico); a miss is
+// own frames, such as its look-up of the page's /favicon.ico), less those
+// for ReplayWeb.page's own files (the wombat.js it injects); a miss is
 // one answered with an error status, one that failed, one to another
 // origin (it left the archive for the live web), or one still unanswered
 // 10 s after the page loaded.
@@ -278,6 +303,8 @@ func (b *replayBrowser) replay(t *testing.T, base, archived, sel, font string) p
 				continue
 			case !strings.HasPrefix(doc, base+replayPrefix) || strings.HasPrefix(doc, base+replayAPI):
 				continue // a request of ReplayWeb.page itself (its frames), not of a replayed document
+			case strings.HasPrefix(r.url, base+"/") && (!strings.HasPrefix(r.url, base+replayPrefix) || strings.HasPrefix(r.url, base+replayAPI)):
+				continue // ReplayWeb.page's own files (wombat.js under /replay/static/) and API
 			}
 			reqs = append(reqs, *r)
 			if !r.answered {
