@@ -29,7 +29,7 @@ var replayWebFiles = []string{"ui.js", "sw.js"}
 
 // replayPrefix is the path under the replay server's origin at which
 // ReplayWeb.page's service worker answers archived URLs
-// (/replay/w/<collection>/<timestamp>mp_/<archived URL>).
+// (/replay/w/<collection>/[:<hash>/]<timestamp><modifier>_/<archived URL>).
 const replayPrefix = "/replay/w/"
 
 // replayAPI is the path of ReplayWeb.page's own API (collection listing,
@@ -77,8 +77,9 @@ func (b *replayBrowser) reset() {
 // pageProbe gives it: an element's computed style (color, fontFamily,
 // fontSize, backgroundColor, backgroundImage), the status of each web font
 // by family ("loaded", "error", ...), the resources the document fetched
-// (URL and HTTP status), its icons; then a screenshot (PNG of the viewport), and for a
-// replay the number of requests the archive answered and the misses.
+// (URL and HTTP status), its icons and its URL; then a screenshot (PNG of
+// the viewport), and for a replay the number of requests the archive
+// answered and the misses.
 type pageView struct {
 	Style     map[string]string `json:"style"`
 	Fonts     map[string]string `json:"fonts"`
