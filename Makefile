@@ -7,6 +7,15 @@ ZK_JAR    := /usr/share/java/zookeeper.jar
 # warcio.js (npm), the independent WARC reader the tests run; keep in step
 # with testenv.WarcioVersion.
 WARCIO_VERSION := 2.4.11
+# ReplayWeb.page (npm package replaywebpage): its prebuilt ui.js and sw.js,
+# served by the replay test (worker/replay_test.go) into headless Chromium;
+# keep in step with replayWebVersion there. Its npm dependencies are not
+# needed (and 2.5.3's warcio ^2.4.12 is not on the registry): npm pack and
+# untar.
+REPLAYWEB_VERSION := 2.5.3
+# CHROMIUM=no keeps make deps from installing Debian's chromium (the replay
+# and dashboard browser tests then skip).
+CHROMIUM  ?= yes
 ZK_PORT   ?= 2181
 ZK_DIR    ?= $(or $(TMPDIR),/tmp)/zkcrawl-zk
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -21,7 +30,7 @@ CMDS      := seeder crawler crawlctl zkserver testweb
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-deps: ## install ZooKeeper (Debian package) and warcio.js (npm, into tools/warcio) when missing, download Go modules
+deps: ## install ZooKeeper and Chromium (Debian packages), warcio.js and ReplayWeb.page (npm, into tools/) when missing, download Go modules
 	@if [ ! -f $(ZK_JAR) ] || ! command -v java >/dev/null; then \
 	  echo "installing Debian's zookeeper package (ZooKeeper server jars and a Java runtime)"; \
 	  $(APT) update -qq && $(APT) install -y -qq zookeeper; \
@@ -30,6 +39,18 @@ deps: ## install ZooKeeper (Debian package) and warcio.js (npm, into tools/warci
 	  command -v npm >/dev/null || { echo "installing Debian's npm (for warcio.js, the independent WARC reader of the tests)"; $(APT) update -qq && $(APT) install -y -qq npm; }; \
 	  echo "installing warcio.js $(WARCIO_VERSION) into tools/warcio (independent WARC reader for the tests)"; \
 	  npm install --silent --no-audit --no-fund --no-save --prefix tools/warcio warcio@$(WARCIO_VERSION); \
+	fi
+	@if [ ! -f tools/replayweb/ui.js ] || [ ! -f tools/replayweb/sw.js ] || [ "$$(cat tools/replayweb/VERSION 2>/dev/null)" != $(REPLAYWEB_VERSION) ]; then \
+	  command -v npm >/dev/null || { echo "installing Debian's npm (for ReplayWeb.page)"; $(APT) update -qq && $(APT) install -y -qq npm; }; \
+	  echo "fetching ReplayWeb.page $(REPLAYWEB_VERSION) (ui.js, sw.js) into tools/replayweb (the replay test's client)"; \
+	  rm -rf tools/replayweb && mkdir -p tools/replayweb && \
+	  npm pack --silent --pack-destination tools/replayweb replaywebpage@$(REPLAYWEB_VERSION) >/dev/null && \
+	  tar -xzf tools/replayweb/replaywebpage-$(REPLAYWEB_VERSION).tgz -C tools/replayweb --strip-components=1 package/ui.js package/sw.js package/LICENSE && \
+	  rm tools/replayweb/replaywebpage-$(REPLAYWEB_VERSION).tgz && echo $(REPLAYWEB_VERSION) > tools/replayweb/VERSION; \
+	fi
+	@if [ "$(CHROMIUM)" = yes ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null && ! command -v google-chrome-stable >/dev/null; then \
+	  echo "installing Debian's chromium (headless browser of the replay and dashboard tests; CHROMIUM=no skips it)"; \
+	  $(APT) update -qq && $(APT) install -y -qq --no-install-recommends chromium; \
 	fi
 	$(GO) mod download
 
