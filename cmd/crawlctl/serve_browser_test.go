@@ -54,7 +54,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dashboard in Chromium: %v", err)
 	}
-	firstWorker, err1 := chromedp.Run(ctx, chromedp.Text(`#workers tbody tr td`))
+	// The table is redrawn at every refresh: read it in one script, not
+	// through a node id that a redraw may have replaced meanwhile.
+	firstWorker, err1 := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector('#workers tbody tr td') || {}).textContent || ''`))
 	cells, err2 := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#heatmap .cell').length`))
 	state, err3 := chromedp.Run(ctx, chromedp.Text(`#state`))
 	if err1 != nil || err2 != nil || err3 != nil || firstWorker != "w1" || cells != 8 || state != "RUNNING" {
