@@ -43,14 +43,16 @@ deps: ## install ZooKeeper and Chromium (Debian packages), warcio.js and ReplayW
 	@if [ ! -f tools/replayweb/ui.js ] || [ ! -f tools/replayweb/sw.js ] || [ "$$(cat tools/replayweb/VERSION 2>/dev/null)" != $(REPLAYWEB_VERSION) ]; then \
 	  command -v npm >/dev/null || { echo "installing Debian's npm (for ReplayWeb.page)"; $(APT) update -qq && $(APT) install -y -qq npm; }; \
 	  echo "fetching ReplayWeb.page $(REPLAYWEB_VERSION) (ui.js, sw.js) into tools/replayweb (the replay test's client)"; \
-	  rm -rf tools/replayweb && mkdir -p tools/replayweb && \
+	  { rm -rf tools/replayweb && mkdir -p tools/replayweb && \
 	  npm pack --silent --pack-destination tools/replayweb replaywebpage@$(REPLAYWEB_VERSION) >/dev/null && \
 	  tar -xzf tools/replayweb/replaywebpage-$(REPLAYWEB_VERSION).tgz -C tools/replayweb --strip-components=1 package/ui.js package/sw.js package/LICENSE && \
-	  rm tools/replayweb/replaywebpage-$(REPLAYWEB_VERSION).tgz && echo $(REPLAYWEB_VERSION) > tools/replayweb/VERSION; \
+	  rm tools/replayweb/replaywebpage-$(REPLAYWEB_VERSION).tgz && echo $(REPLAYWEB_VERSION) > tools/replayweb/VERSION; } || \
+	  echo "WARNING: could not fetch ReplayWeb.page: the replay test will be skipped (run make deps again when npm's registry is reachable)"; \
 	fi
 	@if [ "$(CHROMIUM)" = yes ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null && ! command -v google-chrome-stable >/dev/null; then \
 	  echo "installing Debian's chromium (headless browser of the replay and dashboard tests; CHROMIUM=no skips it)"; \
-	  $(APT) update -qq && $(APT) install -y -qq --no-install-recommends chromium; \
+	  { $(APT) update -qq && $(APT) install -y -qq --no-install-recommends chromium; } || \
+	  echo "WARNING: could not install chromium: the browser tests will be skipped (apt-get install chromium, or CHROMIUM=no to stop trying)"; \
 	fi
 	$(GO) mod download
 
