@@ -685,25 +685,19 @@ func (plan *stepPlan) overQuota(host, u string) string {
 }
 
 // ReadyWindow is how many ready items a group's owner keeps per politeness
-// key under cfg: 4 x per_host_max_in_flight + 1 under a per-host rate, 16 x
-// per_host_max_in_flight + 1 without one. A ready item stays in the window
-// from its creation until its completion multi has deleted it and the
-// owner's next step has replaced it (waiting to be claimed, the claim round
-// trip, the fetch, the WARC write, the fsync batch, the completion multi and
-// the refill step), so by Little's law the window must hold the key's pages
-// per second times that whole time. Under a rate that is at most rate x the
-// cycle, which 4 x per_host_max_in_flight covers (docs/design.md, "Move",
-// gives the measurement); without one a key's pace is its in-flight cap over
-// its fetch time, and a fast site's fetch (1 ms on loopback nginx) is tens
-// of times shorter than the cycle: at 4 x the PostgreSQL manual's crawl
-// waited on refills (make demo-real: last page 1.69-1.76 s, 1.33-1.51 s at
-// 16 x). Bound: that many znodes of ~100-200 B per key that has a backlog.
-func ReadyWindow(cfg config.Config) int {
-	if cfg.PerHostRatePerS > 0 {
-		return 4*cfg.PerHostMaxInFlight + 1
-	}
-	return 16*cfg.PerHostMaxInFlight + 1
-}
+// key under cfg: 4 x per_host_max_in_flight + 1. A ready item stays in the
+// window from its creation until its completion multi has deleted it and
+// the owner's next step has replaced it (waiting to be claimed, the claim
+// round trip, the fetch, the WARC write, the fsync batch, the completion
+// multi and the refill step), so by Little's law the window must hold
+// per_host_max_in_flight items for that whole time, many times a fast
+// fetch (docs/design.md, "Move", gives the measurement). A window of 16 x
+// without a rate was tried: it sped one fast host up (make demo-real) but
+// a crawl of 100 hosts at in-flight 8 held 12,900 ready items and a
+// worker's peak RSS rose to 177 MB; the claim slots (worker) carry the
+// fast host instead. Bound: that many znodes of ~100-200 B per key that has
+// a backlog.
+func ReadyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 
 // fillWindows adds the moves that fill the hosts' ready windows
 // (ReadyWindow items) from their oldest pending records,

@@ -130,7 +130,7 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 // (1 ms on loopback nginx) several times over, so 4 x per_host_max_in_flight
 // claims keep its in-flight cap busy (make demo-real: about 850 pages/s at
 // in-flight 8 with 9 slots). Never more than the key's ready window
-// (frontier.ReadyWindow, 16 x per_host_max_in_flight + 1 without a rate).
+// (frontier.ReadyWindow, 4 x per_host_max_in_flight + 1).
 func claimSlotsPerKey(cfg *config.Config) int {
 	if cfg.PerHostRatePerS > 0 {
 		return cfg.PerHostMaxInFlight + 1
