@@ -88,31 +88,7 @@ banner "Serve $DOCS with nginx on a free loopback port"
 PORT=$(free_port)
 NG=$ZKC_TMP/nginx
 mkdir -p "$NG"
-cat >"$NG/nginx.conf" <<EOF
-# nginx for scripts/demo-real.sh: foreground, everything under $NG.
-daemon off;
-worker_processes 2;
-pid $NG/nginx.pid;
-error_log $NG/error.log warn;
-events { worker_connections 1024; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log $NG/access.log;
-    client_body_temp_path $NG/client_body;
-    proxy_temp_path $NG/proxy;
-    fastcgi_temp_path $NG/fastcgi;
-    uwsgi_temp_path $NG/uwsgi;
-    scgi_temp_path $NG/scgi;
-    sendfile on;
-    keepalive_requests 100000;
-    server {
-        listen 127.0.0.1:$PORT;
-        server_name localhost;
-        root $DOCS;
-    }
-}
-EOF
+nginx_conf "$NG" "$DOCS" "$PORT"
 start_bg nginx "$NG/nginx.out" "$NGINX" -p "$NG" -e "$NG/error.log" -c "$NG/nginx.conf"
 BASE=http://127.0.0.1:$PORT/
 START_URL=${BASE}index.html

@@ -187,6 +187,38 @@ start_zk() {
 	for java in $(ps -o pid= --ppid "$zkpid" 2>/dev/null); do track_pid "$java"; done
 }
 
+# nginx_conf DIR ROOT PORT: writes DIR/nginx.conf, an nginx serving ROOT on
+# 127.0.0.1:PORT in the foreground with its pid file, logs and temp paths
+# under DIR (demo-real.sh and replay-check.sh start it with -p DIR).
+nginx_conf() {
+	local dir=$1 root=$2 port=$3
+	mkdir -p "$dir"
+	cat >"$dir/nginx.conf" <<CONF
+daemon off;
+worker_processes 2;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 1024; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log $dir/access.log;
+    client_body_temp_path $dir/client_body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+    sendfile on;
+    keepalive_requests 100000;
+    server {
+        listen 127.0.0.1:$port;
+        server_name localhost;
+        root $root;
+    }
+}
+CONF
+}
+
 # ctl ARGS...: bin/crawlctl against $ZK and $CRAWL, bounded to 30 s.
 ctl() { timeout 30 "$BIN/crawlctl" --zk "$ZK" --crawl "$CRAWL" "$@"; }
 

@@ -57,27 +57,7 @@ ok "ZooKeeper serving at $ZK"
 
 banner "Serve $DOCS with nginx on a free loopback port"
 PORT=$(free_port)
-cat >"$NG/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $NG/nginx.pid;
-error_log $NG/error.log warn;
-events { worker_connections 256; }
-http {
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log $NG/access.log;
-    client_body_temp_path $NG/client_body;
-    proxy_temp_path $NG/proxy;
-    fastcgi_temp_path $NG/fastcgi;
-    uwsgi_temp_path $NG/uwsgi;
-    scgi_temp_path $NG/scgi;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $DOCS;
-    }
-}
-CONF
+nginx_conf "$NG" "$DOCS" "$PORT"
 start_bg nginx "$NG/nginx.out" "$NGINX" -p "$NG" -e "$NG/error.log" -c "$NG/nginx.conf"
 NGINX_PID=$LAST_PID
 BASE=http://127.0.0.1:$PORT/
