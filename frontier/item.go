@@ -21,7 +21,7 @@ var ErrBadItem = errors.New("bad queue item")
 // docs/design.md, "Znode layout").
 //
 // JSON keys: url, depth, via, attempts, not_before (RFC 3339 UTC, omitted
-// when zero), and, omitted when empty, hops, lastmod, priority.
+// when zero), and, omitted when empty, hops, lastmod, priority, prev.
 type Item struct {
 	// URL is the normalized URL to fetch.
 	URL string `json:"url"`
@@ -48,6 +48,11 @@ type Item struct {
 	// Priority is the <priority> of the sitemap entry that listed the URL,
 	// 0.0 to 1.0; nil otherwise.
 	Priority *float64 `json:"priority,omitempty"`
+	// Prev is the URL's last capture (capture.go): in a ready item, what a
+	// conditional fetch compares against; in an item given to Enqueue, the
+	// capture just made, which makes the item a recrawl schedule entry.
+	// nil: none known.
+	Prev *Capture `json:"prev,omitempty"`
 }
 
 // MaxLastmodBytes is the longest Item.Lastmod, in bytes.
@@ -61,7 +66,7 @@ const itemJSONOverhead = 256
 // itemKeys are the exact JSON keys of Item. encoding/json matches keys
 // case-insensitively, so DecodeItem checks them itself.
 var itemKeys = map[string]bool{"url": true, "depth": true, "via": true, "attempts": true, "not_before": true,
-	"hops": true, "lastmod": true, "priority": true}
+	"hops": true, "lastmod": true, "priority": true, "prev": true}
 
 // Encode returns the JSON encoding of it, with NotBefore in UTC and without
 // HTML escaping ("&" stays one byte). It returns an error wrapping

@@ -51,6 +51,30 @@ type Exchange struct {
 	// Truncated reports that Body was cut at the size limit; the response
 	// record then carries "WARC-Truncated: length" (section 5.13).
 	Truncated bool
+	// RevisitOf, when set, names the earlier capture this exchange
+	// revisits: WriteExchange then writes a revisit record of its profile
+	// (block = the HTTP response header only) in place of the response.
+	// The caller vouches for the profile's condition: a 304 answer to a
+	// conditional request for ProfileNotModified, a payload whose digest
+	// equals the earlier capture's for RevisitProfile. Ignored when
+	// Truncated (a cut payload is not the earlier one).
+	RevisitOf *RevisitRef
+}
+
+// RevisitRef names the capture a revisit record refers to (WARC 1.1 section
+// 6.7): WARC-Refers-To-Target-URI, WARC-Refers-To-Date and, when known,
+// WARC-Refers-To.
+type RevisitRef struct {
+	// Profile is the revisit's WARC-Profile: RevisitProfile or
+	// ProfileNotModified.
+	Profile string
+	// TargetURI is the earlier capture's WARC-Target-URI. Required.
+	TargetURI string
+	// Date is the earlier capture's WARC-Date. Required.
+	Date time.Time
+	// RecordID is the earlier response record's WARC-Record-ID
+	// ("<urn:uuid:...>"); "" when unknown (the field is then left out).
+	RecordID string
 }
 
 // field is one WARC named field.
@@ -136,12 +160,25 @@ type prepared struct {
 // record named by WARC-Refers-To).
 const RevisitProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 
+// ProfileNotModified is the WARC-Profile of a revisit record for a 304 Not
+// Modified answer to a conditional request (WARC 1.1 section 6.7.3): the
+// server said the resource is unchanged since the capture referred to.
+const ProfileNotModified = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+
 // toRevisit replaces the response record by a revisit record (WARC 1.1
 // section 6.7) that refers to the earlier response ref of the same URL and
 // payload: its block is the HTTP response header only (status line and
 // fields), its WARC-Payload-Digest that of the identical payload. The
 // record keeps the response's record ID, so the request still points at it.
 func (p *prepared) toRevisit(ref revisitRef) {
+	p.toRevisitOf(RevisitRef{Profile: RevisitProfile, TargetURI: p.target, RecordID: ref.recordID}, ref.date)
+}
+
+// toRevisitOf replaces the response record by a revisit record of
+// ref.Profile referring to ref (WARC 1.1 section 6.7), whose WARC-Date is
+// date (WARC-Date form). A server-not-modified revisit carries no
+// WARC-Payload-Digest: a 304 has no payload.
+func (p *prepared) toRevisitOf(ref RevisitRef, date string) {
 	r := &record{block: [][]byte{p.httpHeader}}
 	r.add("WARC-Type", TypeRevisit)
 	r.add("WARC-Record-ID", p.respID)
@@ -152,13 +189,17 @@ func (p *prepared) toRevisit(ref revisitRef) {
 	}
 	r.add("WARC-Concurrent-To", p.reqID)
 	r.add("WARC-Warcinfo-ID", "")
-	r.add("WARC-Profile", RevisitProfile)
-	r.add("WARC-Refers-To", ref.recordID)
-	r.add("WARC-Refers-To-Target-URI", p.target)
-	r.add("WARC-Refers-To-Date", ref.date)
+	r.add("WARC-Profile", ref.Profile)
+	if ref.RecordID != "" {
+		r.add("WARC-Refers-To", ref.RecordID)
+	}
+	r.add("WARC-Refers-To-Target-URI", ref.TargetURI)
+	r.add("WARC-Refers-To-Date", date)
 	r.add("Content-Type", "application/http;msgtype=response")
 	r.add("WARC-Block-Digest", blockDigest(p.httpHeader))
-	r.add("WARC-Payload-Digest", p.payloadDigest)
+	if ref.Profile != ProfileNotModified {
+		r.add("WARC-Payload-Digest", p.payloadDigest)
+	}
 	p.resp = r
 }
 
@@ -179,6 +220,14 @@ func prepare(ex Exchange) (*prepared, error) {
 	}
 	if len(ex.RawRequest) == 0 {
 		return nil, fmt.Errorf("%w: %s: empty raw request", ErrBadExchange, ex.TargetURI)
+	}
+	if ref := ex.RevisitOf; ref != nil {
+		switch {
+		case ref.Profile != RevisitProfile && ref.Profile != ProfileNotModified:
+			return nil, fmt.Errorf("%w: %s: revisit profile %q: want %q or %q", ErrBadExchange, ex.TargetURI, ref.Profile, RevisitProfile, ProfileNotModified)
+		case ref.TargetURI == "" || ref.Date.IsZero():
+			return nil, fmt.Errorf("%w: %s: revisit of an earlier capture without its target URI and date", ErrBadExchange, ex.TargetURI)
+		}
 	}
 	reqBlock := ex.RawRequest
 	if !bytes.Contains(reqBlock, crlf2) {

@@ -97,8 +97,12 @@ type ResponseInfo struct {
 	// PayloadDigest is the response's WARC-Payload-Digest ("sha1:...").
 	PayloadDigest string
 	// Revisit is set when the record is a revisit record (the same URL was
-	// written before with the same payload digest) instead of a response.
+	// written before with the same payload digest, or Exchange.RevisitOf)
+	// instead of a response.
 	Revisit bool
+	// Profile is the revisit record's WARC-Profile (RevisitProfile or
+	// ProfileNotModified); "" for a response record.
+	Profile string
 }
 
 // Writer writes HTTP exchanges to rotating gzip-compressed WARC 1.1 files,
@@ -234,7 +238,8 @@ func sanitize(s string) string {
 // before (within the last RevisitURLs URLs) with the same payload digest
 // and ex is not truncated, a revisit record (profile RevisitProfile, block
 // = the HTTP header only) takes the response's place and
-// ResponseInfo.Revisit is set. Errors wrap ErrBadExchange for
+// ResponseInfo.Revisit is set; ex.RevisitOf asks for one explicitly
+// (Exchange). Errors wrap ErrBadExchange for
 // invalid input (nothing is written), ErrClosed after Close, or the I/O
 // error; after an I/O error the current file is cut back to its last
 // complete record and closed, and the next call opens a new file.
@@ -253,11 +258,14 @@ func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
 			return ResponseInfo{}, err
 		}
 	}
-	revisit := false
-	if w.revisits != nil && !ex.Truncated {
+	revisit, profile := false, ""
+	if ref := ex.RevisitOf; ref != nil && !ex.Truncated {
+		p.toRevisitOf(*ref, formatDate(ref.Date))
+		revisit, profile = true, ref.Profile
+	} else if w.revisits != nil && !ex.Truncated {
 		if ref, ok := w.revisits.Get(ex.TargetURI); ok && ref.payloadDigest == p.payloadDigest {
 			p.toRevisit(ref)
-			revisit = true
+			revisit, profile = true, RevisitProfile
 		}
 	}
 	// Compress outside the lock (members), then write under it. If another
@@ -303,6 +311,7 @@ func (w *Writer) WriteExchange(ex Exchange) (ResponseInfo, error) {
 		RecordID:      p.respID,
 		PayloadDigest: p.payloadDigest,
 		Revisit:       revisit,
+		Profile:       profile,
 	}
 	recType := TypeResponse
 	if revisit {

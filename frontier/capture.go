@@ -1,0 +1,65 @@
+package frontier
+
+import (
+	"encoding/base32"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// MaxETagBytes is the longest entity tag a Capture keeps (RFC 9110 section
+// 8.8.3, quotes and a W/ prefix included): a longer one is not kept, and the
+// next fetch of the URL sends If-Modified-Since only.
+const MaxETagBytes = 64
+
+// Capture is what the frontier keeps of a URL's last capture for its next
+// fetch (docs/design.md, "Recrawl"): enough for a conditional GET (RFC 9110
+// section 13.1) and for a revisit record's WARC-Refers-To-Target-URI and
+// WARC-Refers-To-Date (WARC 1.1 section 6.7; the target URI is the item's
+// URL).
+//
+// In a ready item (Item.Prev) it is the capture the fetch compares against.
+// In an item given to Frontier.Enqueue it is the capture just made, and the
+// item is a recrawl schedule entry: the group's owner keeps it although the
+// URL is in the seen-set, and makes the URL ready again when it is due.
+//
+// JSON keys: time (RFC 3339 UTC), and, omitted when empty, digest, etag,
+// last_modified, interval_s, changed.
+type Capture struct {
+	// Time is the WARC-Date of the capture's response record, UTC, at
+	// second precision (what WARC-Refers-To-Date needs).
+	Time time.Time `json:"time"`
+	// Digest is the first 8 bytes of the payload's SHA-1 as 16 lower-case
+	// hex digits (DigestPrefix); "" when unknown.
+	Digest string `json:"digest,omitempty"`
+	// ETag is the response's ETag field value as received (at most
+	// MaxETagBytes); "" when absent or longer.
+	ETag string `json:"etag,omitempty"`
+	// LastModified is the response's Last-Modified (RFC 9110 section
+	// 8.8.2), UTC, second precision; zero when absent, unparsable or later
+	// than Time.
+	LastModified time.Time `json:"last_modified,omitzero"`
+	// IntervalS is the recrawl interval in seconds that made this capture
+	// due (0: none yet, the URL's first capture).
+	IntervalS int64 `json:"interval_s,omitempty"`
+	// Changed reports that the capture's payload differs from the previous
+	// one's (true for a URL's first capture); the owner shrinks the
+	// interval when it is set and grows it otherwise.
+	Changed bool `json:"changed,omitempty"`
+}
+
+// DigestPrefix returns Capture.Digest's form of a WARC payload digest
+// written as "sha1:" and 32 base32 characters (storage.Digest, WARC 1.1
+// section 5.8): the first 8 bytes of the SHA-1, 16 hex digits. It returns
+// "" for any other form.
+func DigestPrefix(warcDigest string) string {
+	b32, ok := strings.CutPrefix(warcDigest, "sha1:")
+	if !ok || len(b32) != 32 {
+		return ""
+	}
+	sum, err := base32.StdEncoding.DecodeString(b32)
+	if err != nil || len(sum) < 8 {
+		return ""
+	}
+	return hex.EncodeToString(sum[:8])
+}
