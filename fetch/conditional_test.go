@@ -28,10 +28,10 @@ func TestFetchIfSendsValidators(t *testing.T) {
 	f := newFetcher(t, loopbackOpts())
 	lm := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("CET", 3600))
 	cases := []struct {
-		name       string
-		cond       Conditions
-		inm, ims   string
-		status     int
+		name        string
+		cond        Conditions
+		inm, ims    string
+		status      int
 		conditional bool
 	}{
 		{"both", Conditions{ETag: `W/"v1"`, ModifiedSince: lm}, `W/"v1"`, "Fri, 02 Jan 2026 02:04:05 GMT", 304, true},
