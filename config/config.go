@@ -145,6 +145,11 @@ type Config struct {
 	// host's robots.txt and /sitemap.xml, and enqueue the URLs they list at
 	// the seed's depth + 1 (sitemap protocol 0.9); default true.
 	Sitemaps bool `json:"sitemaps"`
+	// Recrawl makes the crawl continuous: every URL fetched is scheduled
+	// to be fetched again (docs/design.md, "Recrawl"), conditionally
+	// (If-None-Match, If-Modified-Since), and an unchanged page is stored
+	// as a revisit record. Default false: a one-pass crawl.
+	Recrawl bool `json:"recrawl"`
 	// DelayFactor, when > 0, makes the wait before a host's next request at
 	// least DelayFactor times the duration of its last fetch (Heritrix's
 	// delayFactor), capped at MaxDelayMS; 0 (default) turns it off.

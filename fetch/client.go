@@ -233,12 +233,21 @@ func (f *Fetcher) Close() { f.transport.Load().CloseIdleConnections() }
 // CodeBlockedByUser (SSRF guard), CodeCanceled when ctx is cancelled.
 // The Result is nil whenever the error is non-nil.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
-	return f.fetch(ctx, rawURL, 0)
+	return f.fetch(ctx, rawURL, 0, Conditions{})
 }
 
-// fetch is Fetch with an optional body cap overriding Options.MaxBodyBytes
+// FetchIf is Fetch with the validators of cond sent as a conditional GET
+// (RFC 9110 section 13.1; Conditions says which are sent): a server that
+// finds the resource unchanged answers 304 Not Modified, an ordinary
+// Result with an empty Body. Result.Conditional reports whether the
+// request carried any condition. Errors as Fetch's.
+func (f *Fetcher) FetchIf(ctx context.Context, rawURL string, cond Conditions) (*Result, error) {
+	return f.fetch(ctx, rawURL, 0, cond)
+}
+
+// fetch is FetchIf with an optional body cap overriding Options.MaxBodyBytes
 // (maxBody > 0), used for robots.txt's 500 KiB limit.
-func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Result, error) {
+func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond Conditions) (*Result, error) {
 	o := f.opts.Load()
 	if maxBody <= 0 {
 		maxBody = o.MaxBodyBytes
@@ -252,6 +261,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 		return nil, err
 	}
 	wc.requestLine = "GET " + req.URL.RequestURI() + " HTTP/1.1\r\n"
+	conditional := cond.apply(req.Header, time.Now())
 
 	started := time.Now()
 	resp, err := f.transport.Load().RoundTrip(req)
@@ -286,6 +296,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64) (*Res
 		Reached:     wc.reachedAt(),
 		Duration:    time.Since(started),
 		Truncated:   truncated,
+		Conditional: conditional,
 	}
 	res.RawResponse, res.RawResponseHeader = wireResponse(wireResp, resp, body)
 	if len(res.RawRequest) == 0 {
@@ -333,10 +344,11 @@ func checkHTTPURL(rawURL string, u *url.URL) error {
 }
 
 // redirectTarget returns the Location of a 3xx response resolved against
-// the request URL (RFC 9110 section 10.2.2), or "" for other statuses and
-// for a missing or unparsable Location.
+// the request URL (RFC 9110 section 10.2.2), or "" for other statuses, for
+// 304 Not Modified (not a redirect: section 15.4.5) and for a missing or
+// unparsable Location.
 func redirectTarget(resp *http.Response) string {
-	if resp.StatusCode < 300 || resp.StatusCode > 399 {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 || resp.StatusCode == http.StatusNotModified {
 		return ""
 	}
 	loc, err := resp.Location()

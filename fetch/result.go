@@ -93,10 +93,14 @@ type Result struct {
 	// and reading stopped there: store it (WARC-Truncated: length) but do
 	// not treat it as the complete page.
 	Truncated bool
-	// Redirect is, for a 3xx with a Location header, that location resolved
-	// to an absolute URL against URL (RFC 9110 section 10.2.2); otherwise "".
-	// It is never followed by Fetch.
+	// Redirect is, for a 3xx other than 304 with a Location header, that
+	// location resolved to an absolute URL against URL (RFC 9110 section
+	// 10.2.2); otherwise "". It is never followed by Fetch.
 	Redirect string
+	// Conditional reports that the request carried If-None-Match or
+	// If-Modified-Since (FetchIf, Conditions): only then is a 304 Not
+	// Modified an answer that the resource is unchanged.
+	Conditional bool
 }
 
 // DecodedBody returns Body with its Content-Encoding removed (gzip, x-gzip,

@@ -29,7 +29,11 @@ type cdxjEntry struct {
 	mime    string // Content-Type before ';', trimmed; only when hasMime
 	hasMime bool
 	status  string // Number(second word of the status line), as a string
-	digest  string // WARC-Payload-Digest after "sha1:"
+	digest  string // WARC-Payload-Digest after "sha1:"; only when hasDigest
+	// hasDigest: the record has a WARC-Payload-Digest holding a colon
+	// (warcio.js leaves "digest" out otherwise, e.g. for a
+	// server-not-modified revisit, which has none).
+	hasDigest bool
 }
 
 // newCDXJEntry returns the entry of the exchange whose response record has
@@ -54,6 +58,7 @@ func newCDXJEntry(target, date string, httpHeader []byte, payloadDigest string) 
 	// JavaScript value.split(":", 2)[1]: between the first and second colon.
 	if _, rest, ok := strings.Cut(payloadDigest, ":"); ok {
 		e.digest, _, _ = strings.Cut(rest, ":")
+		e.hasDigest = true
 	}
 	return e
 }
@@ -79,8 +84,10 @@ func (e *cdxjEntry) line(recordType string, offset, length int64, filename strin
 	}
 	b.WriteString(`,"status":`)
 	writeJSString(&b, e.status)
-	b.WriteString(`,"digest":`)
-	writeJSString(&b, e.digest)
+	if e.hasDigest {
+		b.WriteString(`,"digest":`)
+		writeJSString(&b, e.digest)
+	}
 	b.WriteString(`,"length":"` + strconv.FormatInt(length, 10))
 	b.WriteString(`","offset":"` + strconv.FormatInt(offset, 10))
 	b.WriteString(`","filename":`)

@@ -58,6 +58,32 @@ type LogEntry struct {
 	// at most 256 bytes), for page lists such as a WACZ package's
 	// pages.jsonl; absent for other responses and for untitled pages.
 	Title string `json:"title,omitempty"`
+	// Revisit names the profile of the revisit record stored in the
+	// response's place (WARC 1.1 section 6.7): RevisitNotModified (a 304
+	// answer to a conditional request) or RevisitIdenticalPayload (the
+	// payload equals an earlier capture's); absent for a response record.
+	Revisit string `json:"revisit,omitempty"`
+}
+
+// The values of LogEntry.Revisit, the last path segment of the revisit
+// record's WARC-Profile.
+const (
+	RevisitNotModified      = "server-not-modified"      // ProfileNotModified
+	RevisitIdenticalPayload = "identical-payload-digest" // RevisitProfile
+)
+
+// RevisitName returns LogEntry.Revisit's name of a revisit record's
+// WARC-Profile (ResponseInfo.Profile): RevisitNotModified,
+// RevisitIdenticalPayload, or "" for "" (a response record) and any other
+// profile.
+func RevisitName(profile string) string {
+	switch profile {
+	case ProfileNotModified:
+		return RevisitNotModified
+	case RevisitProfile:
+		return RevisitIdenticalPayload
+	}
+	return ""
 }
 
 // logEntryJSON fixes the JSON field order with ts first.

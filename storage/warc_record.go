@@ -199,6 +199,8 @@ func (p *prepared) toRevisitOf(ref RevisitRef, date string) {
 	r.add("WARC-Block-Digest", blockDigest(p.httpHeader))
 	if ref.Profile != ProfileNotModified {
 		r.add("WARC-Payload-Digest", p.payloadDigest)
+	} else {
+		p.cdx.digest, p.cdx.hasDigest = "", false // indexed without one, as warcio.js does
 	}
 	p.resp = r
 }

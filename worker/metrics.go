@@ -29,6 +29,7 @@ type Metrics struct {
 	zkExpected     *prometheus.CounterVec   // by op and outcome
 	sessionState   prometheus.Gauge
 	linksDropped   *prometheus.CounterVec // by reason
+	revisits       *prometheus.CounterVec // by profile (recrawl.go)
 	outputSyncs    prometheus.Histogram   // fsync batches of the crawl log and WARC file (storage.SyncBatch)
 	itemStages     *prometheus.HistogramVec
 	stages         [numStages]prometheus.Observer // itemStages by stage (stages.go)
@@ -132,6 +133,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 	}
 	m.itemStages = newStageHistogram()
+	m.revisits = newRevisitCounter()
 	for s, name := range stageNames {
 		m.stages[s] = m.itemStages.WithLabelValues(name)
 	}
@@ -150,7 +152,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	deadLetters := gauge("dead_letters", "Dead letters of the whole crawl, R/failed (refreshed every few seconds).",
 		func(v GaugeValues) int { return v.DeadLetters })
 	dns := m.dnsCollectors()
-	for _, c := range []prometheus.Collector{dns[0], dns[1], dns[2], dns[3], dns[4], m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, queueDepth, claimsHeld, deadLetters} {
+	for _, c := range []prometheus.Collector{dns[0], dns[1], dns[2], dns[3], dns[4], m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, m.revisits, queueDepth, claimsHeld, deadLetters} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("worker: register metrics"), err)
 		}

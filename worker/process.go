@@ -58,6 +58,9 @@ type attempt struct {
 	// entry is the attempt's crawl-log line, filled in step by step and
 	// written by finishDone or finishFailed.
 	entry storage.LogEntry
+	// next is the URL's recrawl schedule entry once its response is stored
+	// with config recrawl on (noteCapture); nil otherwise.
+	next *frontier.Item
 }
 
 // run takes the attempt through its steps; fetched is process's.
@@ -69,7 +72,10 @@ func (a *attempt) run(fetched func()) {
 	if a.live.cfg.ObeyRobots && !a.robotsPermit() {
 		return
 	}
-	res := a.fetch()
+	res := a.fetch(conditionsOf(a.it.Prev))
+	if a.refetchBogus304(res) {
+		res = a.fetch(fetch.Conditions{})
+	}
 	fetched()
 	if res == nil || !a.store(res) {
 		return
@@ -83,6 +89,9 @@ func (a *attempt) run(fetched func()) {
 	links, title := a.w.outlinks(a.it, res, a.live)
 	a.entry.Title = title
 	links = append(links, a.w.seedSitemaps(a.ctx, a.it, a.live)...)
+	if a.next != nil {
+		links = append(links, *a.next)
+	}
 	a.lap(stageParse)
 	if len(links) > 0 {
 		if err := a.w.enqueue(a.ctx, links); err != nil {
@@ -124,11 +133,12 @@ func (a *attempt) robotsPermit() bool {
 	return false
 }
 
-// fetch fetches the item inside a politeness slot of its key, unless the
-// crawl was paused meanwhile, and notes the duration in the entry. It
-// returns the response, or nil once it has ended the attempt: abandoned
-// when paused or when ctx ended, a failed attempt when no response came.
-func (a *attempt) fetch() *fetch.Result {
+// fetch fetches the item, conditionally with cond's validators, inside a
+// politeness slot of its key, unless the crawl was paused meanwhile, and
+// notes the duration in the entry. It returns the response, or nil once it
+// has ended the attempt: abandoned when paused or when ctx ended, a failed
+// attempt when no response came.
+func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 	w := a.w
 	release, err := w.polite.Acquire(a.ctx, a.key)
 	if err != nil {
@@ -148,7 +158,7 @@ func (a *attempt) fetch() *fetch.Result {
 	}
 	start := time.Now()
 	a.lapAt(stagePoliteness, start)
-	res, ferr := w.fetcher.Fetch(a.ctx, a.it.URL)
+	res, ferr := w.fetcher.FetchIf(a.ctx, a.it.URL, cond)
 	if res != nil {
 		w.polite.Reached(a.key, res.Reached) // strict politeness counts from here
 	}
@@ -172,14 +182,17 @@ func (a *attempt) fetch() *fetch.Result {
 }
 
 // store writes res's WARC records (every response is stored, error
-// statuses included, as Heritrix does) and notes the status, size and
-// record position in the entry. If the write fails it reports false,
-// having abandoned the attempt and stopped claiming until writes work
-// (outputFailed): a full disk must not lose the URL nor use up its
-// attempts.
+// statuses included, as Heritrix does; a revisit record in the response's
+// place when revisitOf says so) and notes the status, size and record
+// position in the entry (and what noteCapture notes). If the write fails
+// it reports false, having abandoned the attempt and stopped claiming
+// until writes work (outputFailed): a full disk must not lose the URL nor
+// use up its attempts.
 func (a *attempt) store(res *fetch.Result) bool {
 	w := a.w
-	info, err := w.store.WriteExchange(exchangeOf(a.it.URL, res))
+	ex := exchangeOf(a.it.URL, res)
+	ex.RevisitOf = revisitOf(a.it, res)
+	info, err := w.store.WriteExchange(ex)
 	if err != nil {
 		w.outputFailed(a.ctx, err)
 		a.abandon(err)
@@ -187,6 +200,7 @@ func (a *attempt) store(res *fetch.Result) bool {
 	}
 	a.entry.Status, a.entry.Bytes, a.entry.MIME = res.Status, int64(len(res.Body)), res.MIME
 	a.entry.Digest, a.entry.WARCFile, a.entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
+	a.noteCapture(res, ex, info)
 	w.counters.bytes.Add(int64(len(res.Body)))
 	return true
 }
@@ -219,6 +233,17 @@ func (a *attempt) finishDone() {
 func (a *attempt) finishFailed(retryable bool) {
 	w, it, claim := a.w, a.it, a.claim
 	cfg := w.current().cfg
+	if retryable && it.Attempts+1 < cfg.MaxAttempts {
+		a.next = nil // not a final response: the retry keeps the item's Prev
+	}
+	if a.next != nil {
+		// A final error response (attempts used up) stays in the recrawl
+		// schedule: handed over before the item is dead-lettered.
+		if err := w.enqueue(a.ctx, []frontier.Item{*a.next}); err != nil {
+			a.abandon(err)
+			return
+		}
+	}
 	if err := w.record(a.ctx, a.entry); err != nil {
 		w.outputFailed(a.ctx, err)
 		a.abandon(err)

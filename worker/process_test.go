@@ -60,7 +60,7 @@ type memFetcher struct {
 	pages map[string]memPage
 }
 
-func (f *memFetcher) Fetch(ctx context.Context, rawURL string) (*fetch.Result, error) {
+func (f *memFetcher) FetchIf(ctx context.Context, rawURL string, _ fetch.Conditions) (*fetch.Result, error) {
 	f.calls.add("fetch %s", rawURL)
 	p, ok := f.pages[rawURL]
 	if !ok {

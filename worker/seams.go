@@ -21,18 +21,21 @@ import (
 
 // pageFetcher fetches one URL.
 //
-// Fetch GETs rawURL once and does not follow redirects: a 3xx comes back as
-// a Result whose Redirect holds the resolved Location. Any HTTP response, 4xx
-// and 5xx included, is a *fetch.Result and a nil error, with the raw request
-// and response kept for the WARC records. A non-nil error means no response
-// came (a bad URL, DNS, connect, timeout, a blocked address): fetch.Code
-// reads its crawl-log code, fetch.Retryable judges it, and the Result is
-// nil. Fetch returns promptly once ctx ends. It must be safe for concurrent
-// use.
+// FetchIf GETs rawURL once and does not follow redirects: a 3xx comes back
+// as a Result whose Redirect holds the resolved Location (none for a 304).
+// It sends the validators of cond that fetch.Conditions says apply
+// (If-None-Match, If-Modified-Since; the zero Conditions: none) and sets
+// Result.Conditional when it sent any, and the raw request holds them.
+// Any HTTP response, 4xx and 5xx included, is a *fetch.Result and a nil
+// error, with the raw request and response kept for the WARC records. A
+// non-nil error means no response came (a bad URL, DNS, connect, timeout,
+// a blocked address): fetch.Code reads its crawl-log code,
+// fetch.Retryable judges it, and the Result is nil. FetchIf returns
+// promptly once ctx ends. It must be safe for concurrent use.
 //
 // *fetch.Fetcher implements it.
 type pageFetcher interface {
-	Fetch(ctx context.Context, rawURL string) (*fetch.Result, error)
+	FetchIf(ctx context.Context, rawURL string, cond fetch.Conditions) (*fetch.Result, error)
 }
 
 // fetchConfigurer is implemented by a pageFetcher whose request options
