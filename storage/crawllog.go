@@ -58,6 +58,10 @@ type LogEntry struct {
 	// at most 256 bytes), for page lists such as a WACZ package's
 	// pages.jsonl; absent for other responses and for untitled pages.
 	Title string `json:"title,omitempty"`
+	// Revisit names the WARC revisit profile when the response was stored
+	// as a revisit record: "identical-payload-digest" (WARC 1.1 section
+	// 6.7.2) or "server-not-modified" (6.7.3); absent for a full response.
+	Revisit string `json:"revisit,omitempty"`
 }
 
 // logEntryJSON fixes the JSON field order with ts first.

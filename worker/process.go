@@ -58,6 +58,7 @@ type attempt struct {
 	// entry is the attempt's crawl-log line, filled in step by step and
 	// written by finishDone or finishFailed.
 	entry storage.LogEntry
+	dedup *dedupHeld // the digest index reservation to confirm (dedup.go)
 }
 
 // run takes the attempt through its steps; fetched is process's.
@@ -179,12 +180,15 @@ func (a *attempt) fetch() *fetch.Result {
 // attempts.
 func (a *attempt) store(res *fetch.Result) bool {
 	w := a.w
-	info, err := w.store.WriteExchange(exchangeOf(a.it.URL, res))
+	ex := exchangeOf(a.it.URL, res)
+	a.dedupReserve(&ex, res)
+	info, err := w.store.WriteExchange(ex)
 	if err != nil {
 		w.outputFailed(a.ctx, err)
 		a.abandon(err)
 		return false
 	}
+	a.dedupWritten(info)
 	a.entry.Status, a.entry.Bytes, a.entry.MIME = res.Status, int64(len(res.Body)), res.MIME
 	a.entry.Digest, a.entry.WARCFile, a.entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
 	w.counters.bytes.Add(int64(len(res.Body)))
@@ -202,6 +206,7 @@ func (a *attempt) finishDone() {
 		return
 	}
 	a.lap(stageFsync)
+	a.dedupConfirm()
 	if err := w.persist(a.ctx, "complete", a.it, a.claim.Complete); err != nil {
 		a.lost("complete", err)
 		return
