@@ -217,3 +217,30 @@ func TestBytesPerEntry(t *testing.T) {
 		t.Errorf("%.1f bytes per entry: want at most 200", per)
 	}
 }
+
+// A full index (maxmemory, policy noeviction) refuses new entries with an
+// error, so the caller writes full responses; the entries it holds still
+// answer Revisit.
+func TestFullIndex(t *testing.T) {
+	r := testenv.RedisServer(t, testenv.RedisConfig{MaxMemory: "2mb"})
+	ix := open(t, r.URL(0), 0)
+	ctx := t.Context()
+	date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	kept := storage.Digest([]byte("kept"))
+	if err := ix.Confirm(ctx, kept, dedup.Entry{TargetURI: "http://kept.test/", Date: date}); err != nil {
+		t.Fatal(err)
+	}
+	var full error
+	for i := 0; full == nil && i < 100_000; i++ {
+		_, full = ix.Reserve(ctx, storage.Digest([]byte(strconv.Itoa(i))), "http://fill.test/"+strconv.Itoa(i), date)
+	}
+	if full == nil || !strings.Contains(full.Error(), "OOM") {
+		t.Fatalf("filling a 2 MB index: %v; want an OOM error", full)
+	}
+	if _, err := ix.Reserve(ctx, storage.Digest([]byte("new")), "http://new.test/", date); err == nil {
+		t.Error("a full index took a new entry")
+	}
+	if res, err := ix.Reserve(ctx, kept, "http://other.test/", date); err != nil || res.Verdict != dedup.Revisit {
+		t.Errorf("a full index: %+v, %v; want the entry it holds to answer revisit", res, err)
+	}
+}
