@@ -31,25 +31,10 @@ func TestDedupOneAssetOnManyHosts(t *testing.T) {
 	const hosts = 100
 	zk := testenv.ZooKeeper(t)
 	rd := testenv.RedisServer(t, testenv.RedisConfig{})
-	var seeds []string
-	for i := range hosts {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprintf(w, `<html><head><title>host %d</title></head><body><img src="/asset.bin"></body></html>`, i)
-		})
-		mux.HandleFunc("/asset.bin", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/octet-stream")
-			_, _ = w.Write(dedupAsset)
-		})
-		srv := httptest.NewServer(mux)
-		t.Cleanup(srv.Close)
-		seeds = append(seeds, srv.URL+"/")
-	}
 	cfg := testConfig()
 	cfg.Sitemaps = false
 	cfg.DedupIndex = rd.URL(0)
-	c := newCrawl(t, zk.Addr(), "dedup", cfg, frontier.Layout{Shards: 16, Spread: 2}, seeds)
+	c := newCrawl(t, zk.Addr(), "dedup", cfg, frontier.Layout{Shards: 16, Spread: 2}, assetHosts(t, hosts))
 	c.runWorkers(3, 120*time.Second)
 
 	recs := warcioIndex(t, c.out)
@@ -94,6 +79,51 @@ func TestDedupOneAssetOnManyHosts(t *testing.T) {
 	if marked != hosts-1 {
 		t.Errorf("%d asset crawl-log lines say revisit; want %d", marked, hosts-1)
 	}
+}
+
+// With the digest index down the crawl goes on and stores every payload
+// in full.
+func TestDedupIndexDown(t *testing.T) {
+	const hosts = 5
+	zk := testenv.ZooKeeper(t)
+	rd := testenv.RedisServer(t, testenv.RedisConfig{})
+	rd.Stop()
+	cfg := testConfig()
+	cfg.Sitemaps = false
+	cfg.DedupIndex = rd.URL(0)
+	c := newCrawl(t, zk.Addr(), "dedupdown", cfg, frontier.Layout{Shards: 4, Spread: 1}, assetHosts(t, hosts))
+	c.runWorkers(1, 60*time.Second)
+	n := 0
+	for u, k := range c.warcResponses() {
+		if strings.HasSuffix(u, "/asset.bin") {
+			n += k
+		}
+	}
+	if n != hosts {
+		t.Fatalf("%d asset response records with the index down; want %d", n, hosts)
+	}
+}
+
+// assetHosts starts n loopback HTTP servers, each serving at / a page
+// whose image is /asset.bin (dedupAsset), and returns their home pages.
+func assetHosts(t *testing.T, n int) []string {
+	t.Helper()
+	var seeds []string
+	for i := range n {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<html><head><title>host %d</title></head><body><img src="/asset.bin"></body></html>`, i)
+		})
+		mux.HandleFunc("/asset.bin", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			_, _ = w.Write(dedupAsset)
+		})
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		seeds = append(seeds, srv.URL+"/")
+	}
+	return seeds
 }
 
 // warcioIndex reads every WARC file under dir with warcio.js's `index`
