@@ -84,3 +84,65 @@ func TestSeederRevisitCDXJ(t *testing.T) {
 		t.Errorf("second import: %q, %v", out, err)
 	}
 }
+
+// The CDXJ index warcio.js writes of a WARC file imports as is: its
+// status-200 response becomes an entry naming the response's URI and
+// WARC-Date (to the second, as CDXJ has it); its revisit and 404 lines are
+// skipped.
+func TestSeederRevisitCDXJFromWarcio(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	rd := testenv.RedisServer(t, testenv.RedisConfig{})
+	dir := t.TempDir()
+	w, err := storage.NewWriter(dir, "old", storage.WriterOptions{WorkerID: "w0", Logger: testenv.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2025, 3, 4, 5, 6, 7, 891011000, time.UTC)
+	body := strings.Repeat("payload ", 300)
+	for i, ex := range []storage.Exchange{
+		{TargetURI: "https://old.example/a.js", Date: at, Body: []byte(body),
+			RawResponseHeader: []byte("HTTP/1.1 200 OK\r\nContent-Type: text/javascript\r\n")},
+		{TargetURI: "https://old.example/a.js", Date: at.Add(time.Hour), Body: []byte(body), // a same-URL revisit
+			RawResponseHeader: []byte("HTTP/1.1 200 OK\r\nContent-Type: text/javascript\r\n")},
+		{TargetURI: "https://old.example/gone", Date: at, Body: []byte("gone"),
+			RawResponseHeader: []byte("HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n")},
+	} {
+		ex.RawRequest = []byte("GET / HTTP/1.1\r\nHost: old.example\r\n")
+		if _, err := w.WriteExchange(ex); err != nil {
+			t.Fatalf("exchange %d: %v", i, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	warcs, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	if len(warcs) != 1 {
+		t.Fatalf("WARC files %v", warcs)
+	}
+	lines, err := testenv.WarcioCDXJLines(t.Context(), warcs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cdxj := filepath.Join(dir, "old.cdxj")
+	if err := os.WriteFile(cdxj, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "cfg.json")
+	if err := os.WriteFile(cfgFile, []byte(`{"dedup_index": "`+rd.URL(3)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runSeeder(t, map[string]string{"ZKCRAWL_ZK": zk.Addr()}, "", "--crawl", "fromwarcio", "--config", cfgFile, "--revisit-cdxj", cdxj)
+	if err != nil || !strings.Contains(out, "3 lines, 1 entries added, 0 present already, 2 skipped") {
+		t.Fatalf("import of warcio.js's CDXJ %q: %q, %v\n%s", lines, out, err, errOut)
+	}
+	ix, err := dedup.Open(rd.URL(3), dedup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	want := dedup.Entry{TargetURI: "https://old.example/a.js", Date: at.Truncate(time.Second)}
+	res, err := ix.Reserve(t.Context(), storage.Digest([]byte(body)), "https://new.example/a.js", time.Now())
+	if err != nil || res.Verdict != dedup.Revisit || res.Entry != want {
+		t.Fatalf("after import: %+v, %v; want revisit of %+v", res, err, want)
+	}
+}
