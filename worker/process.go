@@ -177,7 +177,8 @@ func (a *attempt) fetch() *fetch.Result {
 // record position in the entry. If the write fails it reports false,
 // having abandoned the attempt and stopped claiming until writes work
 // (outputFailed): a full disk must not lose the URL nor use up its
-// attempts.
+// attempts. With dedup_index, a payload stored before under another URL
+// is written as a revisit of it (dedupReserve, dedup.go).
 func (a *attempt) store(res *fetch.Result) bool {
 	w := a.w
 	ex := exchangeOf(a.it.URL, res)

@@ -457,8 +457,8 @@ func (w *Worker) openOutputs() error {
 	return nil
 }
 
-// closeOutputs closes the pipeline's store (storeCloser) and the fetcher's
-// idle connections (fetcherCloser).
+// closeOutputs closes the pipeline's store (storeCloser), the fetcher's
+// idle connections (fetcherCloser) and the digest index's.
 func (w *Worker) closeOutputs() error {
 	w.dedup.close()
 	if f, ok := w.fetcher.(fetcherCloser); ok {
