@@ -244,3 +244,39 @@ func TestFullIndex(t *testing.T) {
 		t.Errorf("a full index: %+v, %v; want the entry it holds to answer revisit", res, err)
 	}
 }
+
+// An index that stops answering (a partition: the connection stays open,
+// no bytes pass) fails each call at its context's deadline, and answers
+// again once the partition heals.
+func TestSlowIndexFailsAtTheDeadline(t *testing.T) {
+	r := testenv.RedisServer(t, testenv.RedisConfig{})
+	p := testenv.ProxyFor(t, r.Addr())
+	ix := open(t, "redis://"+p.Addr()+"/0", 0)
+	d := storage.Digest([]byte("partitioned"))
+	if _, err := ix.Reserve(t.Context(), d, "http://a.test/", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := ix.Reserve(ctx, d, "http://b.test/", time.Now()); err == nil {
+		t.Fatal("reserve through a blackholed connection succeeded")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("reserve through a blackholed connection took %v; want about its 300ms deadline", took)
+	}
+	p.Heal()
+	var err error
+	for range 50 { // the client drops the connection that timed out and dials again
+		var res dedup.Result
+		if res, err = ix.Reserve(t.Context(), d, "http://b.test/", time.Now()); err == nil {
+			if res.Verdict != dedup.Pending {
+				t.Fatalf("after healing: %+v; want pending", res)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("after healing: %v", err)
+}

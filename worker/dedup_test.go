@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -160,4 +162,22 @@ func warcioIndex(t *testing.T, dir string) []map[string]string {
 		recs = append(recs, m)
 	}
 	return recs
+}
+
+// Index failures are logged once, then at most once per dedupWarnEvery.
+func TestDedupFailureLoggedOncePerMinute(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	var s dedupState
+	for range 5 {
+		s.failed(log, errors.New("dial tcp: connection refused"))
+	}
+	if n := strings.Count(buf.String(), "digest index"); n != 1 {
+		t.Fatalf("%d warnings for 5 failures within a minute; want 1:\n%s", n, buf.String())
+	}
+	s.warned = s.warned.Add(-dedupWarnEvery)
+	s.failed(log, errors.New("i/o timeout"))
+	if n := strings.Count(buf.String(), "digest index"); n != 2 {
+		t.Fatalf("%d warnings after a minute; want 2", n)
+	}
 }
