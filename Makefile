@@ -30,10 +30,18 @@ CMDS      := seeder crawler crawlctl zkserver testweb
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-deps: ## install ZooKeeper and Chromium (Debian packages), warcio.js and ReplayWeb.page (npm, into tools/) when missing, download Go modules
+deps: ## install ZooKeeper, redis-server and Chromium (Debian packages), warcio.js and ReplayWeb.page (npm, into tools/) when missing, download Go modules
 	@if [ ! -f $(ZK_JAR) ] || ! command -v java >/dev/null; then \
 	  echo "installing Debian's zookeeper package (ZooKeeper server jars and a Java runtime)"; \
 	  $(APT) update -qq && $(APT) install -y -qq zookeeper; \
+	fi
+	@if ! command -v redis-server >/dev/null && [ ! -x /usr/sbin/redis-server ] && [ ! -x /usr/bin/redis-server ]; then \
+	  echo "installing Debian's redis-server (the digest index of dedup_index; tests start their own on a free port)"; \
+	  $(APT) update -qq && $(APT) install -y -qq --no-install-recommends redis-server && \
+	  if command -v systemctl >/dev/null && systemctl is-active --quiet redis-server 2>/dev/null; then \
+	    echo "stopping and disabling the redis-server system service the package started (not used; a crawl's dedup_index names its own server)"; \
+	    $(SUDO) systemctl disable --now redis-server; \
+	  fi; \
 	fi
 	@if [ ! -x tools/warcio/node_modules/.bin/warcio ]; then \
 	  command -v npm >/dev/null || { echo "installing Debian's npm (for warcio.js, the independent WARC reader of the tests)"; $(APT) update -qq && $(APT) install -y -qq npm; }; \

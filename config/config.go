@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/zkcrawl/zkcrawl/dedup"
 )
 
 // Scope modes for Config.Scope. A link is judged against the host of the
@@ -164,6 +166,16 @@ type Config struct {
 	// the crawl was created". A live config naming another kind than the
 	// crawl's is refused by workers and crawlctl (frontier.Layout).
 	PolitenessKey string `json:"politeness_key,omitempty"`
+	// DedupIndex is the redis URL of the crawl's cluster-wide payload-digest
+	// index (dedup.CheckURL's forms, e.g. "redis://10.0.0.5:6379/0"): a
+	// 2xx payload already stored under another URL, by any worker, is
+	// written as an identical-payload-digest revisit record of that
+	// response (docs/design.md, "Digest index"). "" (default) turns it off.
+	DedupIndex string `json:"dedup_index"`
+	// DedupMinBytes is the smallest payload, in bytes as transferred, that
+	// is looked up and entered in DedupIndex: below it an entry costs more
+	// than the revisit saves. Default 1024.
+	DedupMinBytes int64 `json:"dedup_min_bytes"`
 }
 
 // Politeness key kinds for Config.PolitenessKey (frontier.KeyHost,
@@ -243,6 +255,7 @@ func Default() Config {
 		RequisitesScope:    ScopeAny,
 		Sitemaps:           true,
 		MaxDelayMS:         30000,
+		DedupMinBytes:      1024,
 	}
 }
 
@@ -352,6 +365,10 @@ func (c Config) Validate() error {
 		return bad("delay_factor", "%v is outside 0..100 (0 = off)", c.DelayFactor)
 	case c.MaxDelayMS < 0 || c.MaxDelayMS > 3600000:
 		return bad("max_delay_ms", "%d is outside 0..3600000", c.MaxDelayMS)
+	case c.DedupMinBytes < 0 || c.DedupMinBytes > 1<<30:
+		return bad("dedup_min_bytes", "%d is outside 0..1073741824", c.DedupMinBytes)
+	case c.DedupIndex != "" && dedup.CheckURL(c.DedupIndex) != nil:
+		return bad("dedup_index", "%v (want \"\" for off, or redis://HOST:PORT/DB)", dedup.CheckURL(c.DedupIndex))
 	case c.PolitenessKey != "" && c.PolitenessKey != PolitenessHost && c.PolitenessKey != PolitenessDomain && c.PolitenessKey != PolitenessIP:
 		return bad("politeness_key", "%q is not one of %s, %s, %s", c.PolitenessKey, PolitenessHost, PolitenessDomain, PolitenessIP)
 	}

@@ -45,6 +45,19 @@ func TestParseMaxInFlight(t *testing.T) {
 	}
 }
 
+// dedup_index is off by default and takes a redis URL; dedup_min_bytes
+// defaults to 1024.
+func TestParseDedup(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil || c.DedupIndex != "" || c.DedupMinBytes != 1024 {
+		t.Fatalf("defaults: %q %d, %v", c.DedupIndex, c.DedupMinBytes, err)
+	}
+	c, err = Parse([]byte(`{"dedup_index": "redis://127.0.0.1:6379/2", "dedup_min_bytes": 0}`))
+	if err != nil || c.DedupIndex != "redis://127.0.0.1:6379/2" || c.DedupMinBytes != 0 {
+		t.Fatalf("set: %+v, %v", c, err)
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	cases := map[string]string{
 		`{`:                                   "not valid JSON",
@@ -76,6 +89,9 @@ func TestParseRejects(t *testing.T) {
 		`{"max_pages_per_host": 1.5}`:         `key "max_pages_per_host"`,
 		`{"host_budget_action": "evict"}`:     `key "host_budget_action"`,
 		`{"politeness_key": "tld"}`:           `key "politeness_key": "tld" is not one of host, domain, ip`,
+		`{"dedup_min_bytes": -1}`:             `key "dedup_min_bytes"`,
+		`{"dedup_index": "http://h:6379"}`:    `key "dedup_index"`,
+		`{"dedup_index": "redis://h:6379/x"}`: `key "dedup_index"`,
 	}
 	for doc, want := range cases {
 		_, err := Parse([]byte(doc))

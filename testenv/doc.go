@@ -21,6 +21,12 @@
 // In tests use the wrappers ZooKeeper and NewEnsemble, which fail the test
 // with the server log tail and register cleanup with t.Cleanup.
 //
+// # Redis
+//
+// StartRedis (in tests RedisServer) runs Debian's redis-server in the
+// foreground on a free loopback port, with its own directory and no
+// persistence, for the digest index of package dedup.
+//
 // # Partitions
 //
 // Proxy is a loopback TCP proxy placed between a client and a server. Its

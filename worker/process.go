@@ -61,6 +61,7 @@ type attempt struct {
 	// next is the URL's recrawl schedule entry once its response is stored
 	// with config recrawl on (noteCapture); nil otherwise.
 	next *frontier.Item
+	dedup *dedupHeld // the digest index reservation to confirm (dedup.go)
 }
 
 // run takes the attempt through its steps; fetched is process's.
@@ -187,17 +188,20 @@ func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 // position in the entry (and what noteCapture notes). If the write fails
 // it reports false, having abandoned the attempt and stopped claiming
 // until writes work (outputFailed): a full disk must not lose the URL nor
-// use up its attempts.
+// use up its attempts. With dedup_index, a payload stored before under
+// another URL is written as a revisit of it (dedupReserve, dedup.go).
 func (a *attempt) store(res *fetch.Result) bool {
 	w := a.w
 	ex := exchangeOf(a.it.URL, res)
 	ex.RevisitOf = revisitOf(a.it, res)
+	a.dedupReserve(&ex, res)
 	info, err := w.store.WriteExchange(ex)
 	if err != nil {
 		w.outputFailed(a.ctx, err)
 		a.abandon(err)
 		return false
 	}
+	a.dedupWritten(info)
 	a.entry.Status, a.entry.Bytes, a.entry.MIME = res.Status, int64(len(res.Body)), res.MIME
 	a.entry.Digest, a.entry.WARCFile, a.entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
 	a.noteCapture(res, ex, info)
@@ -216,6 +220,7 @@ func (a *attempt) finishDone() {
 		return
 	}
 	a.lap(stageFsync)
+	a.dedupConfirm()
 	if err := w.persist(a.ctx, "complete", a.it, a.claim.Complete); err != nil {
 		a.lost("complete", err)
 		return

@@ -104,8 +104,9 @@ func (a *attempt) noteCapture(res *fetch.Result, ex storage.Exchange, info stora
 //     revisit of it.Prev, it.Prev's own (the original response); for a
 //     response record, its WARC-Date (truncated to seconds) and payload
 //     digest prefix; for a revisit that storage made of another capture,
-//     its WARC-Date and no digest (its original is not known here, so no
-//     later revisit may refer to it).
+//     its WARC-Date and no digest and no validators (the digest index's
+//     revisit of another URL's response, or the writer's own: no later
+//     revisit may refer to a revisit, so the next fetch is unconditional).
 //   - ETag and LastModified are the response's validators (captureValidators);
 //     a 304 that repeats neither keeps it.Prev's, as a cache freshens its
 //     stored response (RFC 9111 section 4.3.4).
@@ -120,16 +121,21 @@ func (a *attempt) scheduleEntry(res *fetch.Result, ex storage.Exchange, info sto
 		date = time.Now()
 	}
 	c := frontier.Capture{Time: date.UTC().Truncate(time.Second), Digest: frontier.DigestPrefix(info.PayloadDigest), Changed: true}
+	other := false // a revisit of another capture: nothing of this URL's to refer to
 	switch {
 	case info.Revisit && prev != nil && ex.RevisitOf != nil && ex.RevisitOf.TargetURI == it.URL && ex.RevisitOf.Date.Equal(prev.Time):
 		c.Time, c.Digest, c.Changed = prev.Time, prev.Digest, false
 	case info.Revisit:
-		c.Digest, c.Changed = "", false
+		c.Digest, c.Changed, other = "", false, true
 	case prev != nil && prev.Digest != "" && prev.Digest == c.Digest:
 		c.Changed = false
 	}
 	c.ETag, c.LastModified = a.captureValidators(res, c.Time)
-	if res.Status == http.StatusNotModified && prev != nil {
+	if other {
+		// No validators either: a 304 to them would make a revisit of
+		// this revisit. The next fetch is unconditional.
+		c.ETag, c.LastModified = "", time.Time{}
+	} else if res.Status == http.StatusNotModified && prev != nil {
 		if res.Header.Get("ETag") == "" {
 			c.ETag = prev.ETag
 		}

@@ -162,6 +162,7 @@ type fetchPipeline struct {
 	polite   *fetch.Politeness // request spacing and in-flight caps per politeness key
 	handoffs *handoffState     // shards handed over to us, keys already cooled for them
 	norm     *normCache        // link URL -> normalized (outlinks)
+	dedup    dedupState        // the crawl's digest index, dedup_index (dedup.go)
 }
 
 // liveState is the crawl config in force and what waits for it to change.
@@ -456,9 +457,10 @@ func (w *Worker) openOutputs() error {
 	return nil
 }
 
-// closeOutputs closes the pipeline's store (storeCloser) and the fetcher's
-// idle connections (fetcherCloser).
+// closeOutputs closes the pipeline's store (storeCloser), the fetcher's
+// idle connections (fetcherCloser) and the digest index's.
 func (w *Worker) closeOutputs() error {
+	w.dedup.close()
 	if f, ok := w.fetcher.(fetcherCloser); ok {
 		f.Close()
 	}

@@ -31,7 +31,8 @@ reason and does not stop the others.`
 
 const examples = `  seeder --zk 127.0.0.1:2181 --crawl docs https://example.org/
   seeder --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --config news.json --seeds seeds.txt
-  ZKCRAWL_ZK=127.0.0.1:2181 ZKCRAWL_CRAWL=docs seeder - < seeds.txt`
+  ZKCRAWL_ZK=127.0.0.1:2181 ZKCRAWL_CRAWL=docs seeder - < seeds.txt
+  seeder --crawl docs --revisit-cdxj old-crawl.cdxj   # the crawl's config sets dedup_index`
 
 func main() { cli.Main("seeder", run) }
 
@@ -62,6 +63,7 @@ type seedJob struct {
 	seedsFile string // --seeds: a path, "-" for stdin, "" for none
 	every     time.Duration
 	log       *slog.Logger
+	cdxj      []string // --revisit-cdxj files (revisitcdxj.go)
 }
 
 // seed runs the seeder with args, env for flag defaults from the
@@ -77,7 +79,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		return err
 	}
 	defer closeInput()
-	if input == nil && job.fs.NArg() == 0 {
+	if input == nil && job.fs.NArg() == 0 && len(job.cdxj) == 0 {
 		return cli.Usage("no seeds: give URLs as arguments or --seeds FILE")
 	}
 
@@ -90,8 +92,18 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		return cli.ZKConnectError(job.zkServers, job.timeout, err)
 	}
 	defer client.Close()
+	index, err := job.cdxjIndex(cctx, client)
+	if err != nil {
+		return err
+	}
 	front, err := job.prepareCrawl(cctx, client, stderr)
 	if err != nil {
+		if index != nil {
+			index.Close()
+		}
+		return err
+	}
+	if err := job.importRevisitCDXJ(ctx, index, stdout, stderr); err != nil || (input == nil && job.fs.NArg() == 0) {
 		return err
 	}
 
@@ -123,13 +135,14 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 	polKey := fs.String("politeness-key", frontier.KeyHost, "what one politeness budget (rate, in-flight cap, per-host quotas) covers and so what chooses a URL's owner: host, domain (registrable domain, Public Suffix List) or ip (the host name's address: virtual hosts on one server share it); fixed at creation (also the key politeness_key of --config)")
 	every := fs.Duration("progress-interval", 5*time.Second, "log seeding progress (lines read, enqueued, duplicates, rejected, lines/s) this often on large inputs; 0: never")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
+	cdxj := fs.StringSlice("revisit-cdxj", nil, "CDXJ index FILE(s) of earlier captures (pywb/warcio.js form; repeat the flag or separate with commas) whose status-200 responses are entered in the crawl's digest index (config dedup_index, required), so their payloads are written as revisits")
 	zkAuth := cli.ZKFlags(fs)
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
 		return nil, err
 	}
 	job := &seedJob{fs: fs, zkServers: *zkServers, timeout: *timeout, crawl: *crawl,
-		layout: frontier.Layout{Shards: *shards, Spread: *spread}, seedsFile: *seedsFile, every: *every}
+		layout: frontier.Layout{Shards: *shards, Spread: *spread}, seedsFile: *seedsFile, every: *every, cdxj: *cdxj}
 	var err error
 	if job.zkCfg, err = zkAuth(); err != nil {
 		return nil, err
@@ -139,6 +152,11 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 	}
 	if err := cli.CheckZK(*zkServers); err != nil {
 		return nil, err
+	}
+	for _, f := range *cdxj {
+		if _, err := os.Stat(f); err != nil {
+			return nil, cli.Usage("--revisit-cdxj: %v", err)
+		}
 	}
 	if *timeout <= 0 {
 		return nil, cli.Usage("--timeout %v: must be positive", *timeout)
