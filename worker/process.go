@@ -60,7 +60,7 @@ type attempt struct {
 	entry storage.LogEntry
 	// next is the URL's recrawl schedule entry once its response is stored
 	// with config recrawl on (noteCapture); nil otherwise.
-	next *frontier.Item
+	next  *frontier.Item
 	dedup *dedupHeld // the digest index reservation to confirm (dedup.go)
 }
 
