@@ -2,6 +2,7 @@ package frontier_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -240,4 +241,48 @@ func clearReady(t *testing.T, sc *schedCrawl) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A batch whose pending records are all schedule entries, under half of
+// it, is compacted into the newest batch and retires; every key reaches
+// the seen chunks exactly once (entries of URLs new to the group carry the
+// fold mark, their compacted copies do not).
+func TestScheduleCompaction(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Recrawl = true
+	sc := newSchedCrawl(t, cfg)
+	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	var items []frontier.Item
+	const n = 1000
+	for i := range n {
+		items = append(items, frontier.Item{URL: fmt.Sprintf("http://c%04d.example/p", i), Prev: &frontier.Capture{Time: at, IntervalS: 86400, Digest: "00112233445566ff"}})
+	}
+	sc.enqueue(items...)
+	stats := func() frontier.GroupStats {
+		st, err := sc.f.Backlog().Stats(testenv.Context(t, 30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st[0]
+	}
+	sc.waitFor("all scheduled", func(r map[string]frontier.Item, p frontier.Pending) bool { return p.Scheduled == n && len(r) == 0 })
+	if st := stats(); st.Batches < 2 || st.Seen != 0 {
+		t.Fatalf("stats %+v: want at least 2 batches and no seen chunk", st)
+	}
+	c2 := *sc.cfg.Load()
+	c2.RecrawlDueBefore = time.Now().UTC().Format(time.RFC3339)
+	c2.RecrawlDueMatch = `^http://c0[0-5]\d\d\.`
+	sc.cfg.Store(&c2)
+	sc.waitFor("600 due moved, the first batch compacted", func(r map[string]frontier.Item, p frontier.Pending) bool {
+		st := stats()
+		return len(r) == 600 && p.Scheduled == n-600 && st.Batches == 1 && st.Seen > 600
+	})
+	c3 := c2
+	c3.RecrawlDueMatch = ""
+	sc.cfg.Store(&c3)
+	sc.waitFor("everything moved and retired", func(r map[string]frontier.Item, p frontier.Pending) bool {
+		st := stats()
+		return len(r) == n && p.Scheduled == 0 && st.Batches == 0 && st.Seen == n
+	})
 }
