@@ -141,6 +141,8 @@ func (o *Owner) settleBudget(plan *stepPlan, og *ownedGroup) {
 	}
 	if sched {
 		counts.Schedule = plan.summary()
+		og.scheduled.Store(counts.Schedule.Entries)
+		og.nextDueGauge.Store(counts.Schedule.Next)
 		og.sched.dirty = false // a failed step reloads the group, and this flag
 	}
 	b.written = true

@@ -93,6 +93,10 @@ type OwnerTotals struct {
 	// AtBudget counts the hosts at max_pages_per_host; Held their backlog
 	// records kept (host_budget_action keep).
 	AtBudget, Held int64
+	// Scheduled counts the recrawl schedule entries waiting in the
+	// backlogs, and NextDue is the earliest due time among them (Unix
+	// seconds; 0 when none), as the steps last wrote them.
+	Scheduled, NextDue int64
 	// Active maps each group running here to its politeness keys with
 	// records not yet finished (backlog or ready window), as its loop last
 	// saw them: the load that shard ownership is balanced by (a key's pages
@@ -122,6 +126,12 @@ func (o *Owner) Totals() OwnerTotals {
 		t.Backlog += og.backlogGauge.Load()
 		t.AtBudget += og.atBudget.Load()
 		t.Held += og.held.Load()
+		if n := og.scheduled.Load(); n > 0 {
+			t.Scheduled += n
+			if next := og.nextDueGauge.Load(); t.NextDue == 0 || next < t.NextDue {
+				t.NextDue = next
+			}
+		}
 		return true
 	})
 	return t
@@ -145,6 +155,9 @@ type ownedGroup struct {
 	// atBudget and held: hosts at max_pages_per_host and their backlog
 	// records kept, as the loop last computed (0 when not running).
 	atBudget, held atomic.Int64
+	// scheduled and nextDueGauge: the schedule's entries and earliest due
+	// time (Unix s) as the loop last wrote them (0 when not running).
+	scheduled, nextDueGauge atomic.Int64
 
 	// Owner loop only.
 	grp       *Group // the store: cursor, live records, seen-set
@@ -431,6 +444,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 	defer og.activeGauge.Store(0)
 	defer og.atBudget.Store(0)
 	defer og.held.Store(0)
+	defer og.scheduled.Store(0)
 	resync := time.NewTicker(groupResync)
 	defer resync.Stop()
 	dueTimer := time.NewTimer(time.Hour)
