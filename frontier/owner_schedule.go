@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"container/heap"
+	"context"
 	"encoding/binary"
 	"time"
 )
@@ -372,4 +373,34 @@ func (v *ownedGroup) nextDue(now int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(next, 0)
+}
+
+// ScheduleEntries calls fn with every recrawl schedule entry waiting in
+// the crawl's backlogs (an Item with Prev), one group at a time (each
+// group's batches are read, without a session and without ownership); the
+// entries of posts not yet drained and of URLs now in the ready window are
+// not included. `seeder --revisit-from` reads an old crawl with it. It
+// stops at fn's first error and returns it. Errors: ZooKeeper errors after
+// retries; a znode that does not decode; fn's.
+func (f *Frontier) ScheduleEntries(ctx context.Context, fn func(Item) error) error {
+	for g := 0; g < f.b.groups; g++ {
+		st, err := f.b.load(ctx, g)
+		if err != nil {
+			return err
+		}
+		gr := &Group{b: f.b, g: g, st: st, peek: true}
+		var ferr error
+		gr.Pending(func(_ Ref, rec []byte) {
+			if ferr != nil || !recordHasPrev(rec) {
+				return
+			}
+			if it, err := DecodeRecord(rec); err == nil {
+				ferr = fn(it)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+	}
+	return nil
 }
