@@ -69,8 +69,8 @@ type seedJob struct {
 	// revisitFrom names the old crawl whose schedule entries are posted
 	// (--revisit-from); "" none.
 	revisitFrom string
-	every     time.Duration
-	log       *slog.Logger
+	every       time.Duration
+	log         *slog.Logger
 }
 
 // seed runs the seeder with args, env for flag defaults from the
