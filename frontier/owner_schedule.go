@@ -3,6 +3,7 @@ package frontier
 import (
 	"container/heap"
 	"context"
+	"math/bits"
 	"encoding/binary"
 	"time"
 )
@@ -179,20 +180,22 @@ type liveBatch struct {
 	count, pending int
 }
 
-// liveBatches returns the live batches, oldest first, with their record
-// and pending (unmoved) counts.
-func (gr *Group) liveBatches() []liveBatch {
-	out := make([]liveBatch, 0, len(gr.st.cur.batches))
+// liveBatches returns the live batches for which want is true, oldest
+// first, with their record and pending (unmoved) counts, and the sequence
+// number of the newest live batch.
+func (gr *Group) liveBatches(want func(seq uint64) bool) (out []liveBatch, newest uint64) {
 	for _, bt := range gr.st.cur.batches {
-		lb := liveBatch{seq: bt.seq, count: bt.count}
-		for i := 0; i < bt.count; i++ {
-			if !bt.isMoved(i) {
-				lb.pending++
-			}
+		newest = bt.seq
+		if !want(bt.seq) {
+			continue
 		}
-		out = append(out, lb)
+		moved := 0
+		for _, b := range bt.moved[:(bt.count+7)/8] {
+			moved += bits.OnesCount8(b)
+		}
+		out = append(out, liveBatch{seq: bt.seq, count: bt.count, pending: bt.count - moved})
 	}
-	return out
+	return out, newest
 }
 
 // admitEntry judges schedule entry it (record rec) in a step: a later
@@ -271,9 +274,9 @@ func (o *Owner) compactEntries(plan *stepPlan) {
 	if len(s.batch) == 0 || plan.bytes >= stepPostBytes/2 || len(plan.step.Drop) > stepMaxDrops/2 {
 		return
 	}
-	live := plan.grp.liveBatches()
-	for i, lb := range live {
-		if i == len(live)-1 {
+	live, newest := plan.grp.liveBatches(func(seq uint64) bool { return s.batch[seq] > 0 })
+	for _, lb := range live {
+		if lb.seq == newest {
 			break
 		}
 		n := s.batch[lb.seq]
@@ -338,14 +341,12 @@ func (v *ownedGroup) takeDue(hb *hostBacklog, now int64) *dueEntry {
 // model (moves and drops already taken out) plus the step's entries.
 func (plan *stepPlan) summary() ScheduleSummary {
 	s := plan.view.sched
-	minutes, entries, next := s.minutes, int64(len(s.entries)), int64(-1)
+	entries, next := int64(len(s.entries)), int64(-1)
+	var extra map[int64]int64
 	if len(plan.entries) > 0 {
-		minutes = make(map[int64]int64, len(s.minutes)+len(plan.entries))
-		for m, n := range s.minutes {
-			minutes[m] = n
-		}
+		extra = make(map[int64]int64, len(plan.entries))
 		for _, pe := range plan.entries {
-			minutes[dueMinute(pe.due)]++
+			extra[dueMinute(pe.due)]++
 			entries++
 			if next < 0 || pe.due < next {
 				next = pe.due
@@ -357,7 +358,7 @@ func (plan *stepPlan) summary() ScheduleSummary {
 			next = hb.due[0].due
 		}
 	}
-	return summarize(minutes, entries, max(next, 0))
+	return summarize(s.minutes, extra, entries, max(next, 0))
 }
 
 // nextDue returns when the group's earliest entry that is not due yet

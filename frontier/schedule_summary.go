@@ -51,30 +51,64 @@ func (s ScheduleSummary) DueBy(t time.Time) (n int64, exact bool) {
 	return n, true
 }
 
-// summarize returns the summary of entries with the given due minutes
-// (minute -> count), next the earliest due second.
-func summarize(minutes map[int64]int64, entries, next int64) ScheduleSummary {
+// summarize returns the summary of entries whose due minutes (minute ->
+// count) are those of minutes plus extra; next is the earliest due
+// second. It keeps the maxDueBuckets earliest minutes (a bounded max-heap
+// over the distinct minutes: no sort of them all), the last counting every
+// later entry.
+func summarize(minutes, extra map[int64]int64, entries, next int64) ScheduleSummary {
 	s := ScheduleSummary{Entries: entries, Next: next}
-	keys := make([]int64, 0, len(minutes))
+	count := func(m int64) int64 { return minutes[m] + extra[m] }
+	var early []int64 // the maxDueBuckets earliest distinct minutes, as a max-heap
+	var total int64
+	consider := func(m int64) {
+		if len(early) < maxDueBuckets {
+			early = append(early, m)
+			for i := len(early) - 1; i > 0 && early[(i-1)/2] < early[i]; i = (i - 1) / 2 {
+				early[i], early[(i-1)/2] = early[(i-1)/2], early[i]
+			}
+			return
+		}
+		if m >= early[0] {
+			return
+		}
+		early[0] = m
+		for i := 0; ; {
+			c := 2*i + 1
+			if c >= len(early) {
+				break
+			}
+			if c+1 < len(early) && early[c+1] > early[c] {
+				c++
+			}
+			if early[i] >= early[c] {
+				break
+			}
+			early[i], early[c] = early[c], early[i]
+			i = c
+		}
+	}
 	for m, n := range minutes {
 		if n > 0 {
-			keys = append(keys, m)
+			total += count(m)
+			consider(m)
 		}
 	}
-	slices.Sort(keys)
-	var rest int64
-	for i, m := range keys {
-		if i < maxDueBuckets-1 {
-			s.Due = append(s.Due, DueBucket{m, minutes[m]})
-			continue
+	for m, n := range extra {
+		if n > 0 && minutes[m] <= 0 {
+			total += n
+			consider(m)
 		}
+	}
+	slices.Sort(early)
+	var shown int64
+	for i, m := range early {
+		n := count(m)
 		if i == maxDueBuckets-1 {
-			s.Due = append(s.Due, DueBucket{Minute: m})
+			n = total - shown // this minute and every later one
 		}
-		rest += minutes[m]
-	}
-	if len(s.Due) == maxDueBuckets {
-		s.Due[maxDueBuckets-1].Count = rest
+		s.Due = append(s.Due, DueBucket{m, n})
+		shown += n
 	}
 	return s
 }
