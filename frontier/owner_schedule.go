@@ -3,8 +3,8 @@ package frontier
 import (
 	"container/heap"
 	"context"
-	"math/bits"
 	"encoding/binary"
+	"math/bits"
 	"time"
 )
 
