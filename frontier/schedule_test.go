@@ -286,3 +286,46 @@ func TestScheduleCompaction(t *testing.T) {
 		return len(r) == n && p.Scheduled == 0 && st.Batches == 0 && st.Seen == n
 	})
 }
+
+// Two owners of one group at once (a handoff overlap): the cursor's
+// version fences them, each reloads the other's writes, and every due
+// entry becomes ready exactly once while the rest stay scheduled.
+func TestScheduleTwoOwners(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Recrawl = true
+	sc := newSchedCrawl(t, cfg)
+	firstStop := sc.stop
+	sc.start() // a second owner, the first still running
+	at := time.Now().UTC().Truncate(time.Second)
+	var items []frontier.Item
+	const n = 200
+	for i := range n {
+		c := &frontier.Capture{Time: at, IntervalS: 86400} // not due
+		if i%2 == 0 {
+			c.Time = at.Add(-48 * time.Hour) // due
+		}
+		items = append(items, frontier.Item{URL: fmt.Sprintf("http://two%03d.example/", i), Prev: c})
+	}
+	// Half through the second owner's local hand-off, half posted to the
+	// inbox, which both owners drain.
+	plain, err := frontier.Open(testenv.Context(t, 30*time.Second), connect(t, zkAddr(t)), sc.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 20 {
+		if i%40 == 0 {
+			sc.enqueue(items[i : i+20]...)
+		} else if _, err := plain.Enqueue(testenv.Context(t, 30*time.Second), items[i:i+20]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc.waitFor("the due half ready once, the rest scheduled", func(r map[string]frontier.Item, p frontier.Pending) bool {
+		return len(r) == n/2 && p.Scheduled == n/2 && p.Backlog == n/2
+	})
+	firstStop()
+	time.Sleep(300 * time.Millisecond)
+	sc.waitFor("still so under the second owner alone", func(r map[string]frontier.Item, p frontier.Pending) bool {
+		return len(r) == n/2 && p.Scheduled == n/2
+	})
+}
