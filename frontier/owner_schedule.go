@@ -15,7 +15,7 @@ import (
 
 // dueEntry is one schedule entry in the owner's model.
 type dueEntry struct {
-	due      int64 // Unix seconds (0: at once)
+	due      int64 // Unix seconds
 	interval int64 // the adapted interval that makes it due, seconds
 	capture  int64 // its capture time, Unix seconds: the newest wins
 	key      uint64

@@ -108,14 +108,15 @@ func (p *schedPolicy) interval(it Item) int64 {
 }
 
 // due returns when schedule entry it is due, in Unix seconds, and the
-// interval that makes it so: Prev.Time plus interval, or 0 (at once) when
-// a `crawlctl recrawl --now` request covers it (captured before
-// recrawl_due_before, URL matching recrawl_due_match).
+// interval that makes it so: Prev.Time plus interval, or, when a
+// `crawlctl recrawl --now` request covers it (captured before
+// recrawl_due_before, URL matching recrawl_due_match), the request's time
+// if that is earlier.
 func (p *schedPolicy) due(it Item) (at, interval int64) {
 	interval = p.interval(it)
 	t := it.Prev.Time.Unix()
 	if p.dueBefore != 0 && t < p.dueBefore && (p.dueMatch == nil || p.dueMatch.MatchString(it.URL)) {
-		return 0, interval
+		return min(p.dueBefore, t+interval), interval
 	}
 	return t + interval, interval
 }
