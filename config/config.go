@@ -176,7 +176,40 @@ type Config struct {
 	// is looked up and entered in DedupIndex: below it an entry costs more
 	// than the revisit saves. Default 1024.
 	DedupMinBytes int64 `json:"dedup_min_bytes"`
+	// RecrawlIntervalMinS and RecrawlIntervalMaxS bound a URL's recrawl
+	// interval, in seconds (defaults 3,600 and 2,592,000), unless a rule of
+	// RecrawlRules matches it.
+	RecrawlIntervalMinS int64 `json:"recrawl_interval_min_s"`
+	RecrawlIntervalMaxS int64 `json:"recrawl_interval_max_s"`
+	// RecrawlRules override the bounds per URL: the first rule whose Match
+	// (RE2, over the normalized URL) matches gives them.
+	RecrawlRules []RecrawlRule `json:"recrawl_rules"`
+	// RecrawlNewFirst makes a host's new URLs go to the fetchers before
+	// its due recrawls when both wait (default true).
+	RecrawlNewFirst bool `json:"recrawl_new_first"`
+	// RecrawlDueBefore, RFC 3339, makes every scheduled URL captured
+	// before it (and matching RecrawlDueMatch, when set) due at once:
+	// `crawlctl recrawl --now` sets it; "" (default, omitted) none.
+	RecrawlDueBefore string `json:"recrawl_due_before,omitempty"`
+	// RecrawlDueMatch, RE2 over the normalized URL, narrows
+	// RecrawlDueBefore; "" matches every URL.
+	RecrawlDueMatch string `json:"recrawl_due_match,omitempty"`
 }
+
+// RecrawlRule is one entry of Config.RecrawlRules: URLs matching Match get
+// recrawl intervals within [MinS, MaxS] seconds.
+type RecrawlRule struct {
+	Match string `json:"match"`
+	MinS  int64  `json:"min_s"`
+	MaxS  int64  `json:"max_s"`
+}
+
+// MaxRecrawlIntervalS is the longest recrawl interval a config may set
+// (2^31 s, what a frontier record holds).
+const MaxRecrawlIntervalS = 1 << 31
+
+// MaxRecrawlRules bounds Config.RecrawlRules.
+const MaxRecrawlRules = 1000
 
 // Politeness key kinds for Config.PolitenessKey (frontier.KeyHost,
 // KeyDomain and KeyIP are these names).
@@ -256,6 +289,10 @@ func Default() Config {
 		Sitemaps:           true,
 		MaxDelayMS:         30000,
 		DedupMinBytes:      1024,
+
+		RecrawlIntervalMinS: 3600,
+		RecrawlIntervalMaxS: 2592000,
+		RecrawlNewFirst:     true,
 	}
 }
 
@@ -372,6 +409,9 @@ func (c Config) Validate() error {
 	case c.PolitenessKey != "" && c.PolitenessKey != PolitenessHost && c.PolitenessKey != PolitenessDomain && c.PolitenessKey != PolitenessIP:
 		return bad("politeness_key", "%q is not one of %s, %s, %s", c.PolitenessKey, PolitenessHost, PolitenessDomain, PolitenessIP)
 	}
+	if err := c.validateRecrawl(bad); err != nil {
+		return err
+	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {
 			if _, err := regexp.Compile(p); err != nil {
@@ -398,13 +438,16 @@ func (c Config) RetryDelay(attempt int) time.Duration {
 }
 
 // Encode returns the document as indented JSON, the form written to R/config.
-// Empty include/exclude lists are written as [] (never null).
+// Empty include/exclude/recrawl_rules lists are written as [] (never null).
 func (c Config) Encode() []byte {
 	if c.Include == nil {
 		c.Include = []string{}
 	}
 	if c.Exclude == nil {
 		c.Exclude = []string{}
+	}
+	if c.RecrawlRules == nil {
+		c.RecrawlRules = []RecrawlRule{}
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {

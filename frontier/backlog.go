@@ -51,6 +51,9 @@ type Backlog struct {
 	q      *coord.Queue
 	groups int
 	key    func(record []byte) uint64
+	// folds reports whether a record's key joins the seen chunks when its
+	// batch retires (RecordFolds in production); nil: every record's does.
+	folds func(record []byte) bool
 }
 
 // NewBacklog returns the backlog of q's crawl root with groups groups

@@ -53,7 +53,9 @@ func New(q *coord.Queue, layout Layout, cacheSize int) *Frontier {
 		cacheSize = DefaultSeenCacheSize
 	}
 	c, _ := lru.New[uint64, struct{}](cacheSize) // error only for size <= 0
-	return &Frontier{q: q, b: NewBacklog(q, layout.Groups(), RecordKey), layout: layout, seen: c}
+	b := NewBacklog(q, layout.Groups(), RecordKey)
+	b.folds = RecordFolds
+	return &Frontier{q: q, b: b, layout: layout, seen: c}
 }
 
 // Queue returns the ready queue.
@@ -88,7 +90,9 @@ func (f *Frontier) Enqueue(ctx context.Context, items []Item) (EnqueueResult, er
 	var recs [][]byte
 	for _, it := range items {
 		key := Fingerprint(it.URL)
-		if f.known.Contains(key) || f.seen.Contains(key) || inCall[key] {
+		// A schedule entry (Prev set) is of a URL the crawl has seen: only
+		// its group's owner judges it (owner_schedule.go).
+		if it.Prev == nil && (f.known.Contains(key) || f.seen.Contains(key) || inCall[key]) {
 			res.Duplicates++
 			continue
 		}
@@ -267,12 +271,20 @@ type Pending struct {
 	// the backlog (host_budget_action keep), as the groups' owners last
 	// wrote them (HeldBacklog): no step moves them.
 	Held int
+	// Scheduled counts the Backlog URLs that are recrawl schedule entries
+	// (docs/design.md, "Recrawl"), as the owners last wrote them; DueNow
+	// and DueHour those of them due now and within the next hour (from the
+	// earliest 64 due minutes per group: a lower bound past those), and
+	// NextDue the earliest due time (zero when none is scheduled).
+	Scheduled, DueNow, DueHour int
+	NextDue                    time.Time
 }
 
-// Empty reports whether nothing is left to do: only URLs held by a host
-// budget may be left in the backlog.
+// Empty reports whether nothing is left to do: nothing new and nothing
+// due. Only URLs held by a host budget and recrawl schedule entries not
+// due yet may be left in the backlog.
 func (p Pending) Empty() bool {
-	return p.Ready == 0 && p.Claimed == 0 && p.Backlog-p.Held <= 0 && p.Posts == 0
+	return p.Ready == 0 && p.Claimed == 0 && p.Backlog-p.Held-p.Scheduled <= 0 && p.DueNow == 0 && p.Posts == 0
 }
 
 // HeldBacklog returns the backlog records group g's owner last wrote as
@@ -303,14 +315,29 @@ func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
 	return out, nil
 }
 
-// BacklogPending sums the groups' part of Pending (Backlog, Posts, Held)
-// from their stats (Backlog.Stats); Ready and Claimed are left 0.
+// BacklogPending sums the groups' part of Pending (Backlog, Posts, Held,
+// the schedule counts at the current time) from their stats
+// (Backlog.Stats); Ready and Claimed are left 0. An annex that does not
+// decode counts as no schedule.
 func BacklogPending(groups []GroupStats) Pending {
 	var out Pending
+	now := time.Now()
 	for _, g := range groups {
 		out.Backlog += g.Backlog
 		out.Posts += g.Posts
 		out.Held += HeldBacklog(g)
+		s, err := DecodeSchedule(g.Annex)
+		if err != nil || s.Entries == 0 {
+			continue
+		}
+		out.Scheduled += int(min(s.Entries, int64(g.Backlog)))
+		n, _ := s.DueBy(now)
+		out.DueNow += int(n)
+		n, _ = s.DueBy(now.Add(time.Hour))
+		out.DueHour += int(n)
+		if next := time.Unix(s.Next, 0); out.NextDue.IsZero() || next.Before(out.NextDue) {
+			out.NextDue = next
+		}
 	}
 	return out
 }

@@ -453,7 +453,7 @@ func (gr *Group) planAppends(p *writePlan) {
 	}
 	for seq := range p.touched {
 		full := st.rawSize[seq]+p.newSize[seq] >= batchRawBytes
-		data := encodeRecords(p.newRecs[seq], full)
+		data := encodeBatch(p.newRecs[seq], full)
 		if slices.Contains(p.created, seq) {
 			p.ops = append(p.ops, coord.Op{Kind: coord.OpCreate, Path: b.batchPath(g, seq), Data: data})
 		} else {
@@ -497,7 +497,9 @@ func (gr *Group) planRetirement(p *writePlan) {
 		}
 		p.retired = append(p.retired, bt.seq)
 		for _, r := range gr.st.batches[bt.seq] {
-			fold = append(fold, gr.b.key(r))
+			if gr.b.folds == nil || gr.b.folds(r) {
+				fold = append(fold, gr.b.key(r))
+			}
 		}
 		p.ops = append(p.ops, coord.Op{Kind: coord.OpDelete, Path: gr.b.batchPath(gr.g, bt.seq), Version: -1})
 	}

@@ -94,7 +94,7 @@ func (o *Owner) settleBudget(plan *stepPlan, og *ownedGroup) {
 		for _, m := range plan.moved {
 			if m.host != "" {
 				movedBy[m.host] += m.n
-				counts.Pages[b.id(m.host)] += int64(m.n)
+				counts.Pages[b.id(m.host)] += int64(m.n + m.e)
 			}
 		}
 		for host, hb := range v.hosts {
@@ -109,7 +109,7 @@ func (o *Owner) settleBudget(plan *stepPlan, og *ownedGroup) {
 					plan.step.Drop = append(plan.step.Drop, pr.ref)
 				}
 				if n > 0 {
-					plan.dropped = append(plan.dropped, hostMove{host, n})
+					plan.dropped = append(plan.dropped, hostMove{host: host, n: n})
 					plan.drops[DropHostBudget] += n
 					example := ""
 					if u, err := RecordURL(plan.grp.Record(rest[0].ref)); err == nil {
@@ -135,8 +135,15 @@ func (o *Owner) settleBudget(plan *stepPlan, og *ownedGroup) {
 	}
 	og.atBudget.Store(counts.AtBudget)
 	og.held.Store(counts.Held)
-	if len(plan.moved) == 0 && !trimmed && before == [2]int64{counts.Held, counts.AtBudget} && b.written {
+	sched := og.sched.dirty || len(plan.entries) > 0
+	if len(plan.moved) == 0 && !trimmed && before == [2]int64{counts.Held, counts.AtBudget} && b.written && !sched {
 		return // nothing counted changed since the annex this loop last wrote or loaded
+	}
+	if sched {
+		counts.Schedule = plan.summary()
+		og.scheduled.Store(counts.Schedule.Entries)
+		og.nextDueGauge.Store(counts.Schedule.Next)
+		og.sched.dirty = false // a failed step reloads the group, and this flag
 	}
 	b.written = true
 	annex := counts.Encode()

@@ -34,10 +34,18 @@ type HostCounts struct {
 	// AtBudget counts the group's hosts whose count reached
 	// max_pages_per_host.
 	AtBudget int64
+	// Schedule is the group's recrawl schedule as the owner last wrote
+	// it (zero: none).
+	Schedule ScheduleSummary
 }
 
-// hostCountsFormat is the first byte of an encoded HostCounts.
-const hostCountsFormat = 1
+// hostCountsFormat is the first byte of an encoded HostCounts;
+// hostCountsFormatSched is format 1 with a ScheduleSummary after the
+// totals.
+const (
+	hostCountsFormat      = 1
+	hostCountsFormatSched = 2
+)
 
 // errHostCounts is wrapped by every DecodeHostCounts error.
 var errHostCounts = errors.New("frontier: bad host counts")
@@ -64,6 +72,7 @@ func (h *HostCounts) Trim(limit int) int {
 }
 
 // Encode returns h as: format byte 1, uvarint Held, uvarint AtBudget,
+// (format 2, when h.Schedule has entries: the schedule, appendSchedule),
 // uvarint n, then n x (uvarint gap from the previous id (the first from 0)
 // in increasing id order, uvarint count); entries with a count <= 0 are
 // left out. It returns nil when h holds nothing (no entry, Held and
@@ -75,14 +84,21 @@ func (h HostCounts) Encode() []byte {
 			ids = append(ids, id)
 		}
 	}
-	if len(ids) == 0 && h.Held <= 0 && h.AtBudget <= 0 {
+	sched := h.Schedule.Entries > 0
+	if len(ids) == 0 && h.Held <= 0 && h.AtBudget <= 0 && !sched {
 		return nil
 	}
 	slices.Sort(ids)
 	out := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(ids)*12)
 	out = append(out, hostCountsFormat)
+	if sched {
+		out[0] = hostCountsFormatSched
+	}
 	out = binary.AppendUvarint(out, uint64(max(h.Held, 0)))
 	out = binary.AppendUvarint(out, uint64(max(h.AtBudget, 0)))
+	if sched {
+		out = appendSchedule(out, h.Schedule)
+	}
 	out = binary.AppendUvarint(out, uint64(len(ids)))
 	prev := uint64(0)
 	for _, id := range ids {
@@ -101,8 +117,8 @@ func DecodeHostTotals(data []byte) (held, atBudget int64, err error) {
 	if len(data) == 0 {
 		return 0, 0, nil
 	}
-	if data[0] != hostCountsFormat {
-		return 0, 0, fmt.Errorf("%w: format %d, want %d", errHostCounts, data[0], hostCountsFormat)
+	if data[0] != hostCountsFormat && data[0] != hostCountsFormatSched {
+		return 0, 0, fmt.Errorf("%w: format %d, want %d or %d", errHostCounts, data[0], hostCountsFormat, hostCountsFormatSched)
 	}
 	r := data[1:]
 	var v [2]uint64
@@ -125,8 +141,8 @@ func DecodeHostCounts(data []byte) (HostCounts, error) {
 	if len(data) == 0 {
 		return h, nil
 	}
-	if data[0] != hostCountsFormat {
-		return h, fmt.Errorf("%w: format %d, want %d", errHostCounts, data[0], hostCountsFormat)
+	if data[0] != hostCountsFormat && data[0] != hostCountsFormatSched {
+		return h, fmt.Errorf("%w: format %d, want %d or %d", errHostCounts, data[0], hostCountsFormat, hostCountsFormatSched)
 	}
 	r := data[1:]
 	var err error
@@ -143,6 +159,9 @@ func DecodeHostCounts(data []byte) (HostCounts, error) {
 		return v
 	}
 	h.Held, h.AtBudget = int64(next("held")), int64(next("at budget"))
+	if err == nil && data[0] == hostCountsFormatSched {
+		h.Schedule, r, err = decodeSchedule(r)
+	}
 	n := next("count")
 	if err == nil && n > uint64(len(r)/2) {
 		return h, fmt.Errorf("%w: %d hosts in %d bytes", errHostCounts, n, len(r))
@@ -160,4 +179,26 @@ func DecodeHostCounts(data []byte) (HostCounts, error) {
 		err = fmt.Errorf("%w: %d trailing bytes", errHostCounts, len(r))
 	}
 	return h, err
+}
+
+// DecodeSchedule reads the ScheduleSummary of an annex (Encode's output)
+// without the per-host list: what status and the done check need. Empty
+// data and format 1 are no schedule; errors wrap errHostCounts.
+func DecodeSchedule(data []byte) (ScheduleSummary, error) {
+	if len(data) == 0 || data[0] == hostCountsFormat {
+		return ScheduleSummary{}, nil
+	}
+	if data[0] != hostCountsFormatSched {
+		return ScheduleSummary{}, fmt.Errorf("%w: format %d, want %d or %d", errHostCounts, data[0], hostCountsFormat, hostCountsFormatSched)
+	}
+	r := data[1:]
+	for _, what := range []string{"held", "at budget"} {
+		_, k := binary.Uvarint(r)
+		if k <= 0 {
+			return ScheduleSummary{}, fmt.Errorf("%w: truncated at %s", errHostCounts, what)
+		}
+		r = r[k:]
+	}
+	s, _, err := decodeSchedule(r)
+	return s, err
 }

@@ -60,8 +60,11 @@ const MaxLastmodBytes = 64
 
 // itemJSONOverhead bounds the bytes of an encoded Item other than the
 // contents of its string fields: the keys, quotes, commas and braces (about
-// 90 bytes), two integers (20 bytes each), not_before (37) and priority (24).
-const itemJSONOverhead = 256
+// 90 bytes), two integers (20 bytes each), not_before (37), priority (24)
+// and prev without its etag's contents (keys and punctuation about 80, time
+// and last_modified 22 each, digest 16, interval_s 20, changed 4: under
+// 200).
+const itemJSONOverhead = 512
 
 // itemKeys are the exact JSON keys of Item. encoding/json matches keys
 // case-insensitively, so DecodeItem checks them itself.
@@ -148,6 +151,13 @@ func (it Item) validate() error {
 	if err := validateHops(it.Hops); err != nil {
 		return err
 	}
+	etag := 0
+	if it.Prev != nil {
+		if err := validateCapture(it.Prev); err != nil {
+			return err
+		}
+		etag = jsonStringLen(it.Prev.ETag)
+	}
 	if !it.NotBefore.IsZero() {
 		if y := it.NotBefore.UTC().Year(); y < 1 || y > 9999 {
 			return fmt.Errorf("%w: not_before %s outside years 1..9999 UTC", ErrBadItem, it.NotBefore)
@@ -157,7 +167,7 @@ func (it Item) validate() error {
 	// would replace invalid bytes by U+FFFD (changing the item) and escapes
 	// can make a long URL too large for MaxItemBytes.
 	if n := itemJSONOverhead + jsonStringLen(it.URL) + jsonStringLen(it.Via) +
-		jsonStringLen(it.Hops) + jsonStringLen(it.Lastmod); n > MaxItemBytes {
+		jsonStringLen(it.Hops) + jsonStringLen(it.Lastmod) + etag; n > MaxItemBytes {
 		return fmt.Errorf("%w: encodes to up to %d bytes, limit %d", ErrBadItem, n, MaxItemBytes)
 	}
 	return nil

@@ -93,6 +93,10 @@ type OwnerTotals struct {
 	// AtBudget counts the hosts at max_pages_per_host; Held their backlog
 	// records kept (host_budget_action keep).
 	AtBudget, Held int64
+	// Scheduled counts the recrawl schedule entries waiting in the
+	// backlogs, and NextDue is the earliest due time among them (Unix
+	// seconds; 0 when none), as the steps last wrote them.
+	Scheduled, NextDue int64
 	// Active maps each group running here to its politeness keys with
 	// records not yet finished (backlog or ready window), as its loop last
 	// saw them: the load that shard ownership is balanced by (a key's pages
@@ -122,6 +126,12 @@ func (o *Owner) Totals() OwnerTotals {
 		t.Backlog += og.backlogGauge.Load()
 		t.AtBudget += og.atBudget.Load()
 		t.Held += og.held.Load()
+		if n := og.scheduled.Load(); n > 0 {
+			t.Scheduled += n
+			if next := og.nextDueGauge.Load(); t.NextDue == 0 || next < t.NextDue {
+				t.NextDue = next
+			}
+		}
 		return true
 	})
 	return t
@@ -145,6 +155,9 @@ type ownedGroup struct {
 	// atBudget and held: hosts at max_pages_per_host and their backlog
 	// records kept, as the loop last computed (0 when not running).
 	atBudget, held atomic.Int64
+	// scheduled and nextDueGauge: the schedule's entries and earliest due
+	// time (Unix s) as the loop last wrote them (0 when not running).
+	scheduled, nextDueGauge atomic.Int64
 
 	// Owner loop only.
 	grp       *Group // the store: cursor, live records, seen-set
@@ -152,7 +165,8 @@ type ownedGroup struct {
 	hosts     map[string]*hostBacklog
 	names     map[string]string // ready item name ("<shard>/<item>") -> host
 	nameBytes map[string]int64  // ready item name -> its data's bytes
-	queued    int64             // pending + ready
+	queued    int64             // pending + ready + schedule entries
+	sched     *schedState       // the recrawl schedule (owner_schedule.go)
 	busyHosts int64             // hosts with pending or ready records
 	bytes     int64             // raw bytes of pending records and ready items
 }
@@ -260,7 +274,8 @@ func (og *ownedGroup) takeFreed() []string {
 
 // hostBacklog is one host's part of a group as its owner sees it.
 type hostBacklog struct {
-	pending []pendingRecord // backlog records, oldest first
+	pending []pendingRecord // backlog records of new URLs, oldest first
+	due     dueHeap         // schedule entries, earliest due first
 	ready   int             // ready items (claimed or not)
 	bytes   int64           // raw bytes of its pending records and ready items
 }
@@ -322,8 +337,9 @@ func (v *ownedGroup) takePending(m hostMove) {
 	hb.pending = hb.pending[m.n:]
 }
 
-// busy reports whether the host has records (pending or ready).
-func (hb *hostBacklog) busy() bool { return len(hb.pending)+hb.ready > 0 }
+// busy reports whether the host has records (pending, scheduled or
+// ready).
+func (hb *hostBacklog) busy() bool { return len(hb.pending)+len(hb.due)+hb.ready > 0 }
 
 // track keeps v.busyHosts, the hosts with records, in step after hb
 // changed; was is hb.busy() before the change (deferred: no allocation).
@@ -383,20 +399,27 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 	}
 	og := o.get(g)
 	og.grp, og.hosts, og.names, og.nameBytes, og.queued, og.bytes, og.busyHosts = grp, map[string]*hostBacklog{}, map[string]string{}, map[string]int64{}, 0, 0, 0
-	defer func() { og.grp, og.budget, og.hosts, og.names, og.nameBytes = nil, nil, nil, nil, nil }()
+	og.sched = newSchedState()
+	og.sched.policy = newSchedPolicy(o.opts.Config())
+	defer func() { og.grp, og.budget, og.hosts, og.names, og.nameBytes, og.sched = nil, nil, nil, nil, nil, nil }()
 	// Accepted records are valid: only their URLs are read, once. An
 	// undecodable record (host "") is moved as is; the claim loop sends it
 	// to the dead letters with the reason.
 	type loaded struct {
-		ref Ref
-		n   int
-		url string // "" when the record does not decode
+		ref   Ref
+		n     int
+		url   string // "" when the record does not decode
+		entry []byte // the record when it is a schedule entry
 	}
 	var recs []loaded
 	var urls []string
 	grp.Pending(func(ref Ref, rec []byte) {
 		u, _ := RecordURL(rec)
-		recs = append(recs, loaded{ref, len(rec), u})
+		var entry []byte
+		if u != "" && recordHasPrev(rec) {
+			entry = rec
+		}
+		recs = append(recs, loaded{ref, len(rec), u, entry})
 		if u != "" {
 			urls = append(urls, u)
 		}
@@ -406,6 +429,10 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 		host := ""
 		if r.url != "" {
 			host = o.layout.Key(r.url)
+		}
+		if r.entry != nil {
+			og.loadEntry(host, r.ref, r.entry)
+			continue
 		}
 		og.addPending(host, r.ref, r.n)
 	}
@@ -417,8 +444,11 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 	defer og.activeGauge.Store(0)
 	defer og.atBudget.Store(0)
 	defer og.held.Store(0)
+	defer og.scheduled.Store(0)
 	resync := time.NewTicker(groupResync)
 	defer resync.Stop()
+	dueTimer := time.NewTimer(time.Hour)
+	defer dueTimer.Stop()
 	resyncDue := true
 	for {
 		for _, key := range og.takeFreed() {
@@ -442,6 +472,12 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 		if busy {
 			continue
 		}
+		dueTimer.Stop()
+		var dueC <-chan time.Time
+		if next := og.nextDue(time.Now().Unix()); !next.IsZero() {
+			dueTimer.Reset(time.Until(next) + 10*time.Millisecond)
+			dueC = dueTimer.C
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -451,6 +487,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 		case <-og.wake:
 		case <-resync.C:
 			resyncDue = true
+		case <-dueC:
 		}
 	}
 }
@@ -503,7 +540,12 @@ func (o *Owner) syncReady(ctx context.Context, g int, v *ownedGroup) error {
 // the next step.
 func (o *Owner) groupStep(ctx context.Context, og *ownedGroup, offers []offer) (busy, lost bool, err error) {
 	grp := og.grp
-	plan := newStepPlan(og, o.opts.Config(), o.layout.Groups(), len(offers))
+	cfg := o.opts.Config()
+	if !og.sched.policy.same(cfg) {
+		og.reschedule(newSchedPolicy(cfg))
+	}
+	plan := newStepPlan(og, cfg, o.layout.Groups(), len(offers))
+	plan.step.Drop, og.sched.stale = og.sched.stale, nil // duplicates found at load
 	defer func() { answerOffers(og, offers, plan.rest, err) }()
 	var posts []Post
 	if posts, err = grp.Inbox(ctx, stepPostBytes); err != nil {
@@ -514,7 +556,8 @@ func (o *Owner) groupStep(ctx context.Context, og *ownedGroup, offers []offer) (
 		posts = append(posts, Post{Records: o.records}) // no znode to drain
 	}
 	o.drain(plan, posts, nPosts)
-	plan.fillWindows(o.layout)
+	o.compactEntries(plan)
+	plan.fillWindows(o.layout, time.Now().Unix())
 	o.settleBudget(plan, og)
 	if o.opts.Dropped != nil {
 		for reason, n := range plan.drops {
@@ -571,6 +614,8 @@ type stepPlan struct {
 	dropped  []hostMove     // per host dropped from (step.Drop): how many of its oldest pending records
 	drops    map[string]int // records dropped, by reason
 	rest     [][][]byte     // per offer: the records this step had no room for
+	entries  []plannedEntry // schedule entries accepted, in Accept order
+	entryIdx map[uint64]int // key -> its index in entries
 
 	keys      map[uint64]bool  // fingerprints accepted in this step
 	hostCount map[string]int64 // host -> records accepted in this step
@@ -578,10 +623,13 @@ type stepPlan struct {
 	bytes     int64            // raw bytes accepted in this step
 }
 
-// hostMove says that a step moves the n oldest pending records of host.
+// hostMove says that a step moves the n oldest pending records of host
+// and then (or, with recrawl_new_first off, before them) its e due
+// schedule entries (already taken out of the model).
 type hostMove struct {
 	host string
 	n    int
+	e    int
 }
 
 func newStepPlan(og *ownedGroup, cfg config.Config, groups, offers int) *stepPlan {
@@ -589,6 +637,7 @@ func newStepPlan(og *ownedGroup, cfg config.Config, groups, offers int) *stepPla
 		grp: og.grp, group: og.budget.group, view: og, budget: og.budget, cfg: cfg, groups: int64(groups),
 		drops: map[string]int{}, rest: make([][][]byte, offers),
 		keys: map[uint64]bool{}, hostCount: map[string]int64{}, hostBytes: map[string]int64{},
+		entryIdx: map[uint64]int{},
 	}
 }
 
@@ -639,6 +688,10 @@ func (o *Owner) drain(plan *stepPlan, posts []Post, nPosts int) {
 func (o *Owner) admit(plan *stepPlan, rec []byte, it Item) {
 	if it.URL == "" {
 		plan.drops[DropBad]++
+		return
+	}
+	if it.Prev != nil {
+		o.admitEntry(plan, rec, it)
 		return
 	}
 	key := Fingerprint(it.URL)
@@ -700,18 +753,19 @@ func (plan *stepPlan) overQuota(host, u string) string {
 func ReadyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 
 // fillWindows adds the moves that fill the hosts' ready windows
-// (ReadyWindow items) from their oldest pending records,
-// hosts with the fewest ready items first. A window is refilled once a
-// third of it (at least one item) is free, so one step moves several items
-// of a busy host instead of one per finished page. A step moves at most
-// stepMaxMoves items and about stepMoveBytes.
-func (plan *stepPlan) fillWindows(layout Layout) {
+// (ReadyWindow items) from their oldest pending records and their due
+// schedule entries (at now, Unix seconds; new records first under
+// recrawl_new_first), hosts with the fewest ready items first. A window is
+// refilled once a third of it (at least one item) is free, so one step
+// moves several items of a busy host instead of one per finished page. A
+// step moves at most stepMaxMoves items and about stepMoveBytes.
+func (plan *stepPlan) fillWindows(layout Layout, now int64) {
 	v := plan.view
 	window := ReadyWindow(plan.cfg)
 	refillAt := window - max(1, window/3)
 	var order []string
 	for h, hb := range v.hosts {
-		if len(hb.pending) > 0 && hb.ready <= refillAt && plan.budgetLeft(h) > 0 {
+		if (len(hb.pending) > 0 || hb.dueNow(now)) && hb.ready <= refillAt && plan.budgetLeft(h) > 0 {
 			order = append(order, h)
 		}
 	}
@@ -719,17 +773,39 @@ func (plan *stepPlan) fillWindows(layout Layout) {
 	moveBytes := 0
 	for _, h := range order {
 		hb := v.hosts[h]
-		n := min(window-hb.ready, len(hb.pending), stepMaxMoves-len(plan.step.Move), plan.budgetLeft(h))
-		for i, pr := range hb.pending[:n] {
-			if moveBytes >= stepMoveBytes {
-				n = i
+		limit := min(window-hb.ready, stepMaxMoves-len(plan.step.Move), plan.budgetLeft(h))
+		m := hostMove{host: h}
+		takeNew := func() bool {
+			if m.n >= len(hb.pending) {
+				return false
+			}
+			pr := hb.pending[m.n]
+			moveBytes += int(pr.bytes) + 64
+			plan.move(layout, pr.ref, 0)
+			m.n++
+			return true
+		}
+		takeDue := func() bool {
+			e := v.takeDue(hb, now)
+			if e == nil {
+				return false
+			}
+			moveBytes += int(e.bytes) + 64
+			plan.move(layout, e.ref, e.interval)
+			m.e++
+			return true
+		}
+		for m.n+m.e < limit && moveBytes < stepMoveBytes {
+			if plan.cfg.RecrawlNewFirst {
+				if !takeNew() && !takeDue() {
+					break
+				}
+			} else if !takeDue() && !takeNew() {
 				break
 			}
-			moveBytes += int(pr.bytes) + 64
-			plan.move(layout, pr.ref)
 		}
-		if n > 0 {
-			plan.moved = append(plan.moved, hostMove{h, n})
+		if m.n+m.e > 0 {
+			plan.moved = append(plan.moved, m)
 		}
 		if len(plan.step.Move) >= stepMaxMoves || moveBytes >= stepMoveBytes {
 			break
@@ -738,11 +814,18 @@ func (plan *stepPlan) fillWindows(layout Layout) {
 }
 
 // move adds the move of backlog record ref to the ready queue: its item's
-// JSON in its URL's shard. An undecodable record is moved as it is; the
+// JSON in its URL's shard; for a schedule entry (interval > 0) its Prev
+// carries the adapted interval that made it due, which the fetch carries
+// into the next capture. An undecodable record is moved as it is; the
 // claim loop sends it to the dead letters.
-func (plan *stepPlan) move(layout Layout, ref Ref) {
+func (plan *stepPlan) move(layout Layout, ref Ref, interval int64) {
 	rec := plan.grp.Record(ref)
 	it, err := DecodeRecord(rec)
+	if err == nil && it.Prev != nil && interval > 0 {
+		prev := *it.Prev
+		prev.IntervalS = interval
+		it.Prev = &prev
+	}
 	var data []byte
 	if err == nil {
 		data, err = it.Encode()
@@ -763,7 +846,7 @@ func (o *Owner) commitStep(plan *stepPlan, res StepResult) {
 	k := 0
 	for _, m := range plan.moved {
 		v.takePending(m)
-		for range m.n {
+		for range m.n + m.e {
 			if res.Ready != nil {
 				v.addReady(coord.ShardName(step.Move[k].Shard)+"/"+res.Ready[k], m.host, int64(len(step.Move[k].Data)))
 			} // else: counted again by syncReady
@@ -773,11 +856,20 @@ func (o *Owner) commitStep(plan *stepPlan, res StepResult) {
 	for _, d := range plan.dropped {
 		v.takePending(d) // marked moved, no ready item (host budget)
 	}
+	entry := make(map[int]*dueEntry, len(plan.entries))
+	for _, pe := range plan.entries {
+		entry[pe.accept] = pe.dueEntry
+	}
 	for i, host := range plan.accepted {
+		if e := entry[i]; e != nil {
+			e.ref = res.Accepted[i]
+			v.addEntry(e)
+			continue
+		}
 		v.addPending(host, res.Accepted[i], len(step.Accept[i]))
 	}
 	for h, hb := range v.hosts {
-		if len(hb.pending) == 0 && hb.ready <= 0 {
+		if len(hb.pending) == 0 && len(hb.due) == 0 && hb.ready <= 0 {
 			delete(v.hosts, h)
 		}
 	}

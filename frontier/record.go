@@ -25,16 +25,23 @@ const (
 	recHops     = 1 // uvarint length, the hop path
 	recLastmod  = 2 // uvarint length, the sitemap lastmod
 	recPriority = 3 // 8 bytes, IEEE 754 little-endian: the sitemap priority
+	recPrev     = 4 // the last capture (appendPrev in record_prev.go)
 )
 
 // Record returns the compact binary form of it kept in the frontier's
 // inbox posts and backlog batches (coord compresses batches with flate):
 // uvarint depth, uvarint attempts, then the URL and the via URL, each as a
 // uvarint length and its bytes, then only the optional fields that are set,
-// each as a tag byte and its value (hops, lastmod, priority). NotBefore is
-// not kept: a backlog item has never been attempted (retries stay in the
-// ready window). Errors wrap ErrBadItem, as Encode's.
-func (it Item) Record() ([]byte, error) {
+// each as a tag byte and its value (hops, lastmod, priority, prev: the
+// capture in 10 to 90 bytes, appendPrev). NotBefore is not kept: a backlog
+// item has never been attempted (retries stay in the ready window).
+// Prev.Time and LastModified are kept to the second, Prev.IntervalS
+// within 4.4% (one exponent byte) and Prev.ETag only when there is no
+// LastModified. Errors wrap ErrBadItem, as Encode's.
+func (it Item) Record() ([]byte, error) { return it.record(false) }
+
+// record is Record with the prev field's prevFold flag set to fold.
+func (it Item) record(fold bool) ([]byte, error) {
 	if err := it.validate(); err != nil {
 		return nil, fmt.Errorf("encode record %q: %w", it.URL, err)
 	}
@@ -59,13 +66,25 @@ func (it Item) Record() ([]byte, error) {
 		out = append(out, recPriority)
 		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(*it.Priority))
 	}
+	if it.Prev != nil {
+		out = append(out, recPrev)
+		out = appendPrev(out, it.Prev, fold)
+	}
 	return out, nil
 }
 
 // DecodeRecord parses Record's output strictly. Errors wrap ErrBadItem and
 // name the reason.
 func DecodeRecord(data []byte) (Item, error) {
+	it, _, err := decodeRecordFold(data)
+	return it, err
+}
+
+// decodeRecordFold is DecodeRecord that also reports the prev field's
+// prevFold flag.
+func decodeRecordFold(data []byte) (Item, bool, error) {
 	var it Item
+	var fold bool
 	var err error
 	num := func(what string) int {
 		if err != nil {
@@ -99,7 +118,7 @@ func DecodeRecord(data []byte) (Item, error) {
 		tag := data[0]
 		data = data[1:]
 		if tag <= last {
-			return Item{}, fmt.Errorf("decode record: %w: field %d out of order", ErrBadItem, tag)
+			return Item{}, false, fmt.Errorf("decode record: %w: field %d out of order", ErrBadItem, tag)
 		}
 		last = tag
 		switch tag {
@@ -109,21 +128,26 @@ func DecodeRecord(data []byte) (Item, error) {
 			it.Lastmod = str("lastmod")
 		case recPriority:
 			if len(data) < 8 {
-				return Item{}, fmt.Errorf("decode record: %w: truncated priority", ErrBadItem)
+				return Item{}, false, fmt.Errorf("decode record: %w: truncated priority", ErrBadItem)
 			}
 			p := math.Float64frombits(binary.LittleEndian.Uint64(data))
 			it.Priority, data = &p, data[8:]
+		case recPrev:
+			var perr error
+			if it.Prev, fold, data, perr = decodePrev(data); perr != nil {
+				return Item{}, false, perr
+			}
 		default:
-			return Item{}, fmt.Errorf("decode record: %w: unknown field %d", ErrBadItem, tag)
+			return Item{}, false, fmt.Errorf("decode record: %w: unknown field %d", ErrBadItem, tag)
 		}
 	}
 	if err != nil {
-		return Item{}, err
+		return Item{}, false, err
 	}
 	if err := it.validate(); err != nil {
-		return Item{}, fmt.Errorf("decode record %q: %w", it.URL, err)
+		return Item{}, false, fmt.Errorf("decode record %q: %w", it.URL, err)
 	}
-	return it, nil
+	return it, fold, nil
 }
 
 // RecordKey returns the fingerprint of a record's URL (the key function

@@ -89,6 +89,11 @@ type Status struct {
 	// budget.
 	HostsAtBudget int64 `json:"hosts_at_budget,omitempty"`
 	HeldByBudget  int64 `json:"held_by_budget,omitempty"`
+	// Scheduled counts the recrawl schedule entries of this worker's
+	// shard groups and NextDue the earliest due time among them, as their
+	// owners last wrote them (docs/design.md "Recrawl"); omitted when none.
+	Scheduled int64      `json:"scheduled,omitempty"`
+	NextDue   *time.Time `json:"next_due,omitempty"`
 	// View names the shard assignment (R/assignment) this worker's
 	// ownership follows; a worker gaining a shard waits until every live
 	// worker shows its view (docs/design.md "Shard handoff").
@@ -117,6 +122,10 @@ func (w *Worker) status(sess *coord.Session) []byte {
 	}
 	totals := w.owner.Totals()
 	st.HostsAtBudget, st.HeldByBudget, st.Loads = totals.AtBudget, totals.Held, totals.Active
+	if totals.Scheduled > 0 {
+		next := time.Unix(totals.NextDue, 0).UTC()
+		st.Scheduled, st.NextDue = totals.Scheduled, &next
+	}
 	if e := w.cfgErr.Load(); e != nil {
 		st.ConfigError = *e
 	}

@@ -326,7 +326,9 @@ func applyAssignments(cur []byte, changes []assignment) ([]byte, error) {
 func knownKeys() []string {
 	m := map[string]json.RawMessage{}
 	_ = json.Unmarshal(config.Default().Encode(), &m)
-	m["politeness_key"] = nil // omitted while empty, but a key all the same
+	for _, k := range []string{"politeness_key", "recrawl_due_before", "recrawl_due_match"} {
+		m[k] = nil // omitted while empty, but a key all the same
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

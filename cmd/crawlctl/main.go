@@ -34,6 +34,7 @@ Commands:
   config set       change config keys (key=value ...) or replace it (--file)
   pause            stop every worker from claiming new URLs (config paused=true)
   resume           let the workers claim again (config paused=false)
+  recrawl --now    make scheduled recrawls due at once (--match REGEX: some)
   requeue-failed   move dead letters (URLs that failed every attempt) back
                    to the queue with their attempts reset
   drain            ask every worker to finish its in-flight URLs and exit
@@ -135,7 +136,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, requeueCommand, drainCommand, listCommand, deleteCommand, serveCommand, reportCommand, packageCommand}
+	commands = []*command{statusCommand, configGetCommand, configSetCommand, pauseCommand, resumeCommand, recrawlCommand, requeueCommand, drainCommand, listCommand, deleteCommand, serveCommand, reportCommand, packageCommand}
 }
 
 func findCommand(name string) *command {

@@ -149,6 +149,10 @@ func renderQueue(w io.Writer, d *statusDoc) {
 	if q.HostsAtBudget > 0 || q.Held > 0 {
 		fmt.Fprintf(w, "          host budget: %d hosts at max_pages_per_host, %d of the backlog's URLs held for them\n", q.HostsAtBudget, q.Held)
 	}
+	if q.Scheduled > 0 && q.NextDue != nil {
+		fmt.Fprintf(w, "          recrawl: %d scheduled, %d due now, %d due within the hour, next due %s\n",
+			q.Scheduled, q.DueNow, q.DueHour, q.NextDue.Format(time.RFC3339))
+	}
 	if len(q.Dropped) == 0 {
 		return
 	}

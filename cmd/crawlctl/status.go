@@ -27,8 +27,10 @@ var statusCommand = &command{
 	args: "[--watch] [--json] [--interval 1s]",
 	about: `Shows the state of the crawl, read from ZooKeeper:
 
-  - the state: DONE (queue empty and no claim held anywhere; URLs held
-    by max_pages_per_host with host_budget_action keep may be left), DRAINING
+  - the state: DONE (nothing new and nothing due: queue empty and no
+    claim held anywhere; URLs held by max_pages_per_host with
+    host_budget_action keep and recrawl schedule entries not yet due may be
+    left), DRAINING
     (drain requested), PAUSED (config paused=true), STOPPED (URLs queued
     but no live worker) or RUNNING
   - the config version in the znode, whether it is valid, and which workers
@@ -46,6 +48,8 @@ var statusCommand = &command{
     number of dead letters (URLs that failed every attempt; see
     requeue-failed), and the hosts at max_pages_per_host with the URLs
     held for them
+  - with recrawl (config recrawl): the URLs scheduled, due now, due within
+    the hour and the next due time
 
 --watch redraws the screen about once every --interval like top, until
 Ctrl-C; when stdout is not a terminal it appends one plain snapshot per
@@ -157,6 +161,14 @@ type queueDoc struct {
 	// "Per-host budgets"); omitted when 0.
 	HostsAtBudget int `json:"hosts_at_budget,omitempty"`
 	Held          int `json:"held_by_budget,omitempty"`
+	// Scheduled counts the Backlog URLs that are recrawl schedule
+	// entries, DueNow and DueHour those due now and within the hour, and
+	// NextDue the earliest due time (docs/design.md "Recrawl"), as the
+	// groups' owners last wrote them; omitted when no entry exists.
+	Scheduled int        `json:"scheduled,omitempty"`
+	DueNow    int        `json:"due_now,omitempty"`
+	DueHour   int        `json:"due_within_hour,omitempty"`
+	NextDue   *time.Time `json:"next_due,omitempty"`
 	// Dropped sums the live workers' dropped links by reason (quotas,
 	// duplicates).
 	Dropped map[string]int64 `json:"dropped"`
@@ -165,7 +177,8 @@ type queueDoc struct {
 // pending is the frontier's count of what is left, whose Empty decides
 // statusDoc.Done.
 func (q queueDoc) pending() frontier.Pending {
-	return frontier.Pending{Ready: q.Queued, Claimed: q.Claimed, Backlog: q.Backlog, Posts: q.Posts, Held: q.Held}
+	return frontier.Pending{Ready: q.Queued, Claimed: q.Claimed, Backlog: q.Backlog, Posts: q.Posts, Held: q.Held,
+		Scheduled: q.Scheduled, DueNow: q.DueNow, DueHour: q.DueHour}
 }
 
 type shardDoc struct {
@@ -342,6 +355,11 @@ func (c *ctl) statusQueue(cctx context.Context, doc *statusDoc) error {
 		if _, atBudget, err := frontier.DecodeHostTotals(g.Annex); err == nil {
 			doc.Queue.HostsAtBudget += int(atBudget)
 		}
+	}
+	if p := frontier.BacklogPending(groups); p.Scheduled > 0 {
+		doc.Queue.Scheduled, doc.Queue.DueNow, doc.Queue.DueHour = p.Scheduled, p.DueNow, p.DueHour
+		next := p.NextDue.UTC()
+		doc.Queue.NextDue = &next
 	}
 	doc.Queue.Dropped = map[string]int64{}
 	for _, wd := range doc.Workers {

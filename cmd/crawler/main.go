@@ -106,7 +106,7 @@ func parseCrawlFlags(args []string, env func(string) (string, bool), stderr io.W
 	fs.StringVar(&opts.OutDir, "out", "", "output directory for WARC files and crawl.log (required; one per worker: a second worker on it stops at start)")
 	fs.StringVar(&opts.ID, "id", "", "worker id shown in status and logs (default <hostname>-<pid>)")
 	fs.DurationVar(&opts.SessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "ZooKeeper session timeout: how long a dead worker's claims outlive it")
-	fs.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "exit 0 once no ready item, claim, inbox post or backlog record is left anywhere, seen through ZooKeeper watches (batch crawls)")
+	fs.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "exit 0 once nothing is new and nothing is due: no ready item, claim, inbox post or backlog record is left anywhere but recrawl schedule entries not yet due (config recrawl) and URLs held by a host budget, seen through ZooKeeper watches (batch crawls)")
 	fs.DurationVar(&opts.QuietPeriod, "quiet-period", worker.DefaultQuietPeriod, "with --exit-when-done: how much longer the crawl must stay done before exiting (0: at once; the check reads a consistent snapshot)")
 	fs.DurationVar(&opts.StopTimeout, "stop-timeout", worker.DefaultStopTimeout, "on SIGINT/SIGTERM: how long in-flight fetches may finish")
 	fs.Int64Var(&opts.WARCMaxBytes, "warc-max-bytes", storage.DefaultMaxFileBytes, "rotate WARC files past this size, in bytes")

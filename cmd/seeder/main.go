@@ -27,7 +27,13 @@ normalizes every seed URL and enqueues each exactly once. Seeds come from the
 arguments and from --seeds FILE (or - for stdin): one URL per line, blank lines
 and lines starting with # ignored. Running it again with the same seeds
 enqueues nothing new. A bad seed line is reported with its line number and
-reason and does not stop the others.`
+reason and does not stop the others.
+
+--revisit-from OLD posts the recrawl schedule entries of the crawl OLD (each
+fetched URL with its last capture, docs/design.md "Recrawl") into NAME, due
+at once, so that NAME's first pass over them is a recrawl; seeds are then
+optional. An OLD that does not exist or has another layout is refused, nothing
+written.`
 
 const examples = `  seeder --zk 127.0.0.1:2181 --crawl docs https://example.org/
   seeder --zk zk1:2181,zk2:2181,zk3:2181 --crawl news --config news.json --seeds seeds.txt
@@ -61,9 +67,12 @@ type seedJob struct {
 	keyAsked  string // politeness key named by --politeness-key or --config; "" when neither
 	cfgDoc    []byte // --config FILE's document, validated; nil without --config
 	seedsFile string // --seeds: a path, "-" for stdin, "" for none
-	every     time.Duration
-	log       *slog.Logger
-	cdxj      []string // --revisit-cdxj files (revisitcdxj.go)
+	// revisitFrom names the old crawl whose schedule entries are posted
+	// (--revisit-from); "" none.
+	revisitFrom string
+	every       time.Duration
+	log         *slog.Logger
+	cdxj        []string // --revisit-cdxj files (revisitcdxj.go)
 }
 
 // seed runs the seeder with args, env for flag defaults from the
@@ -79,7 +88,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		return err
 	}
 	defer closeInput()
-	if input == nil && job.fs.NArg() == 0 && len(job.cdxj) == 0 {
+	if input == nil && job.fs.NArg() == 0 && len(job.cdxj) == 0 && job.revisitFrom == "" {
 		return cli.Usage("no seeds: give URLs as arguments or --seeds FILE")
 	}
 
@@ -96,6 +105,15 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 	if err != nil {
 		return err
 	}
+	var old *frontier.Frontier
+	if job.revisitFrom != "" {
+		if old, err = openRevisitFrom(cctx, client, job.revisitFrom, job.crawl); err != nil {
+			if index != nil {
+				index.Close()
+			}
+			return err
+		}
+	}
 	front, err := job.prepareCrawl(cctx, client, stderr)
 	if err != nil {
 		if index != nil {
@@ -103,8 +121,18 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 		}
 		return err
 	}
-	if err := job.importRevisitCDXJ(ctx, index, stdout, stderr); err != nil || (input == nil && job.fs.NArg() == 0) {
+	if err := job.importRevisitCDXJ(ctx, index, stdout, stderr); err != nil || (input == nil && job.fs.NArg() == 0 && old == nil) {
 		return err
+	}
+	if old != nil {
+		n, err := revisitFrom(ctx, client, old, front, job.root)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "crawl %s: %d schedule entries from crawl %s, due at once\n", job.crawl, n, job.revisitFrom)
+		if input == nil && job.fs.NArg() == 0 {
+			return nil
+		}
 	}
 
 	sum, err := job.enqueueSeeds(ctx, front, input, stderr)
@@ -124,7 +152,7 @@ func seed(ctx context.Context, args []string, env func(string) (string, bool), s
 // parseSeedFlags parses and checks the seeder's flags, and reads and
 // validates the --config document. Bad usage is a cli.Usage error.
 func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*seedJob, error) {
-	fs := cli.NewFlagSet("seeder", "seeder --zk HOST:PORT[,...] --crawl NAME [--config FILE.json] [--seeds FILE|-] [URL...]", about, examples)
+	fs := cli.NewFlagSet("seeder", "seeder --zk HOST:PORT[,...] --crawl NAME [--config FILE.json] [--seeds FILE|-] [--revisit-from OLD] [URL...]", about, examples)
 	fs.SetOutput(stderr)
 	zkServers := fs.String("zk", "127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port...][/chroot]")
 	crawl := fs.String("crawl", "", "crawl name (required); its znodes live under /zkcrawl/NAME")
@@ -133,6 +161,7 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 	shards := fs.Int("shards", frontier.DefaultLayout.Shards, "number of ready-queue shards (znode parents), fixed when the crawl is created")
 	spread := fs.Int("host-spread", frontier.DefaultLayout.Spread, "shards one host's ready items spread over (1..64; divides --shards); shard groups = shards / host-spread are the unit of ownership, fixed at creation")
 	polKey := fs.String("politeness-key", frontier.KeyHost, "what one politeness budget (rate, in-flight cap, per-host quotas) covers and so what chooses a URL's owner: host, domain (registrable domain, Public Suffix List) or ip (the host name's address: virtual hosts on one server share it); fixed at creation (also the key politeness_key of --config)")
+	revisit := fs.String("revisit-from", "", "post the recrawl schedule entries of this old crawl (URLs with their last capture) into the new one, due at once")
 	every := fs.Duration("progress-interval", 5*time.Second, "log seeding progress (lines read, enqueued, duplicates, rejected, lines/s) this often on large inputs; 0: never")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when ZooKeeper does not answer within this time")
 	cdxj := fs.StringSlice("revisit-cdxj", nil, "CDXJ index FILE(s) of earlier captures (pywb/warcio.js form; repeat the flag or separate with commas) whose status-200 responses are entered in the crawl's digest index (config dedup_index, required), so their payloads are written as revisits")
@@ -142,7 +171,8 @@ func parseSeedFlags(args []string, env func(string) (string, bool), stderr io.Wr
 		return nil, err
 	}
 	job := &seedJob{fs: fs, zkServers: *zkServers, timeout: *timeout, crawl: *crawl,
-		layout: frontier.Layout{Shards: *shards, Spread: *spread}, seedsFile: *seedsFile, every: *every, cdxj: *cdxj}
+		layout: frontier.Layout{Shards: *shards, Spread: *spread}, seedsFile: *seedsFile, every: *every, cdxj: *cdxj,
+		revisitFrom: *revisit}
 	var err error
 	if job.zkCfg, err = zkAuth(); err != nil {
 		return nil, err

@@ -1,0 +1,136 @@
+package frontier
+
+import (
+	"math"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+)
+
+// Adaptive recrawl intervals as Nutch's AdaptiveFetchSchedule: a capture
+// that changed shrinks the interval by schedDecRate, one that did not
+// grows it by schedIncRate, within the URL's bounds (docs/design.md,
+// "Recrawl").
+const (
+	schedDecRate = 0.2
+	schedIncRate = 0.4
+)
+
+// schedPolicy is the recrawl settings of one config, compiled: the
+// bounds per URL (recrawl_rules, else recrawl_interval_min_s/max_s) and
+// the `crawlctl recrawl --now` request (recrawl_due_before/match).
+type schedPolicy struct {
+	min, max  int64
+	rules     []config.RecrawlRule
+	res       []*regexp.Regexp
+	dueBefore int64 // Unix seconds; 0: none
+	dueMatch  *regexp.Regexp
+}
+
+// newSchedPolicy compiles cfg's recrawl keys (validated by config: a
+// pattern that does not compile here matches nothing).
+func newSchedPolicy(cfg config.Config) *schedPolicy {
+	p := &schedPolicy{min: cfg.RecrawlIntervalMinS, max: cfg.RecrawlIntervalMaxS, rules: slices.Clone(cfg.RecrawlRules)}
+	p.min, p.max = max(p.min, 1), max(p.max, p.min, 1)
+	for _, r := range cfg.RecrawlRules {
+		re, _ := regexp.Compile(r.Match)
+		p.res = append(p.res, re)
+	}
+	if t := cfg.RecrawlDue(); !t.IsZero() {
+		p.dueBefore = t.Unix()
+		if cfg.RecrawlDueMatch != "" {
+			p.dueMatch, _ = regexp.Compile(cfg.RecrawlDueMatch)
+		}
+	}
+	return p
+}
+
+// same reports whether cfg's recrawl keys are those p was compiled from.
+func (p *schedPolicy) same(cfg config.Config) bool {
+	due := int64(0)
+	if t := cfg.RecrawlDue(); !t.IsZero() {
+		due = t.Unix()
+	}
+	match := ""
+	if p.dueMatch != nil {
+		match = p.dueMatch.String()
+	}
+	if due == 0 {
+		cfg.RecrawlDueMatch = ""
+	}
+	return p.min == cfg.RecrawlIntervalMinS && p.max == cfg.RecrawlIntervalMaxS && p.dueBefore == due &&
+		match == cfg.RecrawlDueMatch && slices.Equal(p.rules, cfg.RecrawlRules)
+}
+
+// bounds returns the interval bounds of URL u: the first matching rule's,
+// else the global ones.
+func (p *schedPolicy) bounds(u string) (lo, hi int64) {
+	for i, re := range p.res {
+		if re != nil && re.MatchString(u) {
+			return p.rules[i].MinS, p.rules[i].MaxS
+		}
+	}
+	return p.min, p.max
+}
+
+// interval returns the next recrawl interval, in seconds, of schedule
+// entry it (it.Prev set): the capture's interval shrunk by schedDecRate
+// when it changed, grown by schedIncRate when not; for a first capture
+// (Prev.IntervalS 0), half the age of its content (Prev.LastModified, else
+// the sitemap lastmod) when known, else from the sitemap priority
+// (min x (max/min)^(1-priority): priority 1 gives min, 0 max), else the
+// minimum; always clamped to the URL's bounds.
+func (p *schedPolicy) interval(it Item) int64 {
+	lo, hi := p.bounds(it.URL)
+	c := it.Prev
+	var iv float64
+	switch {
+	case c.IntervalS > 0 && c.Changed:
+		iv = float64(c.IntervalS) * (1 - schedDecRate)
+	case c.IntervalS > 0:
+		iv = float64(c.IntervalS) * (1 + schedIncRate)
+	default:
+		iv = float64(lo)
+		lm := c.LastModified
+		if lm.IsZero() {
+			lm = parseLastmod(it.Lastmod)
+		}
+		switch {
+		case !lm.IsZero() && lm.Before(c.Time):
+			iv = c.Time.Sub(lm).Seconds() / 2
+		case it.Priority != nil:
+			iv = float64(lo) * math.Pow(float64(hi)/float64(lo), 1-*it.Priority)
+		}
+	}
+	return min(max(int64(math.Round(iv)), lo), hi)
+}
+
+// due returns when schedule entry it is due, in Unix seconds, and the
+// interval that makes it so: Prev.Time plus interval, or, when a
+// `crawlctl recrawl --now` request covers it (captured before
+// recrawl_due_before, URL matching recrawl_due_match), the request's time
+// if that is earlier.
+func (p *schedPolicy) due(it Item) (at, interval int64) {
+	interval = p.interval(it)
+	t := it.Prev.Time.Unix()
+	if p.dueBefore != 0 && t < p.dueBefore && (p.dueMatch == nil || p.dueMatch.MatchString(it.URL)) {
+		return min(p.dueBefore, t+interval), interval
+	}
+	return t + interval, interval
+}
+
+// lastmodLayouts are the W3C Datetime forms a sitemap lastmod takes.
+var lastmodLayouts = []string{time.RFC3339, "2006-01-02T15:04Z07:00", "2006-01-02", "2006-01", "2006"}
+
+// parseLastmod parses a sitemap lastmod (W3C Datetime); zero when it does
+// not parse.
+func parseLastmod(s string) time.Time {
+	for _, l := range lastmodLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
