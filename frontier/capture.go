@@ -24,7 +24,7 @@ const MaxETagBytes = 64
 // URL is in the seen-set, and makes the URL ready again when it is due.
 //
 // JSON keys: time (RFC 3339 UTC), and, omitted when empty, digest, etag,
-// last_modified, interval_s, changed.
+// last_modified, interval_s, changed, fetched.
 type Capture struct {
 	// Time is the WARC-Date of the capture's response record, UTC, at
 	// second precision (what WARC-Refers-To-Date needs).
@@ -46,6 +46,20 @@ type Capture struct {
 	// one's (true for a URL's first capture); the owner shrinks the
 	// interval when it is set and grows it otherwise.
 	Changed bool `json:"changed,omitempty"`
+	// Fetched is when the fetch that made this entry ran, UTC, second
+	// precision, when that is later than Time (a revisit keeps the
+	// original response's Time); zero means Time. The schedule counts
+	// from it (LastFetch): due = LastFetch + interval.
+	Fetched time.Time `json:"fetched,omitzero"`
+}
+
+// LastFetch returns when the URL was last fetched: Fetched, or Time when
+// Fetched is zero.
+func (c *Capture) LastFetch() time.Time {
+	if c.Fetched.After(c.Time) {
+		return c.Fetched
+	}
+	return c.Time
 }
 
 // DigestPrefix returns Capture.Digest's form of a WARC payload digest

@@ -48,7 +48,7 @@ func (f *Frontier) WatchPending(ctx context.Context) (p Pending, changed <-chan 
 	if err != nil {
 		return Pending{}, nil, err
 	}
-	p = BacklogPending(groups)
+	p = BacklogPending(groups, f.policy())
 	p.Ready, p.Claimed = qs.Queued, qs.Claimed
 	return p, changed, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/internal/seenset"
 )
@@ -37,6 +38,9 @@ type Frontier struct {
 	known  *seenset.Set // loaded by LoadKnown (~8 B a key); read-only after
 
 	local LocalOwner // set by SetLocalOwner; nil: every record is posted
+	// config returns the config in force (set by NewOwner; nil: Pending
+	// does not check the schedule summaries' policy).
+	config func() config.Config
 
 	mu       sync.Mutex
 	pending  map[int][][]byte
@@ -298,6 +302,14 @@ func HeldBacklog(st GroupStats) int {
 	return int(min(held, int64(st.Backlog)))
 }
 
+// policy returns SchedulePolicy of the config in force, 0 when f has none.
+func (f *Frontier) policy() uint64 {
+	if f.config == nil {
+		return 0
+	}
+	return SchedulePolicy(f.config())
+}
+
 // Pending reads the counts of p (numChildren of the ready and claim
 // shards, every group's cursor and inbox size): a snapshot, not atomic.
 // Errors: ZooKeeper errors after retries.
@@ -310,7 +322,7 @@ func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
 	if err != nil {
 		return Pending{}, err
 	}
-	out := BacklogPending(groups)
+	out := BacklogPending(groups, f.policy())
 	out.Ready, out.Claimed = qp.Queued, qp.Claimed
 	return out, nil
 }
@@ -318,8 +330,12 @@ func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
 // BacklogPending sums the groups' part of Pending (Backlog, Posts, Held,
 // the schedule counts at the current time) from their stats
 // (Backlog.Stats); Ready and Claimed are left 0. An annex that does not
-// decode counts as no schedule.
-func BacklogPending(groups []GroupStats) Pending {
+// decode counts as no schedule. policy is SchedulePolicy of the config in
+// force (0: not checked): a group whose summary was computed under another
+// counts every entry as due now (its owner has not applied the new keys
+// yet, e.g. just after `crawlctl recrawl --now`), so no done check passes
+// on a stale summary.
+func BacklogPending(groups []GroupStats, policy uint64) Pending {
 	var out Pending
 	now := time.Now()
 	for _, g := range groups {
@@ -331,6 +347,15 @@ func BacklogPending(groups []GroupStats) Pending {
 			continue
 		}
 		out.Scheduled += int(min(s.Entries, int64(g.Backlog)))
+		if policy != 0 && s.Policy != policy {
+			n := int(min(s.Entries, int64(g.Backlog)))
+			out.DueNow += n
+			out.DueHour += n
+			if out.NextDue.IsZero() || now.Before(out.NextDue) {
+				out.NextDue = now.Truncate(time.Second)
+			}
+			continue
+		}
 		n, _ := s.DueBy(now)
 		out.DueNow += int(n)
 		n, _ = s.DueBy(now.Add(time.Hour))

@@ -83,6 +83,7 @@ func NewOwner(f *Frontier, opts OwnerOptions) *Owner {
 	}
 	o := &Owner{front: f, layout: f.layout, queue: f.q, log: opts.Log, opts: opts}
 	f.SetLocalOwner(o.offer)
+	f.config = opts.Config
 	return o
 }
 

@@ -133,7 +133,7 @@ func (v *ownedGroup) loadEntry(host string, ref Ref, rec []byte) {
 // entry returns the model of schedule entry it (record of n bytes at ref).
 func (s *schedState) entry(it Item, host string, ref Ref, n int) *dueEntry {
 	due, iv := s.policy.due(it)
-	return &dueEntry{due: due, interval: iv, capture: it.Prev.Time.Unix(), key: Fingerprint(it.URL), ref: ref, bytes: int32(n), host: host}
+	return &dueEntry{due: due, interval: iv, capture: it.Prev.LastFetch().Unix(), key: Fingerprint(it.URL), ref: ref, bytes: int32(n), host: host}
 }
 
 // recordHasPrev reports whether a record carries a prev field, walking
@@ -199,14 +199,14 @@ func (gr *Group) liveBatches(want func(seq uint64) bool) (out []liveBatch, newes
 }
 
 // admitEntry judges schedule entry it (record rec) in a step: a later
-// capture of a URL with a pending entry replaces it (the old one is
+// fetch (Capture.LastFetch) of a URL with a pending entry replaces it (the old one is
 // dropped in the same multi), an earlier or equal one is a duplicate; a
 // URL the group has not seen gets the fold mark, so its key joins the seen
 // chunks when its batch retires. Only max_frontier_bytes refuses entries.
 func (o *Owner) admitEntry(plan *stepPlan, rec []byte, it Item) {
 	key := Fingerprint(it.URL)
 	v, s := plan.view, plan.view.sched
-	capture := it.Prev.Time.Unix()
+	capture := it.Prev.LastFetch().Unix()
 	if i, ok := plan.entryIdx[key]; ok { // an entry of this step: keep the newer
 		pe := &plan.entries[i]
 		if pe.capture >= capture {
@@ -358,7 +358,9 @@ func (plan *stepPlan) summary() ScheduleSummary {
 			next = hb.due[0].due
 		}
 	}
-	return summarize(s.minutes, extra, entries, max(next, 0))
+	sum := summarize(s.minutes, extra, entries, max(next, 0))
+	sum.Policy = s.policy.stamp
+	return sum
 }
 
 // nextDue returns when the group's earliest entry that is not due yet

@@ -25,7 +25,8 @@ const (
 	prevETag     = 1 << 3 // a uvarint length and the ETag follow
 	prevInterval = 1 << 4 // one byte of interval exponent follows
 	prevFold     = 1 << 5 // owner only: the key joins the seen chunks when the batch retires
-	prevKnown    = prevChanged | prevDigest | prevLastMod | prevETag | prevInterval | prevFold
+	prevFetched  = 1 << 6 // a uvarint of seconds from the capture time to the last fetch follows
+	prevKnown    = prevChanged | prevDigest | prevLastMod | prevETag | prevInterval | prevFold | prevFetched
 )
 
 // intervalSteps is how many exponent steps one doubling of an interval
@@ -58,7 +59,9 @@ func decodeIntervalExp(e byte) int64 {
 // flate takes the repeats) and, only when there is no Last-Modified, the
 // ETag as a uvarint length and its bytes (an ETag beside a Last-Modified
 // would cost 10 to 15 bytes per scheduled URL; the next fetch then sends
-// If-Modified-Since alone). fold sets prevFold.
+// If-Modified-Since alone), and, when the last fetch was later than the
+// capture (a revisit), a uvarint of the seconds between them. fold sets
+// prevFold.
 func appendPrev(out []byte, c *Capture, fold bool) []byte {
 	var flags byte
 	if c.Changed {
@@ -80,6 +83,10 @@ func appendPrev(out []byte, c *Capture, fold bool) []byte {
 	if fold {
 		flags |= prevFold
 	}
+	fetched := c.LastFetch().Unix() - c.Time.Unix()
+	if fetched > 0 {
+		flags |= prevFetched
+	}
 	out = binary.BigEndian.AppendUint32(out, uint32(c.Time.Unix()-CaptureEpoch.Unix()))
 	out = append(out, flags)
 	if flags&prevInterval != 0 {
@@ -94,6 +101,9 @@ func appendPrev(out []byte, c *Capture, fold bool) []byte {
 	if flags&prevETag != 0 {
 		out = binary.AppendUvarint(out, uint64(len(c.ETag)))
 		out = append(out, c.ETag...)
+	}
+	if flags&prevFetched != 0 {
+		out = binary.AppendUvarint(out, uint64(fetched))
 	}
 	return out
 }
@@ -143,6 +153,13 @@ func decodePrev(data []byte) (c *Capture, fold bool, rest []byte, err error) {
 		}
 		c.ETag, data = string(data[k:k+int(n)]), data[k+int(n):]
 	}
+	if flags&prevFetched != 0 {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || n == 0 || n > math.MaxUint32 {
+			return bad("bad fetch time")
+		}
+		c.Fetched, data = c.Time.Add(time.Duration(n)*time.Second), data[k:]
+	}
 	return c, flags&prevFold != 0, data, nil
 }
 
@@ -173,6 +190,9 @@ func validateCapture(c *Capture) error {
 			c.LastModified.UTC().Format(time.RFC3339), c.Time.UTC().Format(time.RFC3339))
 	case c.IntervalS < 0 || c.IntervalS > MaxIntervalS:
 		return fmt.Errorf("%w: prev interval_s %d outside 0..%d", ErrBadItem, c.IntervalS, int64(MaxIntervalS))
+	case !c.Fetched.IsZero() && (c.Fetched.Before(c.Time) || !c.Fetched.Before(captureEnd)):
+		return fmt.Errorf("%w: prev fetched %s outside the capture time %s..%s", ErrBadItem,
+			c.Fetched.UTC().Format(time.RFC3339), c.Time.UTC().Format(time.RFC3339), captureEnd.Format(time.RFC3339))
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package frontier
 
 import (
+	"encoding/json"
+	"hash/fnv"
 	"math"
 	"regexp"
 	"slices"
@@ -22,6 +24,7 @@ const (
 // bounds per URL (recrawl_rules, else recrawl_interval_min_s/max_s) and
 // the `crawlctl recrawl --now` request (recrawl_due_before/match).
 type schedPolicy struct {
+	stamp     uint64 // SchedulePolicy of the config
 	min, max  int64
 	rules     []config.RecrawlRule
 	res       []*regexp.Regexp
@@ -32,7 +35,7 @@ type schedPolicy struct {
 // newSchedPolicy compiles cfg's recrawl keys (validated by config: a
 // pattern that does not compile here matches nothing).
 func newSchedPolicy(cfg config.Config) *schedPolicy {
-	p := &schedPolicy{min: cfg.RecrawlIntervalMinS, max: cfg.RecrawlIntervalMaxS, rules: slices.Clone(cfg.RecrawlRules)}
+	p := &schedPolicy{stamp: SchedulePolicy(cfg), min: cfg.RecrawlIntervalMinS, max: cfg.RecrawlIntervalMaxS, rules: slices.Clone(cfg.RecrawlRules)}
 	p.min, p.max = max(p.min, 1), max(p.max, p.min, 1)
 	for _, r := range cfg.RecrawlRules {
 		re, _ := regexp.Compile(r.Match)
@@ -45,6 +48,21 @@ func newSchedPolicy(cfg config.Config) *schedPolicy {
 		}
 	}
 	return p
+}
+
+// SchedulePolicy returns a 64-bit stamp of cfg's recrawl keys that decide
+// due times (recrawl_interval_min_s/max_s, recrawl_rules,
+// recrawl_due_before/match): FNV-1a over their JSON, equal for equal keys.
+// An owner writes it into its ScheduleSummary; BacklogPending compares.
+func SchedulePolicy(cfg config.Config) uint64 {
+	due := ""
+	if t := cfg.RecrawlDue(); !t.IsZero() {
+		due = t.UTC().Format(time.RFC3339) + " " + cfg.RecrawlDueMatch
+	}
+	b, _ := json.Marshal([]any{cfg.RecrawlIntervalMinS, cfg.RecrawlIntervalMaxS, cfg.RecrawlRules, due})
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
 }
 
 // same reports whether cfg's recrawl keys are those p was compiled from.
@@ -81,7 +99,9 @@ func (p *schedPolicy) bounds(u string) (lo, hi int64) {
 // (Prev.IntervalS 0), half the age of its content (Prev.LastModified, else
 // the sitemap lastmod) when known, else from the sitemap priority
 // (min x (max/min)^(1-priority): priority 1 gives min, 0 max), else the
-// minimum; always clamped to the URL's bounds.
+// minimum; always clamped to the URL's bounds. A changed capture's
+// interval shrinks and an unchanged one's grows by at least a second, so
+// whole-second rounding cannot hold a short interval still.
 func (p *schedPolicy) interval(it Item) int64 {
 	lo, hi := p.bounds(it.URL)
 	c := it.Prev
@@ -104,17 +124,24 @@ func (p *schedPolicy) interval(it Item) int64 {
 			iv = float64(lo) * math.Pow(float64(hi)/float64(lo), 1-*it.Priority)
 		}
 	}
-	return min(max(int64(math.Round(iv)), lo), hi)
+	next := int64(math.Round(iv))
+	switch {
+	case c.IntervalS > 0 && c.Changed:
+		next = min(next, c.IntervalS-1) // whole seconds: 2 x 0.8 must not round back to 2
+	case c.IntervalS > 0:
+		next = max(next, c.IntervalS+1) // nor 1 x 1.4 to 1
+	}
+	return min(max(next, lo), hi)
 }
 
 // due returns when schedule entry it is due, in Unix seconds, and the
-// interval that makes it so: Prev.Time plus interval, or, when a
-// `crawlctl recrawl --now` request covers it (captured before
+// interval that makes it so: Prev.LastFetch() plus interval, or, when a
+// `crawlctl recrawl --now` request covers it (last fetched before
 // recrawl_due_before, URL matching recrawl_due_match), the request's time
 // if that is earlier.
 func (p *schedPolicy) due(it Item) (at, interval int64) {
 	interval = p.interval(it)
-	t := it.Prev.Time.Unix()
+	t := it.Prev.LastFetch().Unix()
 	if p.dueBefore != 0 && t < p.dueBefore && (p.dueMatch == nil || p.dueMatch.MatchString(it.URL)) {
 		return min(p.dueBefore, t+interval), interval
 	}

@@ -21,6 +21,11 @@ type ScheduleSummary struct {
 	// Next is the earliest due time, Unix seconds (0 when Entries is 0;
 	// a time in the past when an entry is overdue).
 	Next int64
+	// Policy is SchedulePolicy of the config the owner computed the due
+	// times under: a reader whose config has another (recrawl --now, new
+	// bounds or rules) cannot trust Next and Due until the owner's next
+	// step (BacklogPending counts every entry as due then).
+	Policy uint64
 	// Due lists the earliest due minutes: Unix minutes (a due time
 	// rounded up to the minute) in increasing order, with the entries due
 	// at each; at most maxDueBuckets, the last of a full list counting
@@ -113,12 +118,14 @@ func summarize(minutes, extra map[int64]int64, entries, next int64) ScheduleSumm
 	return s
 }
 
-// appendSchedule appends s as uvarint Entries, uvarint Next, uvarint n,
+// appendSchedule appends s as uvarint Entries, uvarint Next, Policy (8
+// bytes, big-endian), uvarint n,
 // n x (uvarint minute gap from the previous (the first from 0), uvarint
 // count).
 func appendSchedule(out []byte, s ScheduleSummary) []byte {
 	out = binary.AppendUvarint(out, uint64(max(s.Entries, 0)))
 	out = binary.AppendUvarint(out, uint64(max(s.Next, 0)))
+	out = binary.BigEndian.AppendUint64(out, s.Policy)
 	out = binary.AppendUvarint(out, uint64(len(s.Due)))
 	prev := int64(0)
 	for _, b := range s.Due {
@@ -147,6 +154,12 @@ func decodeSchedule(r []byte) (ScheduleSummary, []byte, error) {
 		return int64(v)
 	}
 	s.Entries, s.Next = next("entries"), next("next")
+	if err == nil {
+		if len(r) < 8 {
+			return s, r, fmt.Errorf("%w: truncated at schedule policy", errHostCounts)
+		}
+		s.Policy, r = binary.BigEndian.Uint64(r), r[8:]
+	}
 	n := next("buckets")
 	if err == nil && n > maxDueBuckets {
 		return s, r, fmt.Errorf("%w: %d due buckets, limit %d", errHostCounts, n, maxDueBuckets)

@@ -111,6 +111,8 @@ func (a *attempt) noteCapture(res *fetch.Result, ex storage.Exchange, info stora
 //     a 304 that repeats neither keeps it.Prev's, as a cache freshens its
 //     stored response (RFC 9111 section 4.3.4).
 //   - IntervalS is it.Prev's (0 without one); the owner adapts it.
+//   - Fetched is this fetch's time when it is later than Time (a revisit):
+//     the next due time counts from it, not from the original capture.
 //   - Changed is false for a revisit, and for a response whose digest
 //     prefix equals it.Prev.Digest (an error page served again unchanged);
 //     true otherwise.
@@ -145,6 +147,9 @@ func (a *attempt) scheduleEntry(res *fetch.Result, ex storage.Exchange, info sto
 	}
 	if prev != nil {
 		c.IntervalS = prev.IntervalS
+	}
+	if fetched := date.UTC().Truncate(time.Second); fetched.After(c.Time) {
+		c.Fetched = fetched // a revisit: the schedule counts from this fetch
 	}
 	return frontier.Item{URL: it.URL, Depth: it.Depth, Hops: it.Hops, Lastmod: it.Lastmod, Priority: it.Priority, Prev: &c}
 }

@@ -356,7 +356,7 @@ func (c *ctl) statusQueue(cctx context.Context, doc *statusDoc) error {
 			doc.Queue.HostsAtBudget += int(atBudget)
 		}
 	}
-	if p := frontier.BacklogPending(groups); p.Scheduled > 0 {
+	if p := frontier.BacklogPending(groups, 0); p.Scheduled > 0 {
 		doc.Queue.Scheduled, doc.Queue.DueNow, doc.Queue.DueHour = p.Scheduled, p.DueNow, p.DueHour
 		next := p.NextDue.UTC()
 		doc.Queue.NextDue = &next
