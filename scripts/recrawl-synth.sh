@@ -284,14 +284,20 @@ fi
 need_bins zkserver testweb seeder crawler
 MAX=${MAX:-10}
 MIN=${MIN:-1}
-RUN_S=${RUN_S:-$((20 * MAX))}
+RUN_S=${RUN_S:-$(awk -v m="$MAX" 'BEGIN{print 20*m}')}
 CHANGE_MIN=${CHANGE_MIN:-$(awk -v m="$MAX" 'BEGIN{print m/5}')}
-CHANGE_MAX=${CHANGE_MAX:-$((2 * MAX))}
+CHANGE_MAX=${CHANGE_MAX:-$(awk -v m="$MAX" 'BEGIN{print 2*m}')}
 HOSTS=${HOSTS:-5}
 PAGES=${PAGES:-20}
 SEED=${SEED:-1}
 WORKERS=${WORKERS:-3}
 RATE=${RATE:-20}
+for v in MAX MIN RUN_S CHANGE_MIN CHANGE_MAX RATE; do
+	[[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "$v=${!v}: want a number of seconds (RATE: requests/s)"
+done
+for v in HOSTS PAGES WORKERS; do
+	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -gt 0 ] || die "$v=${!v}: want a whole number above 0"
+done
 RECRAWL_DIR=${RECRAWL_DIR:-$ZKC_ROOT/out/recrawl-synth-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RECRAWL_DIR" || die "cannot create $RECRAWL_DIR"
 RECRAWL_DIR=$(cd "$RECRAWL_DIR" && pwd)
