@@ -68,10 +68,10 @@
 # everything at 0.51 x the oracle, so the row bounds lateness and
 # over-fetching; it does not prove adaptivity.
 #
-# Environment: MAX (recrawl_interval_max_s, default 10), MIN
-# (recrawl_interval_min_s, default 1), RUN_S (default 20 x MAX),
-# CHANGE_MIN and CHANGE_MAX (seconds, default MAX/5 and 2 x MAX), HOSTS (5),
-# PAGES (20 per host, besides "/"), SEED (1), WORKERS (3), RATE
+# Environment: MAX (recrawl_interval_max_s, whole seconds, default 10), MIN
+# (recrawl_interval_min_s, whole seconds, default 1), RUN_S (default 20 x
+# MAX), CHANGE_MIN and CHANGE_MAX (seconds, default MAX/5 and 2 x MAX),
+# HOSTS (5), PAGES (20 per host, besides "/"), SEED (1), WORKERS (3), RATE
 # (per_host_rate_per_s, default 20: generous, about 5 times what the
 # schedule asks of a host), FORCE_SYNC (true: ZooKeeper fsyncs before each
 # ack, as in production; default false), RECRAWL_DIR (output, default
@@ -292,7 +292,10 @@ PAGES=${PAGES:-20}
 SEED=${SEED:-1}
 WORKERS=${WORKERS:-3}
 RATE=${RATE:-20}
-for v in MAX MIN RUN_S CHANGE_MIN CHANGE_MAX RATE; do
+for v in MAX MIN; do
+	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -gt 0 ] || die "$v=${!v}: want whole seconds above 0 (recrawl_interval_*_s)"
+done
+for v in RUN_S CHANGE_MIN CHANGE_MAX RATE; do
 	[[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "$v=${!v}: want a number of seconds (RATE: requests/s)"
 done
 for v in HOSTS PAGES WORKERS; do
