@@ -134,6 +134,10 @@ type WebConfig struct {
 	// LargeBytes is the size in bytes of WebPathLarge; 0 means
 	// WebDefaultLargeBytes, at least 1 KiB.
 	LargeBytes int
+	// Mutate makes every host's "/" and /p/<n> change over time at known
+	// random rates, with validators and 304s (web_mutate.go); the zero
+	// value means pages never change.
+	Mutate WebMutate
 	// Logger receives start/stop lines (Info) and one line per request
 	// (Debug); nil means slog.Default().
 	Logger *slog.Logger
@@ -190,6 +194,9 @@ func (cfg WebConfig) withDefaults() (WebConfig, error) {
 		}
 	}
 	if err := cfg.validateWide(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.validateMutate(); err != nil {
 		return cfg, err
 	}
 	for h, d := range cfg.HostDelay {
@@ -330,7 +337,8 @@ func StartWeb(ctx context.Context, cfg WebConfig) (*Web, error) {
 	}
 	w.log.Info("synthetic web started", "hosts", cfg.Hosts, "pages_per_host", cfg.PagesPerHost,
 		"links_per_page", cfg.LinksPerPage, "cross_host_share", cfg.CrossHostShare,
-		"features", cfg.Features, "seed", cfg.Seed, "first_host", w.hosts[0])
+		"features", cfg.Features, "seed", cfg.Seed, "first_host", w.hosts[0],
+		"change_min", cfg.Mutate.ChangeMin, "change_max", cfg.Mutate.ChangeMax)
 	return w, nil
 }
 

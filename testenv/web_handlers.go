@@ -165,6 +165,10 @@ func (w *Web) serve(rw http.ResponseWriter, r *http.Request, h int, target strin
 				return
 			}
 		}
+		if w.mutates(target) {
+			w.serveVersion(rw, r, h, target, rt)
+			return
+		}
 		body := rt.body
 		if body == nil {
 			body = w.render(rt)

@@ -11,6 +11,18 @@
 //	        [--dead-hosts N] [--reset-hosts N] [--timeout-hosts N]
 //	        [--crawl-delay-hosts N --crawl-delay 2s] [--rate 1]
 //	        [--max-in-flight 1] [--bound-file F] [--truth-file F]
+//	testweb ... --change-min 2s --change-max 20s [--changes-file F]
+//
+// With --change-max every host's "/" and /p/<n> change over time
+// (testenv.WebMutate): each page's mean change interval is drawn
+// log-uniformly from [--change-min, --change-max] by (--seed, host, path),
+// the intervals are exponential, and each version is served with ETag
+// "v<N>", Last-Modified its change time and 304 to a matching
+// If-None-Match or If-Modified-Since. On SIGINT or SIGTERM every version
+// from the start until then is written to --changes-file, one
+// "url<TAB>version<TAB>unix_seconds<TAB>mean_s<TAB>digest" line each
+// (time to the microsecond; digest of the body as "sha1:" base32, as a
+// crawl log line names it), sorted by URL then version.
 //
 // With --wide it serves the wide web of testenv.WebWide (each host's "/"
 // links all its pages; latency lognormal; slow, dead, resetting and
@@ -47,11 +59,13 @@ const about = `Serves the deterministic synthetic web of package testenv on loop
 It writes the ground truth to --truth-file if given (one
 "status<TAB>depth<TAB>url" line per URL, sorted; status 0 means "must not be
 fetched"), prints the seed URLs one per line on stdout, and runs until SIGINT
-or SIGTERM.`
+or SIGTERM. With --change-max its pages change over time and, at exit, every
+version is written to --changes-file.`
 
 const examples = `  testweb --hosts 10 --pages 100 > seeds.txt &
   testweb --wide --hosts 1000 --pages 10 --truth-file truth.tsv --bound-file bound.tsv > seeds.txt &
-  testweb --features --truth-file truth.tsv --ground-truth-depth 6 > seeds.txt &`
+  testweb --features --truth-file truth.tsv --ground-truth-depth 6 > seeds.txt &
+  testweb --hosts 5 --pages 20 --change-min 2s --change-max 20s --changes-file changes.tsv > seeds.txt &`
 
 func main() {
 	cli.Main("testweb", func(ctx context.Context, args []string) error {
@@ -95,6 +109,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	rate := fs.Float64("rate", 1, "--wide: per_host_rate_per_s of the crawl the bound is for (0: unlimited)")
 	maxInFlight := fs.Int("max-in-flight", 1, "--wide: per_host_max_in_flight of the crawl the bound is for")
 	boundFile := fs.String("bound-file", "", "--wide: write the politeness bound to this file")
+	fs.DurationVar(&cfg.Mutate.ChangeMin, "change-min", 0, "pages change: shortest mean change interval per page (needs --change-max)")
+	fs.DurationVar(&cfg.Mutate.ChangeMax, "change-max", 0, "pages change: longest mean change interval per page (0: pages never change)")
+	changesFile := fs.String("changes-file", "", "at exit, write every page version to this file (needs --change-max)")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, lookupEnv); err != nil {
 		return err
@@ -117,6 +134,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			cfg.RobotsStatus[h] = v
 		}
 	}
+	if (*changesFile != "" || cfg.Mutate.ChangeMin != 0) && cfg.Mutate.ChangeMax == 0 {
+		return cli.Usage("--change-min and --changes-file need --change-max")
+	}
+	if cfg.Mutate.ChangeMax != 0 && cfg.Mutate.ChangeMin == 0 {
+		return cli.Usage("--change-max needs --change-min")
+	}
 	if fs.Changed("ground-truth-depth") && *truthFile == "" {
 		return cli.Usage("--ground-truth-depth needs --truth-file")
 	}
@@ -136,6 +159,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return cli.Usage("%v", err)
 		}
 		wcfg.Logger = log
+		wcfg.Mutate = cfg.Mutate
 		cfg = wcfg
 	} else {
 		for _, f := range []string{"pages-spread", "latency-median", "latency-p99", "latency-max", "slow-hosts", "host-slow-delay",
@@ -177,7 +201,27 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	log.Info("serving until SIGINT or SIGTERM", "hosts", len(web.Hosts()), "pages", web.Pages())
 	<-ctx.Done()
-	return web.Close()
+	stop := time.Now()
+	err = web.Close()
+	if *changesFile != "" {
+		changes := web.Changes(stop)
+		err = errors.Join(err, writeChanges(*changesFile, changes))
+		log.Info("page versions written", "file", *changesFile, "versions", len(changes))
+	}
+	return err
+}
+
+// writeChanges writes "url\tversion\tunix_seconds\tmean_s\tdigest" lines
+// (as Web.Changes orders them) atomically.
+func writeChanges(path string, changes []testenv.WebChange) error {
+	return writeAtomic(path, "--changes-file", func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		for _, c := range changes {
+			fmt.Fprintf(bw, "%s\t%d\t%.6f\t%.3f\t%s\n", c.URL, c.Version,
+				float64(c.Time.UnixMicro())/1e6, c.Mean.Seconds(), c.Digest)
+		}
+		return bw.Flush()
+	})
 }
 
 // reportBound prints the politeness bound of crawling truth to stderr and,

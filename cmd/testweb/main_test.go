@@ -74,3 +74,62 @@ func TestRunWide(t *testing.T) {
 		t.Errorf("--rate without --wide: %v, want a usage error", err)
 	}
 }
+
+// --change-min/--change-max serve changing pages (the range also from the
+// environment) and write every version to --changes-file at exit; the
+// mutation flags alone are usage errors.
+func TestRunChanges(t *testing.T) {
+	dir := t.TempDir()
+	changes := filepath.Join(dir, "changes.tsv")
+	env := func(k string) (string, bool) {
+		if k == "ZKCRAWL_CHANGE_MAX" {
+			return "100ms", true
+		}
+		return "", false
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var stdout, stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--hosts", "2", "--pages", "3", "--change-min", "50ms",
+			"--changes-file", changes, "--log-level", "warn"}, env, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(stdout.String(), "\n") < 2 {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no seeds after 30s; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	data, err := os.ReadFile(changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := map[string]int{} // url -> versions
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 5 || !strings.HasPrefix(f[4], "sha1:") {
+			t.Fatalf("changes line %q: want url, version, time, mean, digest", line)
+		}
+		pages[f[0]]++
+	}
+	if len(pages) != 2*4 {
+		t.Errorf("changes file covers %d pages, want 8 (\"/\" and 3 pages per host)", len(pages))
+	}
+	for u, n := range pages {
+		if n < 2 {
+			t.Errorf("%s: %d versions over 0.5 s at mean intervals of 50-100 ms", u, n)
+		}
+	}
+	for _, args := range [][]string{{"--changes-file", changes}, {"--change-min", "1s"}, {"--change-max", "1s"}} {
+		if err := run(t.Context(), args, noEnv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "need") {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
