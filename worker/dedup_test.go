@@ -81,6 +81,8 @@ func TestDedupOneAssetOnManyHosts(t *testing.T) {
 	if marked != hosts-1 {
 		t.Errorf("%d asset crawl-log lines say revisit; want %d", marked, hosts-1)
 	}
+	t.Logf("one asset at %d URLs on %d hosts, 3 workers: %d response record and %d revisit records (warcio.js), %d crawl-log lines say revisit",
+		hosts, hosts, len(responses), len(revisits), marked)
 }
 
 // With the digest index down the crawl goes on and stores every payload
