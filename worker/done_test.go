@@ -354,3 +354,73 @@ func TestWaitDoneLooksAgainWhenTheLastItemFinishes(t *testing.T) {
 		t.Fatalf("waitDone still waiting 220 ms after the last item finished (the pause ran on)")
 	}
 }
+
+// A member leaving the worker list (most often a worker that saw the crawl
+// done and exited) ends waitDone's gap between two reads (doneMinGap): a
+// watch that fired 40 ms after a read would otherwise be read 200 ms after
+// it.
+func TestWaitDoneReadsAtOnceWhenAMemberLeaves(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	c := newCrawl(t, zk.Addr(), "doneleft", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp, err := c.front.Backlog().Open(ctx, sess, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := frontier.Item{URL: "http://a.example/"}
+	rec, err := it.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := it.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Another worker's claim: the only work left, so waitDone watches.
+	claim, err := c.front.Queue().Take(ctx, sess, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
+		SessionTimeout: 2 * time.Second, ExitWhenDone: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	w.live.Store(&liveConfig{cfg: testConfig()})
+	done := make(chan error, 1)
+	go func() { done <- w.waitDone(ctx) }()
+	for !w.counters.idle.armed() { // its first read starts now
+		time.Sleep(time.Millisecond)
+	}
+	first := time.Now()
+	time.Sleep(40 * time.Millisecond)
+	if err := claim.Complete(ctx); err != nil { // fires its watch
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(first.Add(60 * time.Millisecond)))
+	left := time.Now()
+	w.left.Fire()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("done seen %v after the member left", time.Since(left).Round(time.Millisecond))
+	case <-time.After(first.Add(doneMinGap).Sub(time.Now())):
+		t.Fatalf("waitDone still waiting %v after the member left: the gap between reads ran on", time.Since(left).Round(time.Millisecond))
+	}
+}
