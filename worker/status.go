@@ -19,9 +19,9 @@ type counters struct {
 	errors   atomic.Int64 // failed fetch attempts (network errors, 5xx, 429)
 	bytes    atomic.Int64 // response body bytes stored
 	inFlight atomic.Int64 // claimed items being processed (waiting for politeness, fetching, storing, completing)
-	// idle fires when inFlight falls to 0 (releaseSlot): waitDone, waiting
-	// between count reads, looks again at once when this worker has just
-	// finished its last item (often the crawl's last page).
+	// idle fires when inFlight falls to 0 (releaseSlot): waitDone, pausing
+	// between count reads, looks again when this worker has just finished
+	// its last item (often the crawl's last page) and stays idle.
 	idle        broadcast
 	shardsOwned atomic.Int64
 	cluster     atomic.Int64 // pages finished crawl-wide (refreshClusterPages)
@@ -215,9 +215,10 @@ func (c *counters) capped(cfg config.Config) bool {
 // Pending) every donePoll, doubling up to doneBackoff while they keep
 // finding work: at most about (2 x shards + 2 x groups) / doneBackoff reads
 // per second per idle worker. A worker that finishes its last item in
-// flight (counters.idle) ends that pause and reads at once, still at most
-// once per doneMinGap: the worker that fetched the crawl's last page sees
-// it done a few round trips later, not up to doneBackoff. Once the only work left is claimed (the
+// flight (counters.idle) and stays idle for localPoll ends that pause and
+// reads, still at most once per doneMinGap: the worker that fetched the
+// crawl's last page sees it done a few round trips later, not up to
+// doneBackoff. Once the only work left is claimed (the
 // crawl's last pages), or the counts read empty, it reads them with
 // watches (frontier.Frontier.WatchPending: 2 x shards + groups
 // getChildren and a cursor per group) and waits for a watch to fire, then
@@ -294,6 +295,20 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		if err := sleepOrChange(ctx, wait, changed, left, idle); err != nil {
 			return err
 		}
+		if isClosed(idle) && !isClosed(changed) && !isClosed(left) {
+			// This worker's last item finished: read if it stays idle for
+			// localPoll (between two claims it does not), else at idleHere's
+			// next sample.
+			if !sleepCtx(ctx, localPoll) {
+				return ctx.Err()
+			}
+		}
+		if isClosed(idle) || isClosed(left) {
+			// The crawl's last pages may just have finished: the next read
+			// is the watched one (its confirmation follows), not the plain
+			// count read that would only lead to it.
+			watching = true
+		}
 	}
 }
 
@@ -322,20 +337,20 @@ func sleepOrChange(ctx context.Context, d time.Duration, changed, left, idle <-c
 	return nil
 }
 
-// idleHere returns once nothing is in flight in this worker (woken by
-// counters.idle) or with ctx's error.
+// idleHere returns once nothing is in flight in this worker (checked every
+// localPoll: an atomic read) or with ctx's error. A sample, not an event:
+// a busy worker's in-flight count falls to 0 for a moment between claims
+// many times a second, and a read at each would keep lastRead recent (its
+// last page's done check then waits out doneMinGap).
 func (w *Worker) idleHere(ctx context.Context) error {
-	for {
-		idle := w.counters.idle.Wait() // before the read: a fall to 0 after it closes idle
-		if w.counters.inFlight.Load() == 0 {
-			return ctx.Err()
-		}
+	for w.counters.inFlight.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-idle:
+		case <-time.After(localPoll):
 		}
 	}
+	return ctx.Err()
 }
 
 // isClosed reports whether ch is closed (ch is only ever closed).
@@ -348,12 +363,14 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// The pauses of waitDone: donePoll to doneBackoff between count reads
-// while unclaimed work is left (cut short when this worker finishes its
-// last item in flight); doneFallback at most on armed watches (a watch
+// The pauses of waitDone: localPoll between looks at this worker's
+// in-flight count; donePoll to doneBackoff between count reads while
+// unclaimed work is left (cut short when this worker finishes its last
+// item in flight and stays idle for localPoll); doneFallback at most on armed watches (a watch
 // can be lost across a reconnect, and a backlog drop by an owner step
 // changes no watched znode); doneMinGap at least between two reads.
 const (
+	localPoll    = 20 * time.Millisecond
 	doneMinGap   = 200 * time.Millisecond
 	donePoll     = 100 * time.Millisecond
 	doneBackoff  = 500 * time.Millisecond
