@@ -76,6 +76,11 @@ type balancerState struct {
 	// on that one.
 	seen    coord.ConfigValue
 	seenAny bool
+	// rerun: the last write lost its compare-and-set (R/assignment changed
+	// after bal.seen), so the next value the watch delivers, the one it
+	// lost to, starts a round at once (delivered) instead of the next
+	// balanceInterval tick.
+	rerun bool
 	// ids is the member list of the last round and idsSince when it
 	// changed to it; unowned is when the balancer first found no live
 	// member owning a group (zero while one does): assignSettle.
@@ -101,6 +106,18 @@ func (bal *balancerState) settling(cur *assignment, ids []string, now time.Time)
 	}
 	wait := max(0, min(bal.idsSince.Add(assignSettle).Sub(now), bal.unowned.Add(assignSettleMax).Sub(now)))
 	return wait
+}
+
+// delivered records v, a value of R/assignment the member's watch
+// delivered, as the one the balancer plans on, and reports whether a round
+// should run now: on the first value (a member list that came first waited
+// for it) and after a round whose write lost to a value not yet delivered
+// (rerun), so a member change the lost write carried is written within a
+// watch delivery, not a balanceInterval later.
+func (bal *balancerState) delivered(v coord.ConfigValue) (runNow bool) {
+	runNow = !bal.seenAny || bal.rerun
+	bal.seen, bal.seenAny, bal.rerun = v, true, false
+	return runNow
 }
 
 func newBalancerState() *balancerState {
@@ -225,7 +242,9 @@ func abs64(x int64) int64 {
 // the live member ids, not in standby) and its watch has delivered
 // R/assignment (bal.seen): it reads the members' loads, plans, and writes
 // the plan with a compare-and-set at bal.seen's version when it differs (a
-// conflict: another balancer wrote, the next round looks again). Errors
+// conflict: R/assignment changed after bal.seen, by another balancer or by
+// this one's previous write whose watch event has not arrived; the round
+// runs again when the watch delivers that value, balancerState.delivered). Errors
 // are logged; the next round retries. Under a per-host rate, while no live
 // member owns a group, it first waits for the member list to settle
 // (balancerState.settling): it then returns how soon to run again (0: at
@@ -296,7 +315,8 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 	}
 	switch {
 	case errors.Is(err, coord.ErrVersionConflict):
-		w.log.Info("balancer: the shard assignment changed meanwhile; looking again next round")
+		bal.rerun = true
+		w.log.Info("balancer: the shard assignment changed meanwhile; looking again when the watch delivers it")
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("balancer: could not write the shard assignment", "error", err)
 	case err == nil:

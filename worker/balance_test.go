@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -165,4 +167,68 @@ func TestBalancerMovesBusyGroupsToAnIdleWorker(t *testing.T) {
 		t.Errorf("w2 crawled nothing (pages by worker %v): no busy group moved to it", pages)
 	}
 	t.Logf("%d hosts, pages by worker %v", len(seeds), pages)
+}
+
+// A balancer round whose compare-and-set loses to a value of R/assignment
+// its watch has not delivered yet (here written by another client; in a
+// crawl's start, often the balancer's own previous write) runs again as
+// soon as that value is delivered, not a balanceInterval tick later: the
+// members it wanted to add own groups within a watch delivery.
+func TestBalancerRunsAgainWhenTheValueItLostToArrives(t *testing.T) {
+	zks := testenv.ZooKeeper(t)
+	c := newCrawl(t, zks.Addr(), "rerun", testConfig(), frontier.Layout{Shards: 8, Spread: 1}, nil)
+	ctx := context.Background()
+	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
+		SessionTimeout: 2 * time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	w.live.Store(&liveConfig{cfg: testConfig()})
+	store := coord.Store(w.client, w.root, coord.AssignmentNode)
+	read := func() *assignment {
+		t.Helper()
+		data, _, err := store.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := decodeAssignment(data, w.layout.Groups())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+
+	bal := newBalancerState()
+	if !bal.delivered(coord.ConfigValue{Version: -1}) {
+		t.Fatal("the first delivered value did not start a round")
+	}
+	w.balance(ctx, store, []string{"w1"}, bal)
+	if a := read(); !slices.Equal(a.Members, []string{"w1"}) {
+		t.Fatalf("first round wrote members %v, want [w1]", a.Members)
+	}
+	if bal.delivered(coord.ConfigValue{Version: -1}) {
+		t.Fatal("a value delivered after a successful write started a round")
+	}
+	// The watch has not yet delivered the first write: this round plans on
+	// the absent znode and loses its compare-and-set.
+	w.balance(ctx, store, []string{"w1", "w2"}, bal)
+	if a := read(); !slices.Equal(a.Members, []string{"w1"}) {
+		t.Fatalf("a round on a stale value wrote members %v", a.Members)
+	}
+	data, version, err := store.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bal.delivered(coord.ConfigValue{Data: data, Version: version}) {
+		t.Fatal("the value a write lost to was delivered and no round is due")
+	}
+	w.balance(ctx, store, []string{"w1", "w2"}, bal)
+	a := read()
+	if !slices.Equal(a.Members, []string{"w1", "w2"}) || len(a.owned("w2")) == 0 {
+		t.Fatalf("after the rerun: members %v, w2 owns %v; want w2 to own groups", a.Members, a.owned("w2"))
+	}
+	if bal.delivered(coord.ConfigValue{Data: data, Version: version + 1}) {
+		t.Fatal("a round is due again after a successful rerun")
+	}
 }

@@ -297,8 +297,11 @@ func (w *Worker) releaseClaimSlot() {
 }
 
 // releaseSlot ends a claimed item's processing: it is no longer counted
-// in flight and its claim slot is given back.
+// in flight (the last one fires counters.idle) and its claim slot is given
+// back.
 func (w *Worker) releaseSlot() {
-	w.counters.inFlight.Add(-1)
+	if w.counters.inFlight.Add(-1) == 0 {
+		w.counters.idle.Fire()
+	}
 	w.releaseClaimSlot()
 }

@@ -266,3 +266,161 @@ func TestDoneWaitsForALinkBatchInFlight(t *testing.T) {
 	}
 	t.Logf("w2 exited %v, w1 %v after the last page", e2.at.Sub(last).Round(time.Millisecond), e1.at.Sub(last).Round(time.Millisecond))
 }
+
+// armed reports whether a waiter holds b's channel (Wait was called since
+// the last Fire).
+func (b *broadcast) armed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch != nil
+}
+
+// waitDone, pausing between count reads while unclaimed work is left (at
+// doneBackoff after four reads), looks again as soon as this worker
+// finishes its last item in flight, not at the end of the pause: the
+// worker that fetched the crawl's last page sees the crawl done a few round
+// trips later. The item here is claimed and completed about 250 ms into a
+// 500 ms pause (past doneMinGap), and the release of the worker's last
+// in-flight slot right after must end waitDone within 220 ms (three count
+// reads; at the pause's end it would take about 250 ms and the reads).
+func TestWaitDoneLooksAgainWhenTheLastItemFinishes(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	c := newCrawl(t, zk.Addr(), "doneidle", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp, err := c.front.Backlog().Open(ctx, sess, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := frontier.Item{URL: "http://a.example/"}
+	rec, err := it.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := it.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
+		SessionTimeout: 2 * time.Second, ExitWhenDone: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	w.live.Store(&liveConfig{cfg: testConfig()})
+	done := make(chan error, 1)
+	go func() { done <- w.waitDone(ctx) }()
+	// Its first read comes right after it arms counters.idle; the reads
+	// that find the unclaimed item follow donePoll, 2, 4 and 5 x donePoll
+	// (doneBackoff) apart: at 0, 100, 300, 700 and 1,200 ms.
+	for !w.counters.idle.armed() {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(1450 * time.Millisecond)
+	claim, err := c.front.Queue().Take(ctx, sess, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.counters.inFlight.Add(1)
+	if err := claim.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("waitDone returned %v before the last item finished", err)
+	default:
+	}
+	released := time.Now()
+	w.releaseSlot()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("done seen %v after the last item finished", time.Since(released).Round(time.Millisecond))
+	case <-time.After(220 * time.Millisecond):
+		t.Fatalf("waitDone still waiting 220 ms after the last item finished (the pause ran on)")
+	}
+}
+
+// A member leaving the worker list (most often a worker that saw the crawl
+// done and exited) ends waitDone's gap between two reads (doneMinGap): a
+// watch that fired 40 ms after a read would otherwise be read 200 ms after
+// it.
+func TestWaitDoneReadsAtOnceWhenAMemberLeaves(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	c := newCrawl(t, zk.Addr(), "doneleft", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp, err := c.front.Backlog().Open(ctx, sess, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := frontier.Item{URL: "http://a.example/"}
+	rec, err := it.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := it.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Another worker's claim: the only work left, so waitDone watches.
+	claim, err := c.front.Queue().Take(ctx, sess, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
+		SessionTimeout: 2 * time.Second, ExitWhenDone: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	w.live.Store(&liveConfig{cfg: testConfig()})
+	done := make(chan error, 1)
+	go func() { done <- w.waitDone(ctx) }()
+	for !w.counters.idle.armed() { // its first read starts now
+		time.Sleep(time.Millisecond)
+	}
+	first := time.Now()
+	time.Sleep(40 * time.Millisecond)
+	if err := claim.Complete(ctx); err != nil { // fires its watch
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(first.Add(60 * time.Millisecond)))
+	left := time.Now()
+	w.left.Fire()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("done seen %v after the member left", time.Since(left).Round(time.Millisecond))
+	case <-time.After(first.Add(doneMinGap).Sub(time.Now())):
+		t.Fatalf("waitDone still waiting %v after the member left: the gap between reads ran on", time.Since(left).Round(time.Millisecond))
+	}
+}

@@ -52,5 +52,5 @@ func anyError(error) bool { return true }
 // sleepCtx waits d or until ctx ends; it reports whether the whole wait
 // passed (sleepOrChange with no change channel).
 func sleepCtx(ctx context.Context, d time.Duration) bool {
-	return sleepOrChange(ctx, d, nil, nil) == nil
+	return sleepOrChange(ctx, d, nil, nil, nil) == nil
 }

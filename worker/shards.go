@@ -80,10 +80,9 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				<-sctx.Done()
 				return
 			}
-			first := !bal.seenAny
-			bal.seen, bal.seenAny = v, true
+			runNow := bal.delivered(v)
 			w.followAssignment(sctx, own, v)
-			if first { // a member list that came first waited for this
+			if runNow {
 				round()
 			}
 		case <-settle.C:

@@ -15,10 +15,14 @@ import (
 
 // counters are this worker's running totals, shown in its status node.
 type counters struct {
-	pages       atomic.Int64 // items finished (completed or dead-lettered)
-	errors      atomic.Int64 // failed fetch attempts (network errors, 5xx, 429)
-	bytes       atomic.Int64 // response body bytes stored
-	inFlight    atomic.Int64 // claimed items being processed (waiting for politeness, fetching, storing, completing)
+	pages    atomic.Int64 // items finished (completed or dead-lettered)
+	errors   atomic.Int64 // failed fetch attempts (network errors, 5xx, 429)
+	bytes    atomic.Int64 // response body bytes stored
+	inFlight atomic.Int64 // claimed items being processed (waiting for politeness, fetching, storing, completing)
+	// idle fires when inFlight falls to 0 (releaseSlot): waitDone, pausing
+	// between count reads, looks again when this worker has just finished
+	// its last item (often the crawl's last page) and stays idle.
+	idle        broadcast
 	shardsOwned atomic.Int64
 	cluster     atomic.Int64 // pages finished crawl-wide (refreshClusterPages)
 	clusterMine atomic.Int64 // this worker's pages when cluster was last set
@@ -219,7 +223,11 @@ func (c *counters) capped(cfg config.Config) bool {
 // counts (2 x shards exists and a cursor per group, frontier.Frontier.
 // Pending) every donePoll, doubling up to doneBackoff while they keep
 // finding work: at most about (2 x shards + 2 x groups) / doneBackoff reads
-// per second per idle worker. Once the only work left is claimed (the
+// per second per idle worker. A worker that finishes its last item in
+// flight (counters.idle) and stays idle for localPoll ends that pause and
+// reads, still at most once per doneMinGap: the worker that fetched the
+// crawl's last page sees it done a few round trips later, not up to
+// doneBackoff. Once the only work left is claimed (the
 // crawl's last pages), or the counts read empty, it reads them with
 // watches (frontier.Frontier.WatchPending: 2 x shards + groups
 // getChildren and a cursor per group) and waits for a watch to fire, then
@@ -231,20 +239,24 @@ func (c *counters) capped(cfg config.Config) bool {
 // confirmed by a second count read taken while no watch has fired
 // (docs/design.md, "When a batch crawl is done"). A member leaving the
 // worker list (a worker that saw the crawl done and exited) ends any of
-// these waits at once.
+// these waits at once, doneMinGap included.
 func (w *Worker) waitDone(ctx context.Context) error {
 	var quietSince, lastRead time.Time
+	var left <-chan struct{}
 	pause, watching := donePoll, false
 	for {
 		if err := w.idleHere(ctx); err != nil {
 			return err
 		}
-		left := w.left.Wait() // a member leaving (done elsewhere) ends the wait below
-		if gap := doneMinGap - time.Since(lastRead); gap > 0 {
+		memberLeft := isClosed(left)
+		left = w.left.Wait()           // a member leaving (done elsewhere) ends the waits below
+		idle := w.counters.idle.Wait() // so does this worker finishing its last item from now on
+		if gap := doneMinGap - time.Since(lastRead); gap > 0 && !memberLeft {
 			// Watches fire on every claim and completion: read at most
-			// once per doneMinGap.
-			if !sleepCtx(ctx, gap) {
-				return ctx.Err()
+			// once per doneMinGap, but at once after a member left (rare:
+			// most often a worker that saw the crawl done).
+			if err := sleepOrChange(ctx, gap, nil, left, nil); err != nil {
+				return err
 			}
 		}
 		lastRead = time.Now()
@@ -289,8 +301,22 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		default:
 			pause = min(2*pause, doneBackoff)
 		}
-		if err := sleepOrChange(ctx, wait, changed, left); err != nil {
+		if err := sleepOrChange(ctx, wait, changed, left, idle); err != nil {
 			return err
+		}
+		if isClosed(idle) && !isClosed(changed) && !isClosed(left) {
+			// This worker's last item finished: read if it stays idle for
+			// localPoll (between two claims it does not), else at idleHere's
+			// next sample.
+			if !sleepCtx(ctx, localPoll) {
+				return ctx.Err()
+			}
+		}
+		if isClosed(idle) || isClosed(left) {
+			// The crawl's last pages may just have finished: the next read
+			// is the watched one (its confirmation follows), not the plain
+			// count read that would only lead to it.
+			watching = true
 		}
 	}
 }
@@ -301,9 +327,9 @@ func onlyClaimedLeft(st frontier.Pending) bool {
 	return st.Ready <= st.Claimed && st.Posts == 0 && st.Backlog-st.Held <= 0
 }
 
-// sleepOrChange waits d, or until changed or left is closed (nil: never),
-// or until ctx ends (then its error).
-func sleepOrChange(ctx context.Context, d time.Duration, changed, left <-chan struct{}) error {
+// sleepOrChange waits d, or until changed, left or idle is closed (nil:
+// never), or until ctx ends (then its error).
+func sleepOrChange(ctx context.Context, d time.Duration, changed, left, idle <-chan struct{}) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -314,13 +340,17 @@ func sleepOrChange(ctx context.Context, d time.Duration, changed, left <-chan st
 		return ctx.Err()
 	case <-changed:
 	case <-left:
+	case <-idle:
 	case <-timer.C:
 	}
 	return nil
 }
 
 // idleHere returns once nothing is in flight in this worker (checked every
-// localPoll: an atomic read) or with ctx's error.
+// localPoll: an atomic read) or with ctx's error. A sample, not an event:
+// a busy worker's in-flight count falls to 0 for a moment between claims
+// many times a second, and a read at each would keep lastRead recent (its
+// last page's done check then waits out doneMinGap).
 func (w *Worker) idleHere(ctx context.Context) error {
 	for w.counters.inFlight.Load() > 0 {
 		select {
@@ -344,7 +374,8 @@ func isClosed(ch <-chan struct{}) bool {
 
 // The pauses of waitDone: localPoll between looks at this worker's
 // in-flight count; donePoll to doneBackoff between count reads while
-// unclaimed work is left; doneFallback at most on armed watches (a watch
+// unclaimed work is left (cut short when this worker finishes its last
+// item in flight and stays idle for localPoll); doneFallback at most on armed watches (a watch
 // can be lost across a reconnect, and a backlog drop by an owner step
 // changes no watched znode); doneMinGap at least between two reads.
 const (
