@@ -32,7 +32,7 @@ func TestHandoffKeepsCrawlDelay(t *testing.T) {
 	d1 := c.startWorker(ctx, "w1", keep)
 	time.Sleep(3500 * time.Millisecond)
 	d2 := c.startWorker(ctx, "w2", keep)
-	time.Sleep(8 * time.Second)
+	time.Sleep(12 * time.Second) // the handoff waits for w1's claims and Crawl-delays: slow under a loaded make test
 	stop()
 	for i, d := range []<-chan error{d1, d2} {
 		if err := <-d; err != nil {

@@ -19,7 +19,7 @@ var recrawlCommand = &command{
 "Recrawl"): it sets the config keys recrawl_due_before to the current time
 (RFC 3339) and recrawl_due_match to REGEX ("" without --match), a
 compare-and-set like 'config set'. Every shard group's owner applies it at
-its next step: each schedule entry captured before that time whose URL
+its next step: each schedule entry last fetched before that time whose URL
 matches (RE2, over the normalized URL) is due now, and goes to the fetchers
 through the same ready windows, quotas and politeness as any URL. The
 request is part of the config, so it survives worker restarts and owner
@@ -48,7 +48,7 @@ scheduled as usual. A bad REGEX is refused and nothing is written.`,
 			if _, err := c.updateConfig(ctx, keys, func(cur []byte) ([]byte, error) { return applyAssignments(cur, changes) }); err != nil {
 				return err
 			}
-			fmt.Fprintln(c.stdout(), "scheduled URLs captured before now are due at once (each shard group's owner applies it at its next step; 'crawlctl status' shows what is due)")
+			fmt.Fprintln(c.stdout(), "scheduled URLs last fetched before now are due at once (each shard group's owner applies it at its next step; 'crawlctl status' shows what is due)")
 			return nil
 		}
 	},
