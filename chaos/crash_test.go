@@ -48,41 +48,12 @@ func TestWorkerCrashes(t *testing.T) {
 		if p.Queued == 0 {
 			break // the crawl is done (or all but done): nothing left to disturb
 		}
-		live := c.live()
-		if len(live) == 0 {
-			t.Fatal("no live worker left to kill")
-		}
-		victim := live[0] // the oldest
-		// The victim's claims just before and just after the kill: a claim
-		// taken in between may have been fetched and logged too, and the
-		// killed session's claims stay readable until it expires.
-		before, err := c.claimsOf(ctx, victim.id)
-		if err != nil {
-			t.Fatalf("claims of %s: %v", victim.id, err)
-		}
-		if err := victim.proc.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		victim.killed = true
-		kctx, kcancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = victim.proc.Wait(kctx)
-		kcancel()
-		if err != nil {
-			t.Fatalf("%s did not die: %v", victim.id, err)
-		}
-		after, err := c.claimsOf(ctx, victim.id)
-		if err != nil {
-			t.Fatalf("claims of %s: %v", victim.id, err)
-		}
-		union := map[string]bool{}
-		for _, cl := range append(before, after...) {
-			union[cl.key()] = true
-		}
+		victim, union := c.killOldest(ctx)
 		inFlightAtKills += len(union)
 		killed++
 		fresh := c.startWorker(workerOpts{exitWhenDone: true})
-		t.Logf("kill %d at %v: SIGKILL %s holding %d claims (%d before, %d after the kill); started %s; %d queued",
-			killed, time.Since(began).Round(100*time.Millisecond), victim.id, len(union), len(before), len(after), fresh.id, p.Queued)
+		t.Logf("kill %d at %v: SIGKILL %s holding %d claims (before and after the kill); started %s; %d queued",
+			killed, time.Since(began).Round(100*time.Millisecond), victim.id, len(union), fresh.id, p.Queued)
 	}
 	if killed == 0 {
 		t.Fatal("the crawl ended before the first kill; the test proves nothing")

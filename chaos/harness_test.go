@@ -324,6 +324,49 @@ func (c *crawl) claimsOf(ctx context.Context, id string) ([]claim, error) {
 	return out, nil
 }
 
+// killOldest kills the oldest live worker with SIGKILL (no chance to
+// release anything), waits for it to die and returns it with its claims
+// just before and just after the kill, deduplicated, their URLs filled in
+// where the item still exists: a claim taken in between may have been
+// fetched and logged too, and the killed session's claims stay readable
+// until it expires.
+func (c *crawl) killOldest(ctx context.Context) (*workerProc, []claim) {
+	c.t.Helper()
+	live := c.live()
+	if len(live) == 0 {
+		c.t.Fatal("no live worker left to kill")
+	}
+	victim := live[0]
+	before, err := c.claimsOf(ctx, victim.id)
+	if err != nil {
+		c.t.Fatalf("claims of %s: %v", victim.id, err)
+	}
+	if err := victim.proc.Kill(); err != nil {
+		c.t.Fatal(err)
+	}
+	victim.killed = true
+	kctx, kcancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = victim.proc.Wait(kctx)
+	kcancel()
+	if err != nil {
+		c.t.Fatalf("%s did not die: %v", victim.id, err)
+	}
+	after, err := c.claimsOf(ctx, victim.id)
+	if err != nil {
+		c.t.Fatalf("claims of %s: %v", victim.id, err)
+	}
+	seen := map[string]bool{}
+	var union []claim
+	for _, cl := range append(before, after...) {
+		if !seen[cl.key()] {
+			seen[cl.key()] = true
+			union = append(union, cl)
+		}
+	}
+	c.resolveURLs(ctx, union)
+	return victim, union
+}
+
 // resolveURLs fills in the URL of each claim whose item still exists.
 func (c *crawl) resolveURLs(ctx context.Context, cls []claim) {
 	for i := range cls {

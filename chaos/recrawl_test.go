@@ -63,27 +63,7 @@ func TestContinuousCrawlSurvivesKills(t *testing.T) {
 		if !time.Now().Before(end) {
 			break
 		}
-		victim := c.live()[0]
-		before, err := c.claimsOf(ctx, victim.id)
-		if err != nil {
-			t.Fatalf("claims of %s: %v", victim.id, err)
-		}
-		if err := victim.proc.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		victim.killed = true
-		kctx, kcancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = victim.proc.Wait(kctx)
-		kcancel()
-		if err != nil {
-			t.Fatalf("%s did not die: %v", victim.id, err)
-		}
-		after, err := c.claimsOf(ctx, victim.id)
-		if err != nil {
-			t.Fatalf("claims of %s: %v", victim.id, err)
-		}
-		cls := append(before, after...)
-		c.resolveURLs(ctx, cls)
+		victim, cls := c.killOldest(ctx)
 		for _, cl := range cls {
 			held[cl.url] = true
 		}
