@@ -41,11 +41,19 @@ type DueBucket struct {
 
 // DueBy returns the entries due at or before t and whether the count is
 // exact (false: t lies past the summary's last minute of a full list, so
-// the count is a lower bound).
+// the count is a lower bound; or no whole minute is due but Next is, and
+// the count is the earliest minute's, an upper bound). It is never 0
+// while Next <= t.
 func (s ScheduleSummary) DueBy(t time.Time) (n int64, exact bool) {
 	limit := t.Unix() / 60
 	for i, b := range s.Due {
 		if b.Minute > limit {
+			if n == 0 && s.Next > 0 && s.Next <= t.Unix() {
+				// The earliest minute holds Next, due by t: count it
+				// whole (some of it may fall due later in that minute),
+				// so that "nothing due" is never said of a due entry.
+				return b.Count, false
+			}
 			return n, true
 		}
 		if i == maxDueBuckets-1 {

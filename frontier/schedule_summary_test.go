@@ -44,3 +44,20 @@ func TestScheduleSummary(t *testing.T) {
 		t.Fatalf("a schedule alone must be written: %x", b)
 	}
 }
+
+// An entry due earlier in the current minute is due now: the summary
+// rounds due times up to the minute, so a count of whole minutes alone
+// would say "nothing due" (and let an --exit-when-done worker leave) for
+// up to a minute after `crawlctl recrawl --now` or `--revisit-from`.
+func TestDueByCountsTheCurrentMinute(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 30, 0, time.UTC)
+	due := now.Unix() - 10 // 12:00:20, in the minute that ends at 12:01
+	s := summarize(map[int64]int64{dueMinute(due): 3}, nil, 3, due)
+	if n, _ := s.DueBy(now); n != 3 {
+		t.Errorf("DueBy(%v) = %d with Next %v; want 3", now, n, time.Unix(due, 0).UTC())
+	}
+	later := summarize(map[int64]int64{dueMinute(now.Unix() + 20): 2}, nil, 2, now.Unix()+20)
+	if n, _ := later.DueBy(now); n != 0 {
+		t.Errorf("DueBy(%v) = %d for entries due 20 s later; want 0", now, n)
+	}
+}

@@ -158,11 +158,11 @@ if [ -z "${SKIP_RECRAWL:-}" ] && [[ " ${args[*]-} " != *" --only "* ]]; then
 		label="forceSync=$([ $fs = true ] && echo yes || echo no)"
 		echo "bench: part 8: scripts/recrawl-real.sh, FORCE_SYNC=$fs"
 		FORCE_SYNC=$fs RECRAWL_MD=$rmd.real RECRAWL_LABEL=$label RECRAWL_DIR=$OUT/recrawl-real-$fs \
-			./scripts/recrawl-real.sh >"$OUT/recrawl-real-$fs.log" 2>&1
-		grep -q 'revisits that do not resolve\|did not finish\|ERROR' "$OUT/recrawl-real-$fs.log" && rrc=1
+			./scripts/recrawl-real.sh >"$OUT/recrawl-real-$fs.log" 2>&1 || true # a missed target is a NO row
+		if grep -q 'revisits that do not resolve\|did not finish\|ERROR' "$OUT/recrawl-real-$fs.log"; then rrc=1; fi
 		echo "bench: part 8: scripts/recrawl-synth.sh, MAX=${SYNTH_MAX:-6} s, FORCE_SYNC=$fs"
 		FORCE_SYNC=$fs MAX=${SYNTH_MAX:-6} RECRAWL_MD=$rmd.synth RECRAWL_LABEL=$label RECRAWL_DIR=$OUT/recrawl-synth-$fs \
-			./scripts/recrawl-synth.sh >"$OUT/recrawl-synth-$fs.log" 2>&1
+			./scripts/recrawl-synth.sh >"$OUT/recrawl-synth-$fs.log" 2>&1 || true # a missed target is a FAIL row
 	done
 	echo "bench: part 8: ZooKeeper bytes per scheduled URL, dedup of one asset on 100 hosts"
 	go test -count=1 -run '^$' -bench ScheduleBytes -benchtime 1x ./frontier/ >"$OUT/schedule-bytes.log" 2>&1 || rrc=1
