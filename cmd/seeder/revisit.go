@@ -50,7 +50,11 @@ func revisitFrom(ctx context.Context, client *coord.Client, old *frontier.Fronti
 	if err != nil {
 		return 0, fmt.Errorf("config of the new crawl: %w", err)
 	}
-	cfg.RecrawlDueBefore, cfg.RecrawlDueMatch = time.Now().UTC().Add(time.Second).Format(time.RFC3339), ""
+	// Now, to the second below: every entry fetched before it is due at
+	// once. A later second would leave them all not due for up to a second,
+	// and a worker started meanwhile with --exit-when-done would see
+	// nothing to do.
+	cfg.RecrawlDueBefore, cfg.RecrawlDueMatch = time.Now().UTC().Format(time.RFC3339), ""
 	if _, err := store.Write(ctx, cfg.Encode(), version); err != nil {
 		return 0, fmt.Errorf("write config %s (recrawl_due_before): %w", store, err)
 	}
