@@ -20,13 +20,14 @@ var captureEnd = CaptureEpoch.Add(math.MaxUint32 * time.Second)
 // Flags of the prev field (the first byte of its value).
 const (
 	prevChanged  = 1 << 0 // Capture.Changed
-	prevDigest   = 1 << 1 // 8 bytes of digest follow
+	prevDigest   = 1 << 1 // the digest follows: 8 bytes, or DigestBytes with prevForm2
 	prevLastMod  = 1 << 2 // 4 bytes of Last-Modified follow
 	prevETag     = 1 << 3 // a uvarint length and the ETag follow
 	prevInterval = 1 << 4 // one byte of interval exponent follows
 	prevFold     = 1 << 5 // owner only: the key joins the seen chunks when the batch retires
-	prevFetched  = 1 << 6 // a uvarint of seconds from the capture time to the last fetch follows
-	prevKnown    = prevChanged | prevDigest | prevLastMod | prevETag | prevInterval | prevFold | prevFetched
+	prevFetched  = 1 << 6 // a uvarint from the capture time to the last fetch follows: seconds, or minutes with prevForm2
+	prevForm2    = 1 << 7 // the digest is DigestBytes long and the last fetch is in minutes (set by every record written now)
+	prevKnown    = prevChanged | prevDigest | prevLastMod | prevETag | prevInterval | prevFold | prevFetched | prevForm2
 )
 
 // intervalSteps is how many exponent steps one doubling of an interval
@@ -52,24 +53,32 @@ func decodeIntervalExp(e byte) int64 {
 // appendPrev appends the value of the prev field: the capture time as 4
 // bytes big-endian of seconds since CaptureEpoch (right after the tag, so
 // that the tag and the high bytes of neighbouring captures repeat, which
-// flate takes), a flags byte, then,
-// each only when its flag is set, the interval exponent byte, the 8 digest
-// bytes, the Last-Modified as 4 bytes big-endian of Unix seconds (absolute,
-// not relative to the capture: the pages of a static site share one, and
-// flate takes the repeats) and, only when there is no Last-Modified, the
+// flate takes), a flags byte (prevForm2 always set), then,
+// each only when its flag is set, the interval exponent byte, the digest
+// bytes (DigestBytes of them; 8 for a 16-digit Digest of an earlier
+// release, without prevForm2), the Last-Modified as 4 bytes big-endian of
+// Unix seconds (absolute, not relative to the capture: the pages of a
+// static site share one, and flate takes the repeats; a uvarint of the
+// seconds before the capture measured 0.4 B per URL more for random ones)
+// and, only when there is no Last-Modified, the
 // ETag as a uvarint length and its bytes (an ETag beside a Last-Modified
 // would cost 10 to 15 bytes per scheduled URL; the next fetch then sends
 // If-Modified-Since alone), and, when the last fetch was later than the
-// capture (a revisit), a uvarint of the seconds between them. fold sets
-// prevFold.
+// capture (a revisit), a uvarint of the minutes between them, rounded up
+// (seconds without prevForm2). fold sets prevFold.
 func appendPrev(out []byte, c *Capture, fold bool) []byte {
 	var flags byte
 	if c.Changed {
 		flags |= prevChanged
 	}
 	digest, _ := hex.DecodeString(c.Digest)
-	if len(digest) == 8 {
+	switch len(digest) {
+	case DigestBytes:
+		flags |= prevDigest | prevForm2
+	case 8: // an earlier release's capture: its fetch delta stays in seconds
 		flags |= prevDigest
+	default:
+		flags |= prevForm2
 	}
 	if !c.LastModified.IsZero() {
 		flags |= prevLastMod
@@ -103,6 +112,9 @@ func appendPrev(out []byte, c *Capture, fold bool) []byte {
 		out = append(out, c.ETag...)
 	}
 	if flags&prevFetched != 0 {
+		if flags&prevForm2 != 0 {
+			fetched = (fetched + 59) / 60
+		}
 		out = binary.AppendUvarint(out, uint64(fetched))
 	}
 	return out
@@ -132,10 +144,14 @@ func decodePrev(data []byte) (c *Capture, fold bool, rest []byte, err error) {
 		c.IntervalS, data = decodeIntervalExp(data[0]), data[1:]
 	}
 	if flags&prevDigest != 0 {
-		if len(data) < 8 {
+		n := 8
+		if flags&prevForm2 != 0 {
+			n = DigestBytes
+		}
+		if len(data) < n {
 			return bad("truncated digest")
 		}
-		c.Digest, data = hex.EncodeToString(data[:8]), data[8:]
+		c.Digest, data = hex.EncodeToString(data[:n]), data[n:]
 	}
 	if flags&prevLastMod != 0 {
 		if len(data) < 4 {
@@ -155,10 +171,14 @@ func decodePrev(data []byte) (c *Capture, fold bool, rest []byte, err error) {
 	}
 	if flags&prevFetched != 0 {
 		n, k := binary.Uvarint(data)
-		if k <= 0 || n == 0 || n > math.MaxUint32 {
+		unit := time.Second
+		if flags&prevForm2 != 0 {
+			unit = time.Minute
+		}
+		if k <= 0 || n == 0 || n > math.MaxUint32 || flags&prevForm2 != 0 && n > math.MaxUint32/60 {
 			return bad("bad fetch time")
 		}
-		c.Fetched, data = c.Time.Add(time.Duration(n)*time.Second), data[k:]
+		c.Fetched, data = c.Time.Add(time.Duration(n)*unit), data[k:]
 	}
 	return c, flags&prevFold != 0, data, nil
 }
@@ -171,16 +191,16 @@ const (
 )
 
 // validateCapture checks a Capture against what a record can hold:
-// Time within [CaptureEpoch, 2156-02-07), Digest 16 lower-case hex digits
-// or "", ETag at most MaxETagBytes of valid UTF-8 without control bytes,
+// Time within [CaptureEpoch, 2156-02-07), Digest 12 (or, from an earlier
+// release, 16) lower-case hex digits or "", ETag at most MaxETagBytes of valid UTF-8 without control bytes,
 // LastModified zero or within [1970, Time], IntervalS within
 // [0, MaxIntervalS]. Errors wrap ErrBadItem.
 func validateCapture(c *Capture) error {
 	switch {
 	case c.Time.Before(CaptureEpoch) || !c.Time.Before(captureEnd):
 		return fmt.Errorf("%w: prev time %s outside %s..%s", ErrBadItem, c.Time.UTC().Format(time.RFC3339), CaptureEpoch.Format(time.RFC3339), captureEnd.Format(time.RFC3339))
-	case c.Digest != "" && !isLowerHex(c.Digest, 16):
-		return fmt.Errorf("%w: prev digest %q is not 16 lower-case hex digits", ErrBadItem, c.Digest)
+	case c.Digest != "" && !isLowerHex(c.Digest, 2*DigestBytes) && !isLowerHex(c.Digest, 16):
+		return fmt.Errorf("%w: prev digest %q is not %d (or 16) lower-case hex digits", ErrBadItem, c.Digest, 2*DigestBytes)
 	case len(c.ETag) > MaxETagBytes:
 		return fmt.Errorf("%w: prev etag of %d bytes, limit %d", ErrBadItem, len(c.ETag), MaxETagBytes)
 	case !utf8.ValidString(c.ETag) || hasControl(c.ETag):
