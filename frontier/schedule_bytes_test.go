@@ -96,7 +96,7 @@ func scheduleBytes(b *testing.B, n int, shape string) (seenPerURL, totalPerURL f
 			if strings.HasPrefix(shape, "static") {
 				lm = at.Add(-time.Duration(j/100) * time.Hour)
 			}
-			c := frontier.Capture{Time: t, Digest: hex.EncodeToString(d[:]), LastModified: lm,
+			c := frontier.Capture{Time: t, Digest: hex.EncodeToString(d[:frontier.DigestBytes]), LastModified: lm,
 				IntervalS: 86400 + rng.Int64N(86400), Changed: rng.IntN(2) == 0}
 			if shape == "etag" {
 				c.LastModified = time.Time{}
