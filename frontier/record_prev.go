@@ -30,6 +30,26 @@ const (
 	prevKnown    = prevChanged | prevDigest | prevLastMod | prevETag | prevInterval | prevFold | prevFetched | prevForm2
 )
 
+// The order of the prev field's values after the flags byte. Form 2
+// puts the Last-Modified first (neighbouring entries of a static site
+// repeat the capture time's high bytes, the flags and it, one match for
+// flate) and the random digest last (the next record's header follows
+// it); measured with ScheduleBytes against form 1's order: 0.5 to 1.5 B
+// less per URL for random Last-Modifieds, ETags and revisit entries, 0.07
+// B more for a static site's first captures.
+var (
+	prevOrder1 = []byte{prevInterval, prevDigest, prevLastMod, prevETag, prevFetched}
+	prevOrder2 = []byte{prevLastMod, prevInterval, prevFetched, prevETag, prevDigest}
+)
+
+// prevOrder returns the value order of a prev field with flags.
+func prevOrder(flags byte) []byte {
+	if flags&prevForm2 != 0 {
+		return prevOrder2
+	}
+	return prevOrder1
+}
+
 // intervalSteps is how many exponent steps one doubling of an interval
 // takes in a record: IntervalS is kept as round(8 x log2(IntervalS)), one
 // byte (1 s to about 2^31.9 s), within 4.4% of the value given.
@@ -53,8 +73,9 @@ func decodeIntervalExp(e byte) int64 {
 // appendPrev appends the value of the prev field: the capture time as 4
 // bytes big-endian of seconds since CaptureEpoch (right after the tag, so
 // that the tag and the high bytes of neighbouring captures repeat, which
-// flate takes), a flags byte (prevForm2 always set), then,
-// each only when its flag is set, the interval exponent byte, the digest
+// flate takes), a flags byte (prevForm2 set unless the digest has 8
+// bytes), then, in prevOrder's order,
+// each only when its flag is set: the interval exponent byte, the digest
 // bytes (DigestBytes of them; 8 for a 16-digit Digest of an earlier
 // release, without prevForm2), the Last-Modified as 4 bytes big-endian of
 // Unix seconds (absolute, not relative to the capture: the pages of a
@@ -98,24 +119,26 @@ func appendPrev(out []byte, c *Capture, fold bool) []byte {
 	}
 	out = binary.BigEndian.AppendUint32(out, uint32(c.Time.Unix()-CaptureEpoch.Unix()))
 	out = append(out, flags)
-	if flags&prevInterval != 0 {
-		out = append(out, encodeIntervalExp(c.IntervalS))
+	if flags&prevFetched != 0 && flags&prevForm2 != 0 {
+		fetched = (fetched + 59) / 60
 	}
-	if flags&prevDigest != 0 {
-		out = append(out, digest...)
-	}
-	if flags&prevLastMod != 0 {
-		out = binary.BigEndian.AppendUint32(out, uint32(c.LastModified.Unix()))
-	}
-	if flags&prevETag != 0 {
-		out = binary.AppendUvarint(out, uint64(len(c.ETag)))
-		out = append(out, c.ETag...)
-	}
-	if flags&prevFetched != 0 {
-		if flags&prevForm2 != 0 {
-			fetched = (fetched + 59) / 60
+	for _, f := range prevOrder(flags) {
+		if flags&f == 0 {
+			continue
 		}
-		out = binary.AppendUvarint(out, uint64(fetched))
+		switch f {
+		case prevInterval:
+			out = append(out, encodeIntervalExp(c.IntervalS))
+		case prevDigest:
+			out = append(out, digest...)
+		case prevLastMod:
+			out = binary.BigEndian.AppendUint32(out, uint32(c.LastModified.Unix()))
+		case prevETag:
+			out = binary.AppendUvarint(out, uint64(len(c.ETag)))
+			out = append(out, c.ETag...)
+		case prevFetched:
+			out = binary.AppendUvarint(out, uint64(fetched))
+		}
 	}
 	return out
 }
@@ -137,48 +160,50 @@ func decodePrev(data []byte) (c *Capture, fold bool, rest []byte, err error) {
 	c = &Capture{Changed: flags&prevChanged != 0,
 		Time: CaptureEpoch.Add(time.Duration(binary.BigEndian.Uint32(data[:4])) * time.Second)}
 	data = data[5:]
-	if flags&prevInterval != 0 {
-		if len(data) < 1 {
-			return bad("truncated interval")
+	for _, f := range prevOrder(flags) {
+		if flags&f == 0 {
+			continue
 		}
-		c.IntervalS, data = decodeIntervalExp(data[0]), data[1:]
-	}
-	if flags&prevDigest != 0 {
-		n := 8
-		if flags&prevForm2 != 0 {
-			n = DigestBytes
+		switch f {
+		case prevInterval:
+			if len(data) < 1 {
+				return bad("truncated interval")
+			}
+			c.IntervalS, data = decodeIntervalExp(data[0]), data[1:]
+		case prevDigest:
+			n := 8
+			if flags&prevForm2 != 0 {
+				n = DigestBytes
+			}
+			if len(data) < n {
+				return bad("truncated digest")
+			}
+			c.Digest, data = hex.EncodeToString(data[:n]), data[n:]
+		case prevLastMod:
+			if len(data) < 4 {
+				return bad("truncated last-modified")
+			}
+			c.LastModified, data = time.Unix(int64(binary.BigEndian.Uint32(data)), 0).UTC(), data[4:]
+			if c.LastModified.After(c.Time) {
+				return bad("last-modified after the capture")
+			}
+		case prevETag:
+			n, k := binary.Uvarint(data)
+			if k <= 0 || n == 0 || n > MaxETagBytes || n > uint64(len(data)-k) {
+				return bad("bad etag length")
+			}
+			c.ETag, data = string(data[k:k+int(n)]), data[k+int(n):]
+		case prevFetched:
+			n, k := binary.Uvarint(data)
+			unit := time.Second
+			if flags&prevForm2 != 0 {
+				unit = time.Minute
+			}
+			if k <= 0 || n == 0 || n > math.MaxUint32 || flags&prevForm2 != 0 && n > math.MaxUint32/60 {
+				return bad("bad fetch time")
+			}
+			c.Fetched, data = c.Time.Add(time.Duration(n)*unit), data[k:]
 		}
-		if len(data) < n {
-			return bad("truncated digest")
-		}
-		c.Digest, data = hex.EncodeToString(data[:n]), data[n:]
-	}
-	if flags&prevLastMod != 0 {
-		if len(data) < 4 {
-			return bad("truncated last-modified")
-		}
-		c.LastModified, data = time.Unix(int64(binary.BigEndian.Uint32(data)), 0).UTC(), data[4:]
-		if c.LastModified.After(c.Time) {
-			return bad("last-modified after the capture")
-		}
-	}
-	if flags&prevETag != 0 {
-		n, k := binary.Uvarint(data)
-		if k <= 0 || n == 0 || n > MaxETagBytes || n > uint64(len(data)-k) {
-			return bad("bad etag length")
-		}
-		c.ETag, data = string(data[k:k+int(n)]), data[k+int(n):]
-	}
-	if flags&prevFetched != 0 {
-		n, k := binary.Uvarint(data)
-		unit := time.Second
-		if flags&prevForm2 != 0 {
-			unit = time.Minute
-		}
-		if k <= 0 || n == 0 || n > math.MaxUint32 || flags&prevForm2 != 0 && n > math.MaxUint32/60 {
-			return bad("bad fetch time")
-		}
-		c.Fetched, data = c.Time.Add(time.Duration(n)*unit), data[k:]
 	}
 	return c, flags&prevFold != 0, data, nil
 }
