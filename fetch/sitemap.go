@@ -51,6 +51,10 @@ type SitemapEntry struct {
 	Lastmod string
 	// Priority is <priority> when present and a number in 0.0..1.0.
 	Priority *float64
+	// Changefreq is <changefreq> (whitespace trimmed, lower-cased) when it
+	// is one of the protocol's values (ValidChangefreq); "" when absent or
+	// anything else (the entry is kept).
+	Changefreq string
 }
 
 // Sitemap is what one sitemap file lists.
@@ -149,9 +153,10 @@ func parseSitemapXML(r io.Reader, sm *Sitemap) error {
 			}
 		case "url":
 			var u struct {
-				Loc      string `xml:"loc"`
-				Lastmod  string `xml:"lastmod"`
-				Priority string `xml:"priority"`
+				Loc        string `xml:"loc"`
+				Lastmod    string `xml:"lastmod"`
+				Priority   string `xml:"priority"`
+				Changefreq string `xml:"changefreq"`
 			}
 			if err := dec.DecodeElement(&u, &se); err != nil {
 				return fmt.Errorf("sitemap: <url> at byte %d: %w", dec.InputOffset(), err)
@@ -167,6 +172,9 @@ func parseSitemapXML(r io.Reader, sm *Sitemap) error {
 				}
 				if p, err := strconv.ParseFloat(strings.TrimSpace(u.Priority), 64); err == nil && p >= 0 && p <= 1 {
 					e.Priority = &p
+				}
+				if cf := strings.ToLower(strings.TrimSpace(u.Changefreq)); ValidChangefreq(cf) {
+					e.Changefreq = cf
 				}
 				sm.URLs = append(sm.URLs, e)
 			}
@@ -217,6 +225,17 @@ func ValidLastmod(s string) bool {
 	}
 	_, err := time.Parse(layout, s)
 	return err == nil
+}
+
+// ValidChangefreq reports whether s is one of the <changefreq> values of
+// sitemap protocol 0.9: always, hourly, daily, weekly, monthly, yearly,
+// never (lower case, as the protocol writes them).
+func ValidChangefreq(s string) bool {
+	switch s {
+	case "always", "hourly", "daily", "weekly", "monthly", "yearly", "never":
+		return true
+	}
+	return false
 }
 
 // parseSitemapText reads a text sitemap: one URL per line, blank lines

@@ -103,3 +103,34 @@ func TestParseSitemapLastmod(t *testing.T) {
 		}
 	}
 }
+
+// Every protocol value of <changefreq> is kept (trimmed, lower-cased);
+// garbage is ignored and the entry kept, never an error.
+func TestParseSitemapChangefreq(t *testing.T) {
+	valid := []string{"always", "hourly", "daily", "weekly", "monthly", "yearly", "never", " Daily ", "WEEKLY"}
+	want := []string{"always", "hourly", "daily", "weekly", "monthly", "yearly", "never", "daily", "weekly"}
+	garbage := []string{"", "fortnightly", "daily weekly", "1d", "<b>daily</b>", strings.Repeat("x", 100000), "nevermore"}
+	var b strings.Builder
+	b.WriteString("<urlset>")
+	for i, cf := range append(append([]string{}, valid...), garbage...) {
+		fmt.Fprintf(&b, "<url><loc>http://e.com/%d</loc><changefreq>%s</changefreq></url>", i, cf)
+	}
+	b.WriteString("<url><loc>http://e.com/none</loc></url></urlset>")
+	sm, err := ParseSitemap(strings.NewReader(b.String()))
+	if err != nil || len(sm.URLs) != len(valid)+len(garbage)+1 {
+		t.Fatalf("%d URLs, %v", len(sm.URLs), err)
+	}
+	for i, e := range sm.URLs {
+		switch {
+		case i < len(valid) && e.Changefreq != want[i]:
+			t.Errorf("changefreq %q read as %q, want %q", valid[i], e.Changefreq, want[i])
+		case i >= len(valid) && e.Changefreq != "":
+			t.Errorf("entry %d (%s): garbage changefreq kept as %q", i, e.Loc, e.Changefreq)
+		}
+	}
+	for _, s := range []string{"Daily", "", "biweekly"} {
+		if ValidChangefreq(s) {
+			t.Errorf("ValidChangefreq(%q) = true", s)
+		}
+	}
+}

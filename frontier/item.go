@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -48,6 +49,12 @@ type Item struct {
 	// Priority is the <priority> of the sitemap entry that listed the URL,
 	// 0.0 to 1.0; nil otherwise.
 	Priority *float64 `json:"priority,omitempty"`
+	// Changefreq is the <changefreq> of the sitemap entry that listed the
+	// URL, one of sitemap protocol 0.9's values (always, hourly, daily,
+	// weekly, monthly, yearly, never; checked by fetch.ParseSitemap); ""
+	// otherwise. It seeds the URL's first recrawl interval
+	// (ChangefreqSeconds) when its content's age is unknown.
+	Changefreq string `json:"changefreq,omitempty"`
 	// Prev is the URL's last capture (capture.go): in a ready item, what a
 	// conditional fetch compares against; in an item given to Enqueue, the
 	// capture just made, which makes the item a recrawl schedule entry.
@@ -63,13 +70,13 @@ const MaxLastmodBytes = 64
 // 90 bytes), two integers (20 bytes each), not_before (37), priority (24)
 // and prev without its etag's contents (keys and punctuation about 80, time
 // and last_modified 22 each, digest 16, interval_s 20, changed 4: under
-// 200).
+// 200), changefreq (at most 22).
 const itemJSONOverhead = 512
 
 // itemKeys are the exact JSON keys of Item. encoding/json matches keys
 // case-insensitively, so DecodeItem checks them itself.
 var itemKeys = map[string]bool{"url": true, "depth": true, "via": true, "attempts": true, "not_before": true,
-	"hops": true, "lastmod": true, "priority": true, "prev": true}
+	"hops": true, "lastmod": true, "priority": true, "changefreq": true, "prev": true}
 
 // Encode returns the JSON encoding of it, with NotBefore in UTC and without
 // HTML escaping ("&" stays one byte). It returns an error wrapping
@@ -147,6 +154,8 @@ func (it Item) validate() error {
 		return fmt.Errorf("%w: lastmod is not valid UTF-8", ErrBadItem)
 	case it.Priority != nil && !(*it.Priority >= 0 && *it.Priority <= 1):
 		return fmt.Errorf("%w: priority %v outside 0.0..1.0", ErrBadItem, *it.Priority)
+	case it.Changefreq != "" && changefreqCode(it.Changefreq) == 0:
+		return fmt.Errorf("%w: changefreq %q is not one of %s", ErrBadItem, it.Changefreq, strings.Join(changefreqs[1:], ", "))
 	}
 	if err := validateHops(it.Hops); err != nil {
 		return err

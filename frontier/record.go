@@ -22,18 +22,34 @@ func fingerprint(b []byte) uint64 {
 
 // Record field tags of the optional fields after the via URL.
 const (
-	recHops     = 1 // uvarint length, the hop path
-	recLastmod  = 2 // uvarint length, the sitemap lastmod
-	recPriority = 3 // 8 bytes, IEEE 754 little-endian: the sitemap priority
-	recPrev     = 4 // the last capture (appendPrev in record_prev.go)
+	recHops       = 1 // uvarint length, the hop path
+	recLastmod    = 2 // uvarint length, the sitemap lastmod
+	recPriority   = 3 // 8 bytes, IEEE 754 little-endian: the sitemap priority
+	recPrev       = 4 // the last capture (appendPrev in record_prev.go)
+	recChangefreq = 5 // one byte, the sitemap changefreq's index in changefreqs (1-7)
 )
+
+// changefreqs are the <changefreq> values of sitemap protocol 0.9 by their
+// code in a record (0: none).
+var changefreqs = []string{"", "always", "hourly", "daily", "weekly", "monthly", "yearly", "never"}
+
+// changefreqCode returns the code of changefreq value s; 0 when s is not
+// one.
+func changefreqCode(s string) byte {
+	for i, v := range changefreqs[1:] {
+		if v == s {
+			return byte(i + 1)
+		}
+	}
+	return 0
+}
 
 // Record returns the compact binary form of it kept in the frontier's
 // inbox posts and backlog batches (coord compresses batches with flate):
 // uvarint depth, uvarint attempts, then the URL and the via URL, each as a
 // uvarint length and its bytes, then only the optional fields that are set,
 // each as a tag byte and its value (hops, lastmod, priority, prev: the
-// capture in 10 to 90 bytes, appendPrev). NotBefore is not kept: a backlog
+// capture in 6 to 90 bytes, appendPrev; changefreq: one byte). NotBefore is not kept: a backlog
 // item has never been attempted (retries stay in the ready window).
 // Prev.Time and LastModified are kept to the second, Prev.IntervalS
 // within 4.4% (one exponent byte) and Prev.ETag only when there is no
@@ -69,6 +85,9 @@ func (it Item) record(fold bool) ([]byte, error) {
 	if it.Prev != nil {
 		out = append(out, recPrev)
 		out = appendPrev(out, it.Prev, fold)
+	}
+	if it.Changefreq != "" {
+		out = append(out, recChangefreq, changefreqCode(it.Changefreq))
 	}
 	return out, nil
 }
@@ -137,6 +156,11 @@ func decodeRecordFold(data []byte) (Item, bool, error) {
 			if it.Prev, fold, data, perr = decodePrev(data); perr != nil {
 				return Item{}, false, perr
 			}
+		case recChangefreq:
+			if len(data) < 1 || data[0] == 0 || int(data[0]) >= len(changefreqs) {
+				return Item{}, false, fmt.Errorf("decode record: %w: bad changefreq", ErrBadItem)
+			}
+			it.Changefreq, data = changefreqs[data[0]], data[1:]
 		default:
 			return Item{}, false, fmt.Errorf("decode record: %w: unknown field %d", ErrBadItem, tag)
 		}

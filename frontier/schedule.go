@@ -97,9 +97,10 @@ func (p *schedPolicy) bounds(u string) (lo, hi int64) {
 // entry it (it.Prev set): the capture's interval shrunk by schedDecRate
 // when it changed, grown by schedIncRate when not; for a first capture
 // (Prev.IntervalS 0), half the age of its content (Prev.LastModified, else
-// the sitemap lastmod) when known, else from the sitemap priority
-// (min x (max/min)^(1-priority): priority 1 gives min, 0 max), else the
-// minimum; always clamped to the URL's bounds. A changed capture's
+// the sitemap lastmod) when known, else the sitemap changefreq's period
+// (ChangefreqSeconds: always the minimum, never the maximum), else from
+// the sitemap priority (min x (max/min)^(1-priority): priority 1 gives
+// min, 0 max), else the minimum; always clamped to the URL's bounds. A changed capture's
 // interval shrinks and an unchanged one's grows by at least a second, so
 // whole-second rounding cannot hold a short interval still.
 func (p *schedPolicy) interval(it Item) int64 {
@@ -117,9 +118,16 @@ func (p *schedPolicy) interval(it Item) int64 {
 		if lm.IsZero() {
 			lm = parseLastmod(it.Lastmod)
 		}
+		cf, cfOK := ChangefreqSeconds(it.Changefreq)
 		switch {
 		case !lm.IsZero() && lm.Before(c.Time):
 			iv = c.Time.Sub(lm).Seconds() / 2
+		case cfOK && cf == 0: // always
+			iv = float64(lo)
+		case cfOK && cf < 0: // never
+			iv = float64(hi)
+		case cfOK:
+			iv = float64(cf)
 		case it.Priority != nil:
 			iv = float64(lo) * math.Pow(float64(hi)/float64(lo), 1-*it.Priority)
 		}
@@ -146,6 +154,31 @@ func (p *schedPolicy) due(it Item) (at, interval int64) {
 		return min(p.dueBefore, t+interval), interval
 	}
 	return t + interval, interval
+}
+
+// ChangefreqSeconds returns the period in seconds of a sitemap
+// <changefreq> value (sitemap protocol 0.9): hourly 3,600, daily 86,400,
+// weekly 604,800, monthly 2,592,000 (30 days), yearly 31,536,000 (365
+// days); 0 for always (the schedule uses the URL's minimum interval) and
+// -1 for never (its maximum). ok is false for "" and any other string.
+func ChangefreqSeconds(changefreq string) (seconds int64, ok bool) {
+	switch changefreq {
+	case "always":
+		return 0, true
+	case "hourly":
+		return 3600, true
+	case "daily":
+		return 86400, true
+	case "weekly":
+		return 604800, true
+	case "monthly":
+		return 2592000, true
+	case "yearly":
+		return 31536000, true
+	case "never":
+		return -1, true
+	}
+	return 0, false
 }
 
 // lastmodLayouts are the W3C Datetime forms a sitemap lastmod takes.

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +20,15 @@ import (
 // interval of 1 to 2 days, changed or not, and a Last-Modified: shape
 // "static" gives each host's pages one (a site deployed at once, as the
 // PostgreSQL manual behind nginx), "random" gives every page a random one
-// within the last year (the worst case), "etag" gives none but a 20-byte
-// ETag (a dynamic page)); the group's cursor, batches and seen chunks are
-// then read. Run:
+// within the last year (the worst case), "etag" gives none but an ETag of
+// nginx's form, "<mtime hex>-<size hex>", 15 bytes (a dynamic page));
+// shapes "static-revisit" and "random-revisit" are those made by a revisit
+// (Fetched = Time + the interval, unchanged), the entries of a second
+// pass. The group's cursor, batches and seen chunks are then read. Run:
 //
 //	go test -run '^$' -bench ScheduleBytes -benchtime 1x ./frontier/
 func BenchmarkScheduleBytes(b *testing.B) {
-	for _, shape := range []string{"static", "random", "etag"} {
+	for _, shape := range []string{"static", "random", "etag", "static-revisit", "random-revisit"} {
 		b.Run("shape="+shape, func(b *testing.B) {
 			for range b.N {
 				seen, total := scheduleBytes(b, 100_000, shape)
@@ -90,14 +93,17 @@ func scheduleBytes(b *testing.B, n int, shape string) (seenPerURL, totalPerURL f
 			}
 			t := at.Add(time.Duration(j) * 10 * time.Millisecond).Truncate(time.Second)
 			lm := t.Add(-time.Duration(rng.Int64N(365*86400)) * time.Second)
-			if shape == "static" {
+			if strings.HasPrefix(shape, "static") {
 				lm = at.Add(-time.Duration(j/100) * time.Hour)
 			}
-			c := frontier.Capture{Time: t, Digest: hex.EncodeToString(d[:]), LastModified: lm,
+			c := frontier.Capture{Time: t, Digest: hex.EncodeToString(d[:frontier.DigestBytes]), LastModified: lm,
 				IntervalS: 86400 + rng.Int64N(86400), Changed: rng.IntN(2) == 0}
 			if shape == "etag" {
 				c.LastModified = time.Time{}
-				c.ETag = fmt.Sprintf(`"%x-%x"`, c.LastModified.Unix(), rng.Int64N(1<<20))
+				c.ETag = fmt.Sprintf(`"%x-%x"`, lm.Unix(), rng.Int64N(1<<20))
+			}
+			if strings.HasSuffix(shape, "-revisit") {
+				c.Fetched, c.Changed = t.Add(time.Duration(c.IntervalS)*time.Second), false
 			}
 			rec, err := frontier.Item{URL: url(j), Depth: 1, Prev: &c}.Record()
 			if err != nil {

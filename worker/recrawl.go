@@ -18,7 +18,9 @@ import (
 //   - a revisit record, profile server-not-modified (WARC 1.1 section
 //     6.7.3), for a 304 to a conditional request;
 //   - a revisit record, profile identical-payload-digest (section 6.7.2),
-//     for a complete 2xx whose payload digest starts with Prev.Digest;
+//     for a complete 2xx whose payload digest starts with Prev.Digest (its
+//     6 bytes: frontier.SameDigest; false "unchanged" odds 2^-48 per
+//     comparison);
 //   - a response record otherwise.
 //
 // Both revisits refer to Prev.Time, the original response's date: a capture
@@ -47,8 +49,8 @@ func conditionsOf(prev *frontier.Capture) fetch.Conditions {
 // revisitOf returns the earlier capture the response res to item it is a
 // revisit of, or nil when res is stored as a response record: a 304 to a
 // conditional request (profile server-not-modified), or a complete 2xx
-// whose payload digest prefix (frontier.DigestPrefix) equals it.Prev.Digest
-// (profile identical-payload-digest); both refer to it.Prev.Time. The
+// whose payload digest starts with it.Prev.Digest (frontier.SameDigest,
+// over the length kept) (profile identical-payload-digest); both refer to it.Prev.Time. The
 // payload is hashed only when the item has a Prev with a digest.
 func revisitOf(it frontier.Item, res *fetch.Result) *storage.RevisitRef {
 	prev := it.Prev
@@ -60,7 +62,7 @@ func revisitOf(it frontier.Item, res *fetch.Result) *storage.RevisitRef {
 	case res.Status == http.StatusNotModified && res.Conditional:
 		ref.Profile = storage.ProfileNotModified
 	case res.Status >= 200 && res.Status <= 299 && !res.Truncated && prev.Digest != "" &&
-		frontier.DigestPrefix(storage.Digest(res.Body)) == prev.Digest:
+		frontier.SameDigest(storage.Digest(res.Body), prev.Digest):
 		ref.Profile = storage.RevisitProfile
 	default:
 		return nil
@@ -97,8 +99,8 @@ func (a *attempt) noteCapture(res *fetch.Result, ex storage.Exchange, info stora
 }
 
 // scheduleEntry returns the recrawl schedule entry of the item after res
-// was stored as ex (info): the item's URL, depth, hops, lastmod and
-// priority, with Prev the capture just made (frontier.Capture):
+// was stored as ex (info): the item's URL, depth, hops, lastmod,
+// priority and changefreq, with Prev the capture just made (frontier.Capture):
 //
 //   - Time and Digest name the response record holding the payload: for a
 //     revisit of it.Prev, it.Prev's own (the original response); for a
@@ -114,8 +116,8 @@ func (a *attempt) noteCapture(res *fetch.Result, ex storage.Exchange, info stora
 //   - Fetched is this fetch's time when it is later than Time (a revisit):
 //     the next due time counts from it, not from the original capture.
 //   - Changed is false for a revisit, and for a response whose digest
-//     prefix equals it.Prev.Digest (an error page served again unchanged);
-//     true otherwise.
+//     starts with it.Prev.Digest (frontier.SameDigest: an error page
+//     served again unchanged); true otherwise.
 func (a *attempt) scheduleEntry(res *fetch.Result, ex storage.Exchange, info storage.ResponseInfo) frontier.Item {
 	it, prev := a.it, a.it.Prev
 	date := ex.Date
@@ -129,7 +131,7 @@ func (a *attempt) scheduleEntry(res *fetch.Result, ex storage.Exchange, info sto
 		c.Time, c.Digest, c.Changed = prev.Time, prev.Digest, false
 	case info.Revisit:
 		c.Digest, c.Changed, other = "", false, true
-	case prev != nil && prev.Digest != "" && prev.Digest == c.Digest:
+	case prev != nil && frontier.SameDigest(info.PayloadDigest, prev.Digest):
 		c.Changed = false
 	}
 	c.ETag, c.LastModified = a.captureValidators(res, c.Time)
@@ -151,7 +153,7 @@ func (a *attempt) scheduleEntry(res *fetch.Result, ex storage.Exchange, info sto
 	if fetched := date.UTC().Truncate(time.Second); fetched.After(c.Time) {
 		c.Fetched = fetched // a revisit: the schedule counts from this fetch
 	}
-	return frontier.Item{URL: it.URL, Depth: it.Depth, Hops: it.Hops, Lastmod: it.Lastmod, Priority: it.Priority, Prev: &c}
+	return frontier.Item{URL: it.URL, Depth: it.Depth, Hops: it.Hops, Lastmod: it.Lastmod, Priority: it.Priority, Changefreq: it.Changefreq, Prev: &c}
 }
 
 // captureValidators returns the validators of res a capture at time at

@@ -183,7 +183,7 @@ func TestRecrawlConditionalGetAndRevisits(t *testing.T) {
 	}
 	prio := 0.8
 	items := []frontier.Item{
-		{URL: site.url(pageETag), Depth: 2, Hops: "LL", Lastmod: "2026-01-02", Priority: &prio, Prev: prev(etagV1, site.lm)},
+		{URL: site.url(pageETag), Depth: 2, Hops: "LL", Lastmod: "2026-01-02", Priority: &prio, Changefreq: "daily", Prev: prev(etagV1, site.lm)},
 		{URL: site.url(pageSame), Depth: 1, Hops: "L", Prev: prev("", time.Time{})},
 		{URL: site.url(pageChanged), Depth: 1, Hops: "L", Prev: prev(`"old"`, time.Time{})},
 	}
@@ -247,8 +247,8 @@ func TestRecrawlConditionalGetAndRevisits(t *testing.T) {
 	}
 	for i, it := range p.links.items {
 		if it.URL != items[i].URL || it.Depth != items[i].Depth || it.Hops != items[i].Hops || it.Lastmod != items[i].Lastmod ||
-			it.Priority != items[i].Priority || it.Via != "" || it.Prev == nil {
-			t.Fatalf("schedule entry %d: %+v, want the item's URL, depth, hops, lastmod and priority", i, it)
+			it.Priority != items[i].Priority || it.Changefreq != items[i].Changefreq || it.Via != "" || it.Prev == nil {
+			t.Fatalf("schedule entry %d: %+v, want the item's URL, depth, hops, lastmod, priority and changefreq", i, it)
 		}
 		got := *it.Prev
 		if i == 2 {

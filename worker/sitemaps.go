@@ -60,7 +60,7 @@ func (w *Worker) seedSitemaps(ctx context.Context, it frontier.Item, live *liveC
 // index, text, gzip, the protocol's 50,000 URL and 50 MiB limits) and
 // returns its entries as items: an index's sitemaps with hop M at the same
 // depth (up to maxManifestChain nested), a urlset's URLs with hop L at
-// depth+1 carrying lastmod and priority; each normalized (relative locs
+// depth+1 carrying lastmod, priority and changefreq; each normalized (relative locs
 // resolved against the sitemap) and judged by scope against the sitemap's
 // URL, like links. A sitemap cut at max_body_bytes or broken halfway gives
 // the entries before the cut.
@@ -104,7 +104,7 @@ func (w *Worker) sitemapLinks(it frontier.Item, res *fetch.Result, live *liveCon
 		}
 		if ok, _ := live.scope.Allows(u, it.Depth+1, it.URL); ok {
 			c := it.Child(u, frontier.HopLink, it.Depth+1)
-			c.Lastmod, c.Priority = e.Lastmod, e.Priority
+			c.Lastmod, c.Priority, c.Changefreq = e.Lastmod, e.Priority, e.Changefreq
 			out = append(out, c)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/zkcrawl/zkcrawl/frontier"
 )
 
-// sitemapLinks turns a urlset into link items at depth+1 carrying lastmod
-// and priority, an index into sitemap items at the same depth, and applies
+// sitemapLinks turns a urlset into link items at depth+1 carrying lastmod,
+// priority and changefreq (garbage changefreq dropped), an index into sitemap items at the same depth, and applies
 // scope against the sitemap's URL.
 func TestSitemapLinks(t *testing.T) {
 	cfg := config.Default()
@@ -24,13 +24,13 @@ func TestSitemapLinks(t *testing.T) {
 	w := &Worker{log: testLogger(t)}
 	sm := frontier.Item{URL: "http://example.com/sitemap.xml", Hops: "M"}
 	res := &fetch.Result{URL: sm.URL, Status: 200, Header: http.Header{}, Body: []byte(`<urlset>
-<url><loc>http://example.com/a</loc><lastmod>2026-11-01</lastmod><priority>0.7</priority></url>
-<url><loc>/relative</loc></url>
+<url><loc>http://example.com/a</loc><lastmod>2026-11-01</lastmod><priority>0.7</priority><changefreq>weekly</changefreq></url>
+<url><loc>/relative</loc><changefreq>every tuesday</changefreq></url>
 <url><loc>http://elsewhere.example/b</loc></url></urlset>`)}
 	got := w.sitemapLinks(sm, res, live)
 	if len(got) != 2 || got[0].URL != "http://example.com/a" || got[0].Depth != 1 || got[0].Hops != "ML" ||
-		got[0].Lastmod != "2026-11-01" || got[0].Priority == nil || *got[0].Priority != 0.7 ||
-		got[1].URL != "http://example.com/relative" || got[1].Priority != nil {
+		got[0].Lastmod != "2026-11-01" || got[0].Priority == nil || *got[0].Priority != 0.7 || got[0].Changefreq != "weekly" ||
+		got[1].URL != "http://example.com/relative" || got[1].Priority != nil || got[1].Changefreq != "" {
 		t.Fatalf("urlset items: %+v", got)
 	}
 	res.Body = []byte(`<sitemapindex><sitemap><loc>http://example.com/s1.xml.gz</loc></sitemap></sitemapindex>`)
