@@ -51,9 +51,9 @@ type Capture struct {
 	// Fetched is when the fetch that made this entry ran, UTC, when that
 	// is later than Time (a revisit keeps the original response's Time);
 	// zero means Time. The schedule counts from it (LastFetch): due =
-	// LastFetch + interval. A record keeps it as whole minutes after Time,
-	// rounded up (so a due time moves later by under a minute, never
-	// earlier).
+	// LastFetch + interval. A record keeps it to the second under an hour
+	// after Time, else as whole minutes after Time, rounded up (a due time
+	// then moves later by under a minute, never earlier).
 	Fetched time.Time `json:"fetched,omitzero"`
 }
 

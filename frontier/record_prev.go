@@ -25,8 +25,8 @@ const (
 	prevETag     = 1 << 3 // a uvarint length and the ETag follow
 	prevInterval = 1 << 4 // one byte of interval exponent follows
 	prevFold     = 1 << 5 // owner only: the key joins the seen chunks when the batch retires
-	prevFetched  = 1 << 6 // a uvarint from the capture time to the last fetch follows: seconds, or minutes with prevForm2
-	prevForm2    = 1 << 7 // the digest is DigestBytes long and the last fetch is in minutes (set by every record written now)
+	prevFetched  = 1 << 6 // a uvarint from the capture time to the last fetch follows: seconds, or encodeFetchDelta's with prevForm2
+	prevForm2    = 1 << 7 // the digest is DigestBytes long and the last fetch is encodeFetchDelta's (set by every record written now)
 	prevKnown    = prevChanged | prevDigest | prevLastMod | prevETag | prevInterval | prevFold | prevFetched | prevForm2
 )
 
@@ -86,8 +86,8 @@ func decodeIntervalExp(e byte) int64 {
 // ETag as a uvarint length and its bytes (an ETag beside a Last-Modified
 // would cost 10 to 15 bytes per scheduled URL; the next fetch then sends
 // If-Modified-Since alone), and, when the last fetch was later than the
-// capture (a revisit), a uvarint of the minutes between them, rounded up
-// (seconds without prevForm2). fold sets prevFold.
+// capture (a revisit), a uvarint of the time between them
+// (encodeFetchDelta; plain seconds without prevForm2). fold sets prevFold.
 func appendPrev(out []byte, c *Capture, fold bool) []byte {
 	var flags byte
 	if c.Changed {
@@ -121,7 +121,7 @@ func appendPrev(out []byte, c *Capture, fold bool) []byte {
 	out = binary.BigEndian.AppendUint32(out, uint32(c.Time.Unix()-CaptureEpoch.Unix()))
 	out = append(out, flags)
 	if flags&prevFetched != 0 && flags&prevForm2 != 0 {
-		fetched = (fetched + 59) / 60
+		fetched = encodeFetchDelta(fetched)
 	}
 	for _, f := range prevOrder(flags) {
 		if flags&f == 0 {
@@ -196,17 +196,37 @@ func decodePrev(data []byte) (c *Capture, fold bool, rest []byte, err error) {
 			c.ETag, data = string(data[k:k+int(n)]), data[k+int(n):]
 		case prevFetched:
 			n, k := binary.Uvarint(data)
-			unit := time.Second
+			secs := int64(n)
 			if flags&prevForm2 != 0 {
-				unit = time.Minute
+				secs = decodeFetchDelta(n)
 			}
-			if k <= 0 || n == 0 || n > math.MaxUint32 || flags&prevForm2 != 0 && n > math.MaxUint32/60 {
+			if k <= 0 || secs <= 0 || n > math.MaxUint32 || secs > math.MaxUint32 {
 				return bad("bad fetch time")
 			}
-			c.Fetched, data = c.Time.Add(time.Duration(n)*unit), data[k:]
+			c.Fetched, data = c.Time.Add(time.Duration(secs)*time.Second), data[k:]
 		}
 	}
 	return c, flags&prevFold != 0, data, nil
+}
+
+// encodeFetchDelta returns the prevForm2 value of a last fetch secs (> 0)
+// seconds after the capture: secs x 2 under an hour (exact, for short
+// recrawl intervals), else the minutes, rounded up, x 2 + 1 (a due time
+// then moves at most a minute later, under 1.7% of such an interval): 2
+// bytes for anything under an hour or within 45 days.
+func encodeFetchDelta(secs int64) int64 {
+	if secs < 3600 {
+		return secs * 2
+	}
+	return (secs+59)/60*2 + 1
+}
+
+// decodeFetchDelta is encodeFetchDelta's inverse, in seconds.
+func decodeFetchDelta(v uint64) int64 {
+	if v&1 == 0 {
+		return int64(v / 2)
+	}
+	return int64(v/2) * 60
 }
 
 // minCaptureUnix and maxLastModUnix bound the Last-Modified a Capture may

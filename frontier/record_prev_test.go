@@ -65,13 +65,15 @@ func TestRecordPrevRoundTrip(t *testing.T) {
 	}
 }
 
-// A record keeps the last fetch in whole minutes after the capture,
-// rounded up: never earlier than the fetch, under a minute later. A record
+// A record keeps the last fetch to the second when it is under an hour
+// after the capture, else in whole minutes, rounded up: never earlier than
+// the fetch, under a minute later. A record
 // of the earlier form (an 8-byte digest, the last fetch in seconds) still
 // decodes to what it held.
 func TestRecordPrevFetchedAndEarlierForm(t *testing.T) {
 	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	for _, d := range []time.Duration{time.Second, 59 * time.Second, 61 * time.Second, 36*time.Hour + 7*time.Second} {
+	for _, d := range []time.Duration{time.Second, 59 * time.Second, 61 * time.Second, time.Hour - time.Second, time.Hour,
+		36*time.Hour + 7*time.Second} {
 		for _, digest := range []string{"", "0123456789ab"} {
 			c := Capture{Time: at, Digest: digest, Fetched: at.Add(d)}
 			rec, err := Item{URL: "http://example.com/", Prev: &c}.Record()
@@ -83,7 +85,9 @@ func TestRecordPrevFetchedAndEarlierForm(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := back.Prev.Fetched
-			if got.Before(c.Fetched) || got.Sub(c.Fetched) >= time.Minute || got.Sub(at)%time.Minute != 0 {
+			exact := d < time.Hour
+			if got.Before(c.Fetched) || got.Sub(c.Fetched) >= time.Minute || exact && !got.Equal(c.Fetched) ||
+				!exact && got.Sub(at)%time.Minute != 0 {
 				t.Errorf("fetched %v after the capture came back %v after", d, got.Sub(at))
 			}
 		}
