@@ -28,7 +28,10 @@
 # BASELINE_REV (default 329a982, the last commit of frontier layout 1; "none"
 # skips it): part 1 also crawls with that commit's seeder and crawler, built
 # here from git into OUT/baseline, so that issue 9's "no slower than today's
-# code" is measured in the same run.
+# code" is measured in the same run. RECRAWL_AB (default 1; 0 skips it):
+# part 1 also runs its 3-worker crawl with config recrawl on, in the same
+# rounds (crawlbench --recrawl-ab: first-pass pages/s and CPU per page,
+# recrawl on against off; two more crawls, about 30 s on 2 cores).
 # Every process the driver starts (ZooKeeper, nginx, crawlers) is stopped
 # when it ends, on Ctrl-C and if it dies (parent-death signal).
 set -euo pipefail
@@ -72,6 +75,7 @@ if [ "$BASELINE_REV" != none ]; then
 	extra+=(--baseline-bin "$basebin" --baseline-name "layout 1 (git $BASELINE_REV)")
 fi
 [ -n "${SKIP_BIG:-}" ] && args+=(--skip-big)
+[ "${RECRAWL_AB:-1}" = 0 ] || extra+=(--recrawl-ab)
 mkdir -p "$OUT"
 echo "bench: $(nproc) CPUs; load average now: $(cut -d' ' -f1-3 /proc/loadavg) (the figures are slower while other jobs run)"
 echo "bench: output in $OUT; progress below, the table at the end"

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -28,8 +29,9 @@ type NginxConfig struct {
 
 // Nginx is a running nginx (StartNginx).
 type Nginx struct {
-	URL  string // "http://127.0.0.1:PORT/"
-	proc *Proc
+	URL     string // "http://127.0.0.1:PORT/"
+	Version string // as `nginx -v` prints it, less "nginx version: ": "nginx/1.22.1"
+	proc    *Proc
 }
 
 // StartNginx runs nginx in the foreground (`daemon off`, from $PATH or
@@ -37,12 +39,16 @@ type Nginx struct {
 // keep-alive, no access log and everything it writes under cfg.Dir, and
 // returns once index.html answers 200 (up to 20 s). It makes cfg.Dir and
 // its parents reachable to nginx's workers, which may run as another user.
-// Errors: nginx missing, the config not written, or no 200 in time (with
+// Errors: nginx missing (or its -v failing), the config not written, or no 200 in time (with
 // the tail of nginx's error log).
 func StartNginx(ctx context.Context, cfg NginxConfig) (*Nginx, error) {
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		bin = "/usr/sbin/nginx"
+	}
+	version, err := exec.CommandContext(ctx, bin, "-v").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %s -v: %w (install nginx)", bin, err)
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 2
@@ -91,7 +97,8 @@ http {
 	if err != nil {
 		return nil, err
 	}
-	n := &Nginx{URL: fmt.Sprintf("http://127.0.0.1:%d/", ports[0]), proc: p}
+	n := &Nginx{URL: fmt.Sprintf("http://127.0.0.1:%d/", ports[0]), proc: p,
+		Version: strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(version)), "nginx version:"))}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL+"index.html", nil)
 		if err != nil {

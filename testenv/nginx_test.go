@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,6 +33,9 @@ func TestStartNginxAndDelayProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
+	if !strings.HasPrefix(n.Version, "nginx/") {
+		t.Errorf("Version = %q, want nginx/<version>", n.Version)
+	}
 	proxy, stop, err := DelayProxy(n.URL, 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)

@@ -47,16 +47,12 @@ func (f *fleet) kill() {
 	}
 }
 
-// stop stops every worker still running: SIGTERM, then SIGKILL after 15 s.
-func (f *fleet) stop() {
+// stopAndRead stops every worker still running (SIGTERM, then SIGKILL after 15 s) and
+// reads their crawl logs in time order (testenv.ReadCrawlLogs).
+func (f *fleet) stopAndRead() ([]storage.LogEntry, error) {
 	for _, w := range f.workers {
 		w.Stop(15 * time.Second)
 	}
-}
-
-// stopAndRead stops the workers and reads their crawl logs in time order.
-func (f *fleet) stopAndRead() ([]storage.LogEntry, error) {
-	f.stop()
 	return testenv.ReadCrawlLogs(f.dir)
 }
 
@@ -225,11 +221,8 @@ func (f *fleet) metrics(ctx context.Context) (workerMetrics, error) {
 		fams.Counts(m.dropped, "zkcrawl_links_dropped_total", "reason")
 		fams.Counts(m.links, "zkcrawl_links_total", "result")
 		cpu, err := w.CPUTime()
-		if err != nil {
-			return m, err
-		}
-		peak, err := w.RSSPeakKB()
-		if err != nil {
+		peak, err2 := w.RSSPeakKB()
+		if err = errors.Join(err, err2); err != nil {
 			return m, err
 		}
 		m.cpuS += cpu.Seconds()

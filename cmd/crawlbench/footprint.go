@@ -38,10 +38,7 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	for i := range res.URLs {
 		fmt.Fprintf(&seeds, "http://h%05d.example/p/%d\n", i/queuedPaths, i%queuedPaths)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "seeds.txt"), []byte(seeds.String()), 0o644); err != nil {
+	if err := errors.Join(os.MkdirAll(dir, 0o755), os.WriteFile(filepath.Join(dir, "seeds.txt"), []byte(seeds.String()), 0o644)); err != nil {
 		return nil, err
 	}
 	zk, err := b.startZK(ctx, "queued/zk", report.Fsync, 0)
@@ -55,9 +52,8 @@ func (b *bench) runQueued(ctx context.Context) (*report.Queued, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.SeederS = time.Since(t0).Seconds()
+	res.SeederS, res.SeederOutput = time.Since(t0).Seconds(), strings.TrimSpace(out)
 	res.SeedPerS = float64(res.URLs) / res.SeederS
-	res.SeederOutput = strings.TrimSpace(out)
 	if res.Posted, err = zk.footprint(ctx); err != nil {
 		return nil, err
 	}
@@ -100,7 +96,7 @@ func (b *bench) drain(ctx context.Context, zk *benchZK, crawl, dir string, res *
 		b.log.Warn("part 3a: the paused worker did not drain every post and fill every ready window", "pending", res.Pending, "want_ready", want)
 	}
 	res.DrainS = time.Since(t1).Seconds()
-	f.stop() // its ephemeral znodes go; the ready windows and batches stay
+	_, _ = f.stopAndRead() // its ephemeral znodes go; the ready windows and batches stay
 	res.Drained, err = zk.footprint(ctx)
 	return err
 }
@@ -287,8 +283,7 @@ func (b *bench) seedBig(ctx context.Context, front *frontier.Frontier, res *repo
 		})
 	}
 	err := g.Wait()
-	res.SeedS = time.Since(t0).Seconds()
-	res.URLs = int(done.Load())
+	res.SeedS, res.URLs = time.Since(t0).Seconds(), int(done.Load())
 	res.SeedPerS = float64(res.URLs) / res.SeedS
 	return err
 }

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,7 +51,7 @@ type options struct {
 	bigURLs, bigWave          int
 	repeat, realRepeat        int
 	bigTime, trapTime         time.Duration
-	bigNoSync                 bool
+	bigNoSync, recrawlAB      bool
 	baselineBin, baselineName string
 	command, bigHeap          string
 }
@@ -95,6 +96,7 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 	fs.BoolVar(&o.bigNoSync, "big-nosync", false, "part 3c: seed and drain again on forceSync=no, for its rates")
 	fs.DurationVar(&o.trapTime, "trap-time", 40*time.Second, "part 4: how long one worker crawls each trap")
 	fs.StringVar(&o.baselineBin, "baseline-bin", "", "part 1: also run 3 workers with the seeder and crawler in this directory (the previous frontier layout, built by scripts/bench.sh), in the same rounds")
+	fs.BoolVar(&o.recrawlAB, "recrawl-ab", false, "part 1: also run 3 workers with config recrawl on (a continuous crawl's first pass), in the same rounds, before or after the plain run by turns")
 	fs.StringVar(&o.baselineName, "baseline-name", "layout 1", "part 1: how the report names the --baseline-bin build")
 	fs.StringVar(&o.command, "command", "", "the command that ran this benchmark, for the report (default: this command line)")
 	newLogger := cli.LogFlags(fs)
@@ -124,23 +126,20 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 // crawler, makes those paths absolute and creates --out. Errors name the
 // flag.
 func (o *options) prepare() error {
-	for _, d := range []struct {
-		flag string
-		dir  *string
-	}{{"--bin", &o.binDir}, {"--baseline-bin", &o.baselineBin}} {
-		if *d.dir == "" {
+	for flag, dir := range map[string]*string{"--bin": &o.binDir, "--baseline-bin": &o.baselineBin} {
+		if *dir == "" {
 			continue
 		}
 		for _, name := range []string{"seeder", "crawler"} {
-			if st, err := os.Stat(filepath.Join(*d.dir, name)); err != nil || st.IsDir() {
-				return fmt.Errorf("%s %s: no %s there (make build, or scripts/bench.sh, builds it)", d.flag, *d.dir, name)
+			if st, err := os.Stat(filepath.Join(*dir, name)); err != nil || st.IsDir() {
+				return fmt.Errorf("%s %s: no %s there (make build, or scripts/bench.sh, builds it)", flag, *dir, name)
 			}
 		}
-		abs, err := filepath.Abs(*d.dir)
+		abs, err := filepath.Abs(*dir)
 		if err != nil {
 			return err
 		}
-		*d.dir = abs
+		*dir = abs
 	}
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return fmt.Errorf("--out %s: %w", o.outDir, err)
@@ -161,12 +160,7 @@ type bench struct {
 }
 
 // bin returns the path of bin/name (the baseline's during a baseline run).
-func (b *bench) bin(name string) string {
-	if b.binDir != "" {
-		return filepath.Join(b.binDir, name)
-	}
-	return filepath.Join(b.opts.binDir, name)
-}
+func (b *bench) bin(name string) string { return filepath.Join(cmp.Or(b.binDir, b.opts.binDir), name) }
 
 func run(ctx context.Context, args []string) error {
 	o, newLogger, err := parseOptions(args)
@@ -191,11 +185,11 @@ func run(ctx context.Context, args []string) error {
 	rep := b.runParts(ctx)
 	jsonPath := filepath.Join(o.outDir, "results.json")
 	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("results as JSON: %w", err)
+	if err == nil {
+		err = os.WriteFile(jsonPath, data, 0o644)
 	}
-	if err := os.WriteFile(jsonPath, data, 0o644); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
 	}
 	table := rep.Table()
 	fmt.Println(table)

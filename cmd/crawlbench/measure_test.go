@@ -51,22 +51,6 @@ func TestJudgeSynthCountsMissingDuplicateExtraAndWrongStatus(t *testing.T) {
 	}
 }
 
-// TestKeepFastest: the table keeps, per worker count and server, the
-// run of most pages/s, in the order the pairs first ran.
-func TestKeepFastest(t *testing.T) {
-	var runs []report.SynthRun
-	for _, r := range []report.SynthRun{
-		{Workers: 1, Server: report.Fsync, PagesPerS: 10, Attempt: 1}, {Workers: 1, Server: report.NoFsync, PagesPerS: 20, Attempt: 1},
-		{Workers: 1, Server: report.Fsync, PagesPerS: 15, Attempt: 2}, {Workers: 1, Server: report.NoFsync, PagesPerS: 5, Attempt: 2},
-		{Workers: 1, Server: report.Quorum, PagesPerS: 8, Attempt: 1},
-	} {
-		runs = keepFastest(runs, r)
-	}
-	if len(runs) != 3 || runs[0].Attempt != 2 || runs[0].Server != report.Fsync || runs[1].Attempt != 1 || runs[1].Server != report.NoFsync || runs[2].Server != report.Quorum {
-		t.Errorf("keepFastest = %+v; want attempt 2 of forceSync=yes, then attempt 1 of no, then the ensemble's", runs)
-	}
-}
-
 // TestPollReportsTimeoutErrorAndContext: poll returns cond's done, its
 // error at once, false at the timeout, and ctx's error when it ends.
 func TestPollReportsTimeoutErrorAndContext(t *testing.T) {

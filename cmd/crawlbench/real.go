@@ -44,15 +44,8 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 	if _, err := os.Stat(filepath.Join(pgDocs, "index.html")); err != nil {
 		return nil, fmt.Errorf("%s/index.html is missing: install Debian's postgresql-doc-15 (scripts/bench.sh does)", pgDocs)
 	}
-	out, err := exec.CommandContext(ctx, "nginx", "-v").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "wget", "--version").Output()
 	if err != nil {
-		out, err = exec.CommandContext(ctx, "/usr/sbin/nginx", "-v").CombinedOutput()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("nginx -v: %w (install nginx; scripts/bench.sh does)", err)
-	}
-	res.Nginx = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version:"))
-	if out, err = exec.CommandContext(ctx, "wget", "--version").Output(); err != nil {
 		return nil, fmt.Errorf("wget --version: %w (install wget; scripts/bench.sh does)", err)
 	}
 	res.Wget, _, _ = strings.Cut(string(out), "\n")
@@ -66,6 +59,7 @@ func (b *bench) runReal(ctx context.Context) (*report.Real, error) {
 		return nil, err
 	}
 	defer nginx.Close()
+	res.Nginx = nginx.Version
 	for round := 1; round <= max(b.opts.realRepeat, 1); round++ {
 		runs, err := b.realPair(ctx, nginx.URL, filepath.Join(dir, fmt.Sprint("loopback-", round)), report.RealRun{Round: round}, b.servers...)
 		res.Runs = append(res.Runs, runs...)
@@ -143,10 +137,7 @@ func (b *bench) realCrawl(ctx context.Context, zk *benchZK, base, dir, crawl str
 	if err != nil {
 		return err
 	}
-	run.ZKLines = len(lines)
-	if run.ZKLines > 0 {
-		run.WritesPerLine = float64(run.ZKWrites) / float64(run.ZKLines)
-	}
+	run.ZKLines, run.WritesPerLine = len(lines), float64(run.ZKWrites)/float64(max(len(lines), 1))
 	for i := 1; i < len(lines); i++ { // in time order: the pauses between lines
 		gap := lines[i].TS.Sub(lines[i-1].TS).Seconds()
 		run.LongestGapS = max(run.LongestGapS, gap)

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,7 +37,8 @@ var synthConfig = map[string]any{
 }
 
 // runSynth runs part 1: each worker count on the standalone servers, the most on the ensemble,
-// --repeat rounds (the table keeps the fastest), and the --baseline-bin build's 3 workers.
+// --repeat rounds (the table keeps the fastest), and 3 workers with recrawl on (--recrawl-ab) and
+// with the --baseline-bin build.
 func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	o := b.opts
 	web, err := testenv.StartWeb(ctx, testenv.WebConfig{Seed: 1, Hosts: o.hosts, PagesPerHost: o.pagesPerHost,
@@ -56,7 +58,10 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 			res.Expected++
 		}
 	}
-	warm := func(z *benchZK) error { _, err := b.synthRun(ctx, web, truth, z, 3, 0, false); return err }
+	warm := func(z *benchZK) (err error) {
+		_, err = b.synthRun(ctx, web, truth, z, report.SynthRun{Workers: 3})
+		return
+	}
 	for a := 1; a <= max(o.repeat, 1); a++ {
 		for _, n := range o.workers {
 			for _, s := range b.servers {
@@ -67,19 +72,20 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 				if err != nil {
 					return res, err
 				}
-				run, err := b.synthRun(ctx, web, truth, zk, n, a, false)
-				if err != nil {
-					return res, fmt.Errorf("part 1, %d workers, %s, attempt %d: %w", n, s.Label(), a, err)
+				// 3 workers on a standalone server: recrawl on after off in odd rounds, before it in even ones; the baseline last.
+				kinds := []report.SynthRun{{}}
+				if n == 3 && !s.Ensemble && o.recrawlAB {
+					kinds = slices.Insert(kinds, a%2, report.SynthRun{Recrawl: true})
 				}
-				res.Attempts, res.Runs = append(res.Attempts, run), keepFastest(res.Runs, run)
-				if o.baselineBin != "" && n == 3 && !s.Ensemble {
-					b.binDir = o.baselineBin
-					run, err = b.synthRun(ctx, web, truth, zk, 3, a, true)
-					b.binDir = ""
-					if err != nil {
-						return res, fmt.Errorf("part 1, %s baseline, %s, attempt %d: %w", o.baselineName, s.Label(), a, err)
+				if n == 3 && !s.Ensemble && o.baselineBin != "" {
+					kinds = append(kinds, report.SynthRun{Baseline: true})
+				}
+				for _, run := range kinds {
+					run.Workers, run.Server, run.Attempt = n, s, a
+					if run, err = b.synthRun(ctx, web, truth, zk, run); err != nil {
+						return res, fmt.Errorf("part 1, %s: %w", synthTag(run), err)
 					}
-					res.BaselineAttempts, res.Baseline = append(res.BaselineAttempts, run), keepFastest(res.Baseline, run)
+					res.Add(run)
 				}
 			}
 		}
@@ -87,37 +93,38 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	return res, nil
 }
 
-// keepFastest returns runs with run in place of its worker count and server's slower run, or added.
-func keepFastest(runs []report.SynthRun, run report.SynthRun) []report.SynthRun {
-	i := slices.IndexFunc(runs, func(x report.SynthRun) bool { return x.Workers == run.Workers && x.Server == run.Server })
-	if i < 0 {
-		return append(runs, run)
-	}
-	if run.PagesPerS > runs[i].PagesPerS {
-		runs[i] = run
-	}
-	return runs
+// synthTag names a part 1 run in directories, crawl names and errors: [baseline-|recrawl-]w<N>-<server>-a<attempt>.
+func synthTag(r report.SynthRun) string {
+	kind := map[bool]string{true: "baseline-"}[r.Baseline] + map[bool]string{true: "recrawl-"}[r.Recrawl]
+	return fmt.Sprintf("%sw%d-%s-a%d", kind, r.Workers, serverTag(r.Server), r.Attempt)
 }
 
-// synthRun crawls web (ground truth: truth) with n workers on zk; attempt 0 is a warm-up. A
-// baseline run's crawl (the previous layout) is no frontier this code opens: it is done when
-// coord.Queue.Pending shows no ready item or claim, and part 3b is not read.
-func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, n, attempt int, baseline bool) (report.SynthRun, error) {
-	tag := fmt.Sprintf("w%d-%s-a%d", n, serverTag(zk.Server), attempt)
-	if baseline {
-		tag = "baseline-" + tag
-	}
-	run := report.SynthRun{Workers: n, Server: zk.Server, Baseline: baseline, Attempt: attempt, Crawl: fmt.Sprintf("synth-%s-%d", tag, time.Now().Unix())}
+// synthRun crawls web (ground truth: truth) on zk with run's Workers, Attempt (0: a warm-up) and kind:
+// Recrawl adds config recrawl; a Baseline run's crawl (the previous layout, --baseline-bin) is no
+// frontier this code opens: it is done when coord.Queue.Pending shows no ready item or claim. Part 3b
+// is read of plain runs only (a recrawl's schedule entries keep their batches live).
+func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string]testenv.WebExpect, zk *benchZK, run report.SynthRun) (report.SynthRun, error) {
+	run.Server = zk.Server
+	tag, cfg := synthTag(run), synthConfig
+	run.Crawl = fmt.Sprintf("synth-%s-%d", tag, time.Now().Unix())
 	dir := filepath.Join(b.opts.outDir, "synth", tag)
+	if run.Recrawl {
+		cfg = maps.Clone(synthConfig)
+		cfg["recrawl"] = true
+	}
 	before, err := zk.footprint(ctx)
 	if err != nil {
 		return run, err
 	}
-	if _, err := b.seed(ctx, zk.addr, run.Crawl, dir, synthConfig, web.Seeds(), time.Minute); err != nil {
+	if run.Baseline {
+		b.binDir = b.opts.baselineBin
+		defer func() { b.binDir = "" }()
+	}
+	if _, err := b.seed(ctx, zk.addr, run.Crawl, dir, cfg, web.Seeds(), time.Minute); err != nil {
 		return run, err
 	}
 	var pending func(context.Context) (bool, error) // nil: frontier.Pending
-	if baseline {
+	if run.Baseline {
 		q, err := coord.OpenQueue(ctx, zk.client, crawlRoot(run.Crawl))
 		if err != nil {
 			return run, err
@@ -133,7 +140,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	if err != nil {
 		return run, err
 	}
-	f, r, err := b.runCrawl(ctx, zk, run.Crawl, dir, n, mark, pending)
+	f, r, err := b.runCrawl(ctx, zk, run.Crawl, dir, run.Workers, mark, pending)
 	if err != nil {
 		return run, err
 	}
@@ -149,10 +156,9 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	for _, op := range []string{"queue_claim", "queue_complete", "queue_retry", "queue_fail", "queue_release", "group_step", "backlog_post"} {
 		run.FencedSteps += run.ZKOps[op] // group commit: the fenced steps over the multis that carried them
 	}
-	if run.Multis = run.ZKOps["multi"]; run.Multis > 0 {
-		run.StepsPerMulti = run.FencedSteps / run.Multis
-	}
-	if !baseline { // part 3b: wait while the workers, the groups' owners, still run
+	run.Multis = run.ZKOps["multi"]
+	run.StepsPerMulti = run.FencedSteps / max(run.Multis, 1)
+	if !run.Baseline && !run.Recrawl { // part 3b: wait while the workers, the groups' owners, still run
 		if err := seenChunks(ctx, r.front, &run); err != nil {
 			return run, err
 		}
@@ -167,7 +173,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	}
 	run.DataDelta, run.ZnodeDelta = after.DataBytes-before.DataBytes, after.Znodes-before.Znodes
 	b.judgeSynth(&run, f, lines, truth)
-	b.log.Info("part 1 run done", "workers", n, "zk", zk.Label(), "attempt", attempt, "baseline", baseline,
+	b.log.Info("part 1 run done", "run", tag, "zk", zk.Label(),
 		"pages", run.Pages, "pages_per_s", int(run.PagesPerS), "missing", run.Missing, "dups", run.Dups)
 	return run, nil
 }
@@ -212,12 +218,9 @@ func (b *bench) judgeSynth(run *report.SynthRun, f *fleet, lines []storage.LogEn
 			run.BeyondFetchMs, run.Held = st[10].P50Ms-st[4].P50Ms, run.PagesPerS*(st[1].MeanMs+st[10].MeanMs)/1000/float64(run.Workers)
 		}
 		run.WorkerCPUMsPerPage, run.ZKCPUMsPerPage = run.WorkerCPUS*1000/p, run.ZKCPUS*1000/p
-		run.ZKWritesPerPage = float64(run.ZKWrites) / p
-		run.DataPerURL = float64(run.DataDelta) / p
+		run.ZKWritesPerPage, run.DataPerURL = float64(run.ZKWrites)/p, float64(run.DataDelta)/p
 	}
-	if run.SeenKeys > 0 {
-		run.ChunkBytesPerKy = float64(run.SeenChunkBytes) / float64(run.SeenKeys)
-	}
+	run.ChunkBytesPerKy = float64(run.SeenChunkBytes) / float64(max(run.SeenKeys, 1))
 }
 
 // seenChunks polls Backlog.Stats (up to 15 s) until no group has a live batch, records whether that

@@ -58,7 +58,7 @@ func (b *bench) runTakeover(ctx context.Context) (*report.Takeover, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.stop()
+	defer f.stopAndRead() // stops the workers; their logs are not needed
 	// Let membership settle and the claim loops fill: a host holds up to per_host_max_in_flight + 1 claims.
 	time.Sleep(5 * time.Second)
 	if err := b.killAndWatch(ctx, bz, q, crawlRoot(crawl), f, res); err != nil {

@@ -24,17 +24,13 @@ func num(v float64, d int) string {
 	return english.Sprintf("%.*f", d, v)
 }
 
-func f0(v float64) string { return num(v, 0) }
-func f1(v float64) string { return num(v, 1) }
-func f2(v float64) string { return num(v, 2) }
+// f0, f1 and f2 format a number of any of the report's kinds (float) with 0, 1 and 2 decimals.
+func f0(v any) string { return num(float(v), 0) }
+func f1(v any) string { return num(float(v), 1) }
+func f2(v any) string { return num(float(v), 2) }
 
 // met renders a target's verdict.
-func met(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "**NOT MET**"
-}
+func met(ok bool) string { return map[bool]string{true: "met", false: "**NOT MET**"}[ok] }
 
 // signed formats a change in MB with its sign; "±0.0" within 0.05.
 func signed(v float64) string {

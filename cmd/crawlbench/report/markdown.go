@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"text/template"
@@ -35,7 +36,7 @@ var markdownFuncs = template.FuncMap{
 	"lastLine":    lastLine,
 	"elapsed":     func(r *Results) time.Duration { return r.Finished.Sub(r.Started).Round(time.Second) },
 	"rounds":      func(s *Synth) int { return max(len(s.Attempts)/max(len(s.Runs), 1), 1) },
-	"allAttempts": func(s *Synth) []SynthRun { return append(slices.Clone(s.Attempts), s.BaselineAttempts...) },
+	"allAttempts": func(s *Synth) []SynthRun { return slices.Concat(s.Attempts, s.RecrawlAttempts, s.BaselineAttempts) },
 	"mark":        synthMark,
 	"joinInts":    func(v []int) string { return joinNums(v, 0) },
 	"configLine":  pairs[any],
@@ -43,11 +44,13 @@ var markdownFuncs = template.FuncMap{
 }
 
 // synthMark marks a part 1 run in its table: " ✓" when the summary table
-// shows it, the build's name for a baseline run.
+// shows it, the build's name for a baseline run, "recrawl on" for one.
 func synthMark(s *Synth, x SynthRun) string {
 	runs, mark := s.Runs, ""
 	if x.Baseline {
 		runs, mark = s.Baseline, " ("+s.BaselineName+")"
+	} else if x.Recrawl {
+		runs, mark = s.Recrawl, " (recrawl on)"
 	}
 	if slices.ContainsFunc(runs, func(y SynthRun) bool { return y.Crawl == x.Crawl }) {
 		mark += " ✓"
@@ -55,18 +58,9 @@ func synthMark(s *Synth, x SynthRun) string {
 	return mark
 }
 
-// float converts a number of any of the report's kinds to float64.
-func float(v any) float64 {
-	switch x := v.(type) {
-	case int:
-		return float64(x)
-	case int64:
-		return float64(x)
-	case float64:
-		return x
-	}
-	panic(fmt.Sprintf("report: %T is not a number", v))
-}
+// float converts a number of any kind (the report's int, int64 and float64) to float64; it panics on
+// anything else (a template bug).
+func float(v any) float64 { return reflect.ValueOf(v).Convert(reflect.TypeFor[float64]()).Float() }
 
 // pairs formats m as "k v, k v", keys sorted.
 func pairs[V any](m map[string]V) string {

@@ -128,3 +128,25 @@ func TestMarkdownGolden(t *testing.T) {
 		t.Fatalf("report has %d lines, testdata/BENCHMARKS.golden.md %d", len(gl), len(wl))
 	}
 }
+
+// TestSynthAddKeepsFastest: Add keeps, per kind, worker count and server,
+// the run of most pages/s, in the order the pairs first ran, and every
+// attempt in its kind's list.
+func TestSynthAddKeepsFastest(t *testing.T) {
+	var s Synth
+	for _, r := range []SynthRun{
+		{Workers: 1, Server: Fsync, PagesPerS: 10, Attempt: 1}, {Workers: 1, Server: NoFsync, PagesPerS: 20, Attempt: 1},
+		{Workers: 1, Server: Fsync, PagesPerS: 15, Attempt: 2}, {Workers: 1, Server: NoFsync, PagesPerS: 5, Attempt: 2},
+		{Workers: 1, Server: Quorum, PagesPerS: 8, Attempt: 1},
+		{Workers: 3, Server: Fsync, PagesPerS: 9, Attempt: 1, Recrawl: true}, {Workers: 3, Server: Fsync, PagesPerS: 7, Attempt: 2, Recrawl: true},
+		{Workers: 3, Server: Fsync, PagesPerS: 6, Attempt: 1, Baseline: true},
+	} {
+		s.Add(r)
+	}
+	if runs := s.Runs; len(runs) != 3 || runs[0].Attempt != 2 || runs[0].Server != Fsync || runs[1].Attempt != 1 || runs[1].Server != NoFsync || runs[2].Server != Quorum {
+		t.Errorf("Runs = %+v; want attempt 2 of forceSync=yes, then attempt 1 of no, then the ensemble's", runs)
+	}
+	if len(s.Attempts) != 5 || len(s.RecrawlAttempts) != 2 || len(s.Recrawl) != 1 || s.Recrawl[0].Attempt != 1 || len(s.Baseline) != 1 {
+		t.Errorf("Add: %d attempts, recrawl %+v of %d, baseline %+v", len(s.Attempts), s.Recrawl, len(s.RecrawlAttempts), s.Baseline)
+	}
+}

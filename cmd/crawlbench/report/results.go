@@ -4,6 +4,7 @@
 package report
 
 import (
+	"slices"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/frontier"
@@ -75,25 +76,43 @@ type Synth struct {
 	// The --baseline-bin build, 3 workers, same rounds: the fastest per server, and every attempt.
 	BaselineName               string
 	Baseline, BaselineAttempts []SynthRun
+	// --recrawl-ab: 3 workers with config recrawl on, same rounds: the fastest per server, and every attempt.
+	Recrawl, RecrawlAttempts []SynthRun
+}
+
+// Add files run with its kind's attempts and, when the fastest of its worker count and server so far,
+// in place of that one in Runs, Baseline or Recrawl.
+func (s *Synth) Add(run SynthRun) {
+	attempts, runs := &s.Attempts, &s.Runs
+	if run.Baseline {
+		attempts, runs = &s.BaselineAttempts, &s.Baseline
+	} else if run.Recrawl {
+		attempts, runs = &s.RecrawlAttempts, &s.Recrawl
+	}
+	*attempts = append(*attempts, run)
+	if i := slices.IndexFunc(*runs, func(x SynthRun) bool { return x.Workers == run.Workers && x.Server == run.Server }); i < 0 {
+		*runs = append(*runs, run)
+	} else if run.PagesPerS > (*runs)[i].PagesPerS {
+		(*runs)[i] = run
+	}
 }
 
 // SynthRun is one part 1 crawl with Workers processes.
 type SynthRun struct {
 	Workers, Attempt int
 	Server
-	Baseline    bool // run with --baseline-bin
-	Crawl       string
-	Pages       int     // crawl log lines (fetch attempts)
-	URLs        int     // distinct URLs logged
-	Missing     int     // ground-truth URLs never logged
-	Dups        int     // URLs logged more than once
-	Extra       int     // URLs logged that a correct crawl does not fetch
-	WrongStatus int     // URLs whose last status differs from the truth
-	WallS       float64 // first worker start to the last crawl log line (the crawl then found done)
-	PagesPerS   float64
+	Baseline, Recrawl bool // run with --baseline-bin; with config recrawl on (--recrawl-ab)
+	Crawl             string
+	Pages             int     // crawl log lines (fetch attempts)
+	URLs              int     // distinct URLs logged
+	Missing           int     // ground-truth URLs never logged
+	Dups              int     // URLs logged more than once
+	Extra             int     // URLs logged that a correct crawl does not fetch
+	WrongStatus       int     // URLs whose last status differs from the truth
+	WallS             float64 // first worker start to the last crawl log line (the crawl then found done)
+	PagesPerS         float64
 	CrawlFigures
-	WorkerCPUMsPerPage, ZKCPUMsPerPage float64
-	ZKWritesPerPage                    float64
+	WorkerCPUMsPerPage, ZKCPUMsPerPage, ZKWritesPerPage float64
 	// Group commit: fenced steps (claims, completions, group steps, posts) and the multis carrying them.
 	FencedSteps, Multis, StepsPerMulti    float64
 	ClaimMeanMs, CompleteP50Ms, PostP50Ms float64

@@ -67,8 +67,7 @@ func beside(cell func(Server) string) string {
 var tableFuncs = template.FuncMap{
 	"met": met, "signed": signed, "mb": mb, "kbMB": kbMB, "dropLine": dropLine,
 	"realRounds": func(runs []RealRun) int { return len(loopback(runs, Fsync)) }, // part 2's loopback rounds
-	"add":        func(a, b float64) float64 { return a + b },
-	"add2":       func(a, b int) int { return a + b },
+	"add":        func(a, b any) float64 { return float(a) + float(b) },
 	// synth: a figure of each server's part 1 runs (beside), "a / b / c" by worker count.
 	"synth": func(runs []SynthRun, figure string) string {
 		by := map[Server][]string{}
@@ -116,15 +115,25 @@ var tableFuncs = template.FuncMap{
 		}
 		return nil
 	},
-	// threeWorkers is the pages/s of the (last) 3-worker forceSync=yes run.
-	"threeWorkers": func(runs []SynthRun) float64 {
-		v := 0.0
-		for _, x := range runs {
-			if x.Server == Fsync && x.Workers == 3 {
-				v = x.PagesPerS
+	"three": three,
+	// recrawlAB: part 1's fastest 3-worker runs with recrawl on / off on each server (beside): pages/s
+	// "on / off = ratio (each round's ratio)", or CPU ms per page (workers + ZooKeeper) and writes per page.
+	"recrawlAB": func(s *Synth, figure string) string {
+		return beside(func(srv Server) string {
+			on, off := three(s.Recrawl, srv, 0), three(s.Runs, srv, 0)
+			if on.Workers == 0 || off.Workers == 0 {
+				return ""
+			} else if figure == "cpu" {
+				return fmt.Sprintf("%s + %s / %s + %s; %s / %s", f2(on.WorkerCPUMsPerPage), f2(on.ZKCPUMsPerPage), f2(off.WorkerCPUMsPerPage), f2(off.ZKCPUMsPerPage), f2(on.ZKWritesPerPage), f2(off.ZKWritesPerPage))
 			}
-		}
-		return v
+			var rounds []string
+			for _, x := range s.RecrawlAttempts {
+				if y := three(s.Attempts, srv, x.Attempt); x.Server == srv && y.Workers > 0 {
+					rounds = append(rounds, f2(x.PagesPerS/y.PagesPerS))
+				}
+			}
+			return fmt.Sprintf("%s / %s = %s (%s)", f0(on.PagesPerS), f0(off.PagesPerS), f2(on.PagesPerS/off.PagesPerS), strings.Join(rounds, ", "))
+		})
 	},
 	// correctness tallies the outcomes of every part 1 run against the ground truth.
 	"correctness": func(s *Synth) string {
@@ -154,6 +163,16 @@ var tableFuncs = template.FuncMap{
 	},
 }
 
+// three returns the 3-worker run on server srv of attempt (0: the first of any); Workers 0 for none.
+func three(runs []SynthRun, srv Server, attempt int) SynthRun {
+	for _, x := range runs {
+		if x.Workers == 3 && x.Server == srv && (attempt == 0 || x.Attempt == attempt) {
+			return x
+		}
+	}
+	return SynthRun{}
+}
+
 // tally lists the outcome of each run in the order first seen, equal
 // ones counted together: "2 runs: a / 1 runs: b".
 func tally[R any](runs []R, outcome func(R) string) string {
@@ -177,11 +196,7 @@ func (r *Results) Table() string { return render("table", tableText, r, nil) }
 // render executes the template text with the functions of both templates and extra; an
 // error (a template bug) is written into the output, where the report's reader sees it.
 func render(name, text string, data any, extra template.FuncMap) string {
-	t := template.New(name).Funcs(template.FuncMap{
-		"f0": func(v any) string { return num(float(v), 0) },
-		"f1": func(v any) string { return num(float(v), 1) },
-		"f2": func(v any) string { return num(float(v), 2) },
-	}).Funcs(tableFuncs).Funcs(markdownFuncs).Funcs(extra)
+	t := template.New(name).Funcs(template.FuncMap{"f0": f0, "f1": f1, "f2": f2}).Funcs(tableFuncs).Funcs(markdownFuncs).Funcs(extra)
 	var b strings.Builder
 	if err := template.Must(t.Parse(text)).Execute(&b, data); err != nil {
 		fmt.Fprintf(&b, "\n\n**The report could not be rendered:** %v\n", err)
