@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"regexp"
 	"time"
 )
@@ -51,4 +52,23 @@ func (c Config) RecrawlDue() time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// NextDueSecond waits until the next whole second of the clock and returns
+// it, UTC: the recrawl_due_before a request to make scheduled URLs due at
+// once writes (`crawlctl recrawl --now`, `seeder --revisit-from`). Entries
+// keep their last fetch to the second, so every URL fetched before the
+// request, in the same second included, was last fetched before it and is
+// due at once, while one fetched after the request is not. It returns
+// ctx's error if ctx ends first.
+func NextDueSecond(ctx context.Context) (time.Time, error) {
+	at := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return time.Time{}, ctx.Err()
+	case <-t.C:
+		return at, nil
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/zkcrawl/zkcrawl/config"
 
 	"github.com/zkcrawl/zkcrawl/internal/cli"
 )
@@ -16,7 +17,7 @@ var recrawlCommand = &command{
 	name: "recrawl",
 	args: "--now [--match REGEX]",
 	about: `Makes a continuous crawl's scheduled URLs due at once (docs/design.md,
-"Recrawl"): it sets the config keys recrawl_due_before to the current time
+"Recrawl"): it sets the config keys recrawl_due_before to the next whole second
 (RFC 3339) and recrawl_due_match to REGEX ("" without --match), a
 compare-and-set like 'config set'. Every shard group's owner applies it at
 its next step: each schedule entry last fetched before that time whose URL
@@ -41,7 +42,11 @@ scheduled as usual. A bad REGEX is refused and nothing is written.`,
 			if _, err := regexp.Compile(*match); err != nil {
 				return cli.Usage("recrawl: --match %q: %v", *match, err)
 			}
-			at, _ := json.Marshal(time.Now().UTC().Format(time.RFC3339))
+			due, err := config.NextDueSecond(ctx)
+			if err != nil {
+				return err
+			}
+			at, _ := json.Marshal(due.Format(time.RFC3339))
 			m, _ := json.Marshal(*match)
 			changes := []assignment{{key: "recrawl_due_before", value: at}, {key: "recrawl_due_match", value: m}}
 			keys := []string{"recrawl_due_before", "recrawl_due_match"}

@@ -37,7 +37,7 @@ func openRevisitFrom(ctx context.Context, client *coord.Client, old, crawl strin
 
 // revisitFrom posts the old crawl's recrawl schedule entries (URL, depth,
 // hops, last capture) into the new crawl, after setting the new crawl's
-// recrawl_due_before to now so that each is due at once: the new crawl's
+// recrawl_due_before to the next whole second so that each is due at once: the new crawl's
 // first pass over them is a recrawl (conditional GETs, revisit records).
 // It returns how many entries it posted.
 func revisitFrom(ctx context.Context, client *coord.Client, old *frontier.Frontier, front *frontier.Frontier, root string) (int, error) {
@@ -50,11 +50,11 @@ func revisitFrom(ctx context.Context, client *coord.Client, old *frontier.Fronti
 	if err != nil {
 		return 0, fmt.Errorf("config of the new crawl: %w", err)
 	}
-	// Now, to the second below: every entry fetched before it is due at
-	// once. A later second would leave them all not due for up to a second,
-	// and a worker started meanwhile with --exit-when-done would see
-	// nothing to do.
-	cfg.RecrawlDueBefore, cfg.RecrawlDueMatch = time.Now().UTC().Format(time.RFC3339), ""
+	at, err := config.NextDueSecond(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cfg.RecrawlDueBefore, cfg.RecrawlDueMatch = at.Format(time.RFC3339), ""
 	if _, err := store.Write(ctx, cfg.Encode(), version); err != nil {
 		return 0, fmt.Errorf("write config %s (recrawl_due_before): %w", store, err)
 	}
