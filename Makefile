@@ -25,7 +25,7 @@ APT       := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 PKGS      := ./...
 CMDS      := seeder crawler crawlctl zkserver testweb
 
-.PHONY: help deps build test vet bench bench-big chaos demo demo-real zk-up zk-down clean
+.PHONY: help deps build test vet bench bench-big bench-schedule-big chaos demo demo-real zk-up zk-down clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -91,6 +91,9 @@ bench-big: deps build ## part 3c at 100,000,000 URLs: one ZooKeeper (-Xmx4g), se
 	$(GO) build -o $(BIN)/crawlbench ./cmd/crawlbench
 	$(BIN)/crawlbench --bin $(BIN) --only big --big-urls 100000000 --big-heap 4g --big-wave 16 --big-time 60m --big-nosync \
 	  --md BENCHMARKS-big.md --command "make bench-big"
+
+bench-schedule-big: deps ## a recrawl schedule of 10,000,000 URLs in one ZooKeeper (-Xmx1g, forceSync=yes): data, JVM heap, restart time, the owner's heap per URL (go test -bench ScheduleBig ./frontier/; 2 to 6 minutes on 2 cores, ~1.2 GB of temp disk)
+	ZKCRAWL_SCHEDULE_BIG=10000000 $(GO) test -count=1 -run '^$$' -bench 'ScheduleBig/forceSync=yes' -benchtime 1x -timeout 3h ./frontier/
 
 demo: deps build ## the guided tour: ZooKeeper, a synthetic web, a seeder and 3 crawlers
 	./scripts/demo.sh

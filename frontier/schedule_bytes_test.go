@@ -87,24 +87,7 @@ func scheduleBytes(b *testing.B, n int, shape string) (seenPerURL, totalPerURL f
 	for i := 0; i < n; i += step {
 		var recs [][]byte
 		for j := i; j < min(i+step, n); j++ {
-			var d [8]byte
-			for k := range d {
-				d[k] = byte(rng.Uint32())
-			}
-			t := at.Add(time.Duration(j) * 10 * time.Millisecond).Truncate(time.Second)
-			lm := t.Add(-time.Duration(rng.Int64N(365*86400)) * time.Second)
-			if strings.HasPrefix(shape, "static") {
-				lm = at.Add(-time.Duration(j/100) * time.Hour)
-			}
-			c := frontier.Capture{Time: t, Digest: hex.EncodeToString(d[:frontier.DigestBytes]), LastModified: lm,
-				IntervalS: 86400 + rng.Int64N(86400), Changed: rng.IntN(2) == 0}
-			if shape == "etag" {
-				c.LastModified = time.Time{}
-				c.ETag = fmt.Sprintf(`"%x-%x"`, lm.Unix(), rng.Int64N(1<<20))
-			}
-			if strings.HasSuffix(shape, "-revisit") {
-				c.Fetched, c.Changed = t.Add(time.Duration(c.IntervalS)*time.Second), false
-			}
+			c := scheduleCapture(rng, at, j, shape)
 			rec, err := frontier.Item{URL: url(j), Depth: 1, Prev: &c}.Record()
 			if err != nil {
 				b.Fatal(err)
@@ -120,4 +103,32 @@ func scheduleBytes(b *testing.B, n int, shape string) (seenPerURL, totalPerURL f
 		b.Fatal(err)
 	}
 	return float64(seen) / float64(n), float64(total) / float64(n)
+}
+
+// scheduleCapture returns the capture of the j-th URL of a schedule
+// benchmark (BenchmarkScheduleBytes' shapes): captured at + j x 10 ms
+// (whole seconds), a random payload digest, an interval of 1 to 2 days,
+// changed or not at random, and by shape a Last-Modified ("static": one
+// per host of 100 URLs, j/100 hours before at; "random": within the year
+// before the capture) or a 20-byte ETag and none ("etag").
+func scheduleCapture(rng *rand.Rand, at time.Time, j int, shape string) frontier.Capture {
+	var d [8]byte
+	for k := range d {
+		d[k] = byte(rng.Uint32())
+	}
+	t := at.Add(time.Duration(j) * 10 * time.Millisecond).Truncate(time.Second)
+	lm := t.Add(-time.Duration(rng.Int64N(365*86400)) * time.Second)
+	if strings.HasPrefix(shape, "static") {
+		lm = at.Add(-time.Duration(j/100) * time.Hour)
+	}
+	c := frontier.Capture{Time: t, Digest: hex.EncodeToString(d[:frontier.DigestBytes]), LastModified: lm,
+		IntervalS: 86400 + rng.Int64N(86400), Changed: rng.IntN(2) == 0}
+	if shape == "etag" {
+		c.LastModified = time.Time{}
+		c.ETag = fmt.Sprintf(`"%x-%x"`, lm.Unix(), rng.Int64N(1<<20))
+	}
+	if strings.HasSuffix(shape, "-revisit") {
+		c.Fetched, c.Changed = t.Add(time.Duration(c.IntervalS)*time.Second), false
+	}
+	return c
 }
