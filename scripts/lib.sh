@@ -190,6 +190,8 @@ start_zk() {
 # nginx_conf DIR ROOT PORT: writes DIR/nginx.conf, an nginx serving ROOT on
 # 127.0.0.1:PORT in the foreground with its pid file, logs and temp paths
 # under DIR (demo-real.sh and replay-check.sh start it with -p DIR).
+# NGINX_EXTRA, if set, is added to the server block (e.g. "etag off;
+# if_modified_since off;": no validators, so a recrawl gets 200s).
 nginx_conf() {
 	local dir=$1 root=$2 port=$3
 	mkdir -p "$dir"
@@ -214,6 +216,7 @@ http {
         listen 127.0.0.1:$port;
         server_name localhost;
         root $root;
+        ${NGINX_EXTRA:-}
     }
 }
 CONF

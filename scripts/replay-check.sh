@@ -8,7 +8,11 @@
 # from the live page. Needs make build and make deps (ReplayWeb.page in
 # tools/replayweb, Chromium), nginx and postgresql-doc-15 (installed with
 # apt-get when missing). Output: out/replay-check-STAMP/ (crawl, WACZ,
-# test log; SHOTS=1 also keeps the screenshots). About 30 s.
+# test log; SHOTS=1 also keeps the screenshots). About 30 s. RECRAWL=1
+# crawls with config recrawl on, then runs `crawlctl recrawl --now` and a
+# second pass (conditional GETs: server-not-modified revisit records) and
+# packages both passes, so each page replays from its latest capture, a
+# revisit that ReplayWeb.page must resolve to the first pass's response.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -75,8 +79,10 @@ total=$(find "$DOCS" -maxdepth 1 -name '*.html' | wc -l)
 [ "$(wc -l <"$OUT/pages.txt")" = "$PAGES" ] || die "picked $(wc -l <"$OUT/pages.txt") pages, want $PAGES"
 sed 's/^/    /' "$OUT/pages.txt" | head -3
 say "    ... ($PAGES in $OUT/pages.txt)"
+recrawl=""
+[ -n "${RECRAWL:-}" ] && recrawl=', "recrawl": true, "recrawl_interval_min_s": 86400'
 cat >"$OUT/config.json" <<CONF
-{ "allow_private_networks": true, "per_host_rate_per_s": 0, "per_host_max_in_flight": 8, "worker_concurrency": 16, "max_depth": 0, "sitemaps": false }
+{ "allow_private_networks": true, "per_host_rate_per_s": 0, "per_host_max_in_flight": 8, "worker_concurrency": 16, "max_depth": 0, "sitemaps": false$recrawl }
 CONF
 show "$BIN/seeder" --zk "$ZK" --crawl "$CRAWL" --config "$OUT/config.json" --log-level warn --seeds "$OUT/pages.txt" || die "seeder failed"
 t0=$(date +%s.%N)
@@ -85,8 +91,19 @@ WPID=$LAST_PID
 wait_until 300 "the crawler to finish" bash -c "! kill -0 $WPID" || die "the crawl did not finish in 300 s; log $OUT/w1.log"
 ok "crawled $(wc -l <"$OUT/w1/crawl.log") URLs (pages and requisites) in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
 
+dirs=("$OUT/w1")
+if [ -n "${RECRAWL:-}" ]; then
+	banner "RECRAWL=1: recrawl --now and a second pass (conditional GETs: revisit records, replayed below as the latest captures)"
+	show "$BIN/crawlctl" --zk "$ZK" --crawl "$CRAWL" recrawl --now || die "crawlctl recrawl --now failed"
+	start_bg "crawler w2" "$OUT/w2.log" "$BIN/crawler" --zk "$ZK" --crawl "$CRAWL" --id w2 --out "$OUT/w2" --exit-when-done
+	WPID=$LAST_PID
+	wait_until 300 "the second pass to finish" bash -c "! kill -0 $WPID" || die "the second pass did not finish in 300 s; log $OUT/w2.log"
+	ok "second pass: $(wc -l <"$OUT/w2/crawl.log") URLs, $(grep -c '"revisit"' "$OUT/w2/crawl.log") of them revisits"
+	dirs+=("$OUT/w2")
+fi
+
 banner "Package the crawl as a WACZ and verify it"
-show "$BIN/crawlctl" --crawl "$CRAWL" package --out "$OUT/$CRAWL.wacz" "$OUT/w1" || die "crawlctl package failed"
+show "$BIN/crawlctl" --crawl "$CRAWL" package --out "$OUT/$CRAWL.wacz" "${dirs[@]}" || die "crawlctl package failed"
 show "$BIN/crawlctl" package --verify "$OUT/$CRAWL.wacz" || die "crawlctl package --verify failed"
 
 banner "Replay in ReplayWeb.page in headless Chromium, nginx stopped after the live pages are seen"
