@@ -84,7 +84,7 @@ test: deps vet ## install what is needed, then run every test under the race det
 chaos: deps ## the long fault tests: worker kills, session expiry, ensemble failover, quorum loss, one-way partition, process pause (about 11 minutes)
 	ZKCRAWL_CHAOS=long $(GO) test -count=1 -v -timeout 30m ./chaos/
 
-bench: deps build ## the benchmark (pages/s, ZooKeeper writes and bytes per URL, traps, write ceiling, then the wide web and the real site as a user runs them; about 13 minutes); writes BENCHMARKS.md
+bench: deps build ## the benchmark (pages/s, ZooKeeper writes and bytes per URL, traps, write ceiling, then the wide web and the real site as a user runs them, then recrawling; about 14 minutes); writes BENCHMARKS.md
 	./scripts/bench.sh
 
 bench-big: deps build ## part 3c at 100,000,000 URLs: one ZooKeeper (-Xmx4g), seeded, drained by the owners 16 groups at a time, heap after GC, snapshot, restart, then forceSync=no's rates (about 30 minutes on 2 cores; ~12 GB RAM, ~10 GB disk); writes BENCHMARKS-big.md
