@@ -29,7 +29,10 @@ type cdxjEntry struct {
 	mime    string // Content-Type before ';', trimmed; only when hasMime
 	hasMime bool
 	status  string // Number(second word of the status line), as a string
-	digest  string // WARC-Payload-Digest after "sha1:"; only when hasDigest
+	// noStatus leaves "status" out: a record without an HTTP block (a
+	// server-not-modified revisit), which warcio.js indexes without one.
+	noStatus bool
+	digest   string // WARC-Payload-Digest after "sha1:"; only when hasDigest
 	// hasDigest: the record has a WARC-Payload-Digest holding a colon
 	// (warcio.js leaves "digest" out otherwise, e.g. for a
 	// server-not-modified revisit, which has none).
@@ -82,8 +85,10 @@ func (e *cdxjEntry) line(recordType string, offset, length int64, filename strin
 		b.WriteString(`,"mime":`)
 		writeJSString(&b, e.mime)
 	}
-	b.WriteString(`,"status":`)
-	writeJSString(&b, e.status)
+	if !e.noStatus {
+		b.WriteString(`,"status":`)
+		writeJSString(&b, e.status)
+	}
 	if e.hasDigest {
 		b.WriteString(`,"digest":`)
 		writeJSString(&b, e.digest)

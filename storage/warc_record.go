@@ -53,7 +53,8 @@ type Exchange struct {
 	Truncated bool
 	// RevisitOf, when set, names the earlier capture this exchange
 	// revisits: WriteExchange then writes a revisit record of its profile
-	// (block = the HTTP response header only) in place of the response.
+	// (block = the HTTP response header only; empty for
+	// ProfileNotModified) in place of the response.
 	// The caller vouches for the profile's condition: a 304 answer to a
 	// conditional request for ProfileNotModified, a payload whose digest
 	// equals the earlier capture's for RevisitProfile. Ignored when
@@ -176,10 +177,16 @@ func (p *prepared) toRevisit(ref revisitRef) {
 
 // toRevisitOf replaces the response record by a revisit record of
 // ref.Profile referring to ref (WARC 1.1 section 6.7), whose WARC-Date is
-// date (WARC-Date form). A server-not-modified revisit carries no
-// WARC-Payload-Digest: a 304 has no payload.
+// date (WARC-Date form). A server-not-modified revisit has an empty block
+// and no WARC-Payload-Digest (a 304 has no payload): replay engines (pywb,
+// wabac.js) serve a revisit with its own HTTP headers when it has some,
+// which for a 304 would serve the 304; without, the original's.
 func (p *prepared) toRevisitOf(ref RevisitRef, date string) {
-	r := &record{block: [][]byte{p.httpHeader}}
+	block := p.httpHeader
+	if ref.Profile == ProfileNotModified {
+		block = nil
+	}
+	r := &record{block: [][]byte{block}}
 	r.add("WARC-Type", TypeRevisit)
 	r.add("WARC-Record-ID", p.respID)
 	r.add("WARC-Date", p.date)
@@ -195,12 +202,15 @@ func (p *prepared) toRevisitOf(ref RevisitRef, date string) {
 	}
 	r.add("WARC-Refers-To-Target-URI", ref.TargetURI)
 	r.add("WARC-Refers-To-Date", date)
-	r.add("Content-Type", "application/http;msgtype=response")
-	r.add("WARC-Block-Digest", blockDigest(p.httpHeader))
+	if block != nil {
+		r.add("Content-Type", "application/http;msgtype=response")
+	}
+	r.add("WARC-Block-Digest", blockDigest(block))
 	if ref.Profile != ProfileNotModified {
 		r.add("WARC-Payload-Digest", p.payloadDigest)
 	} else {
 		p.cdx.digest, p.cdx.hasDigest = "", false // indexed without one, as warcio.js does
+		p.cdx.noStatus = true                     // nor a status: the block holds no HTTP header
 	}
 	p.resp = r
 }
