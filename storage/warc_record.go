@@ -60,6 +60,19 @@ type Exchange struct {
 	// equals the earlier capture's for RevisitProfile. Ignored when
 	// Truncated (a cut payload is not the earlier one).
 	RevisitOf *RevisitRef
+	// PayloadDigest, when set, is Digest(Body) computed by the caller (who
+	// needed it first, e.g. to look the payload up): prepare uses it
+	// instead of hashing Body again. "" means compute it.
+	PayloadDigest string
+}
+
+// PayloadDigestOf returns ex.PayloadDigest, computing and storing it first
+// when it is empty: one SHA-1 of the payload per exchange, whoever asks.
+func (ex *Exchange) PayloadDigestOf() string {
+	if ex.PayloadDigest == "" {
+		ex.PayloadDigest = Digest(ex.Body)
+	}
+	return ex.PayloadDigest
 }
 
 // RevisitRef names the capture a revisit record refers to (WARC 1.1 section
@@ -269,7 +282,7 @@ func prepare(ex Exchange) (*prepared, error) {
 		date = time.Now()
 	}
 	reqID, respID := newRecordID(), newRecordID()
-	p := &prepared{respID: respID, payloadDigest: Digest(ex.Body), target: ex.TargetURI,
+	p := &prepared{respID: respID, payloadDigest: ex.PayloadDigestOf(), target: ex.TargetURI,
 		date: formatDate(date), ip: ex.IP, reqID: reqID, httpHeader: hdr, truncated: ex.Truncated}
 
 	p.cdx = newCDXJEntry(ex.TargetURI, p.date, hdr, p.payloadDigest)

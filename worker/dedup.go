@@ -129,7 +129,7 @@ func (a *attempt) dedupReserve(ex *storage.Exchange, res *fetch.Result) {
 	if ex.Date.IsZero() {
 		ex.Date = time.Now()
 	}
-	digest := storage.Digest(ex.Body)
+	digest := ex.PayloadDigestOf()
 	wait, cancel := context.WithTimeout(a.ctx, dedupPendingWait)
 	defer cancel()
 	for {

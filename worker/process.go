@@ -193,7 +193,7 @@ func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 func (a *attempt) store(res *fetch.Result) bool {
 	w := a.w
 	ex := exchangeOf(a.it.URL, res)
-	ex.RevisitOf = revisitOf(a.it, res)
+	ex.RevisitOf = revisitOf(a.it, res, &ex)
 	a.dedupReserve(&ex, res)
 	info, err := w.store.WriteExchange(ex)
 	if err != nil {

@@ -51,8 +51,9 @@ func conditionsOf(prev *frontier.Capture) fetch.Conditions {
 // conditional request (profile server-not-modified), or a complete 2xx
 // whose payload digest starts with it.Prev.Digest (frontier.SameDigest,
 // over the length kept) (profile identical-payload-digest); both refer to it.Prev.Time. The
-// payload is hashed only when the item has a Prev with a digest.
-func revisitOf(it frontier.Item, res *fetch.Result) *storage.RevisitRef {
+// payload is hashed (ex.PayloadDigestOf, once for the whole store step)
+// only when the item has a Prev with a digest.
+func revisitOf(it frontier.Item, res *fetch.Result, ex *storage.Exchange) *storage.RevisitRef {
 	prev := it.Prev
 	if prev == nil || prev.Time.IsZero() {
 		return nil
@@ -62,7 +63,7 @@ func revisitOf(it frontier.Item, res *fetch.Result) *storage.RevisitRef {
 	case res.Status == http.StatusNotModified && res.Conditional:
 		ref.Profile = storage.ProfileNotModified
 	case res.Status >= 200 && res.Status <= 299 && !res.Truncated && prev.Digest != "" &&
-		frontier.SameDigest(storage.Digest(res.Body), prev.Digest):
+		frontier.SameDigest(ex.PayloadDigestOf(), prev.Digest):
 		ref.Profile = storage.RevisitProfile
 	default:
 		return nil
