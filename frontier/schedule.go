@@ -65,22 +65,9 @@ func SchedulePolicy(cfg config.Config) uint64 {
 	return h.Sum64()
 }
 
-// same reports whether cfg's recrawl keys are those p was compiled from.
-func (p *schedPolicy) same(cfg config.Config) bool {
-	due := int64(0)
-	if t := cfg.RecrawlDue(); !t.IsZero() {
-		due = t.Unix()
-	}
-	match := ""
-	if p.dueMatch != nil {
-		match = p.dueMatch.String()
-	}
-	if due == 0 {
-		cfg.RecrawlDueMatch = ""
-	}
-	return p.min == cfg.RecrawlIntervalMinS && p.max == cfg.RecrawlIntervalMaxS && p.dueBefore == due &&
-		match == cfg.RecrawlDueMatch && slices.Equal(p.rules, cfg.RecrawlRules)
-}
+// same reports whether cfg's recrawl keys are those p was compiled from
+// (their SchedulePolicy stamps are equal).
+func (p *schedPolicy) same(cfg config.Config) bool { return p.stamp == SchedulePolicy(cfg) }
 
 // bounds returns the interval bounds of URL u: the first matching rule's,
 // else the global ones.
