@@ -171,11 +171,13 @@ func (f *Fetcher) newTransport(o Options) *http.Transport {
 // than MaxIdleConns), the least recently used closed first, and at most
 // min(Options.MaxConnsPerHost, MaxIdleConnsPerHost) per host; so however
 // many hosts a crawl visits, the pool holds at most MaxIdleConns idle
-// sockets (file descriptors; worker.RequestBudget reserves that many),
-// each for at most IdleConnTimeout. Connections in use are bounded by the
+// sockets (file descriptors: the worker sizes the pool within the
+// process's limit), each for at most IdleConnTimeout. MaxIdleConns is
+// room for one connection to each host of a wide crawl's worker (16,384
+// hosts at about 32 KiB each: 512 MiB at most). Connections in use are bounded by the
 // caller's requests in flight.
 const (
-	MaxIdleConns        = 1024
+	MaxIdleConns        = 16384
 	MaxIdleConnsPerHost = 64
 	IdleConnTimeout     = 60 * time.Second
 )

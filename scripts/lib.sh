@@ -172,6 +172,7 @@ need_bins() {
 start_zk() {
 	local dir=$1 tick=$2 port=0
 	mkdir -p "$dir"
+	rm -f "$dir/connect" # a left-over one (a rerun in the same directory) would pass for the new server's
 	if port_free 2181; then port=2181; fi
 	start_bg zkserver "$dir/zkserver.log" bash -c 'exec "$0" --dir "$1" --port "$2" --tick "$3" --force-sync="$5" >"$4"' \
 		"$BIN/zkserver" "$dir/data" "$port" "$tick" "$dir/connect" "${FORCE_SYNC:-false}"

@@ -156,7 +156,7 @@ func TestInFlightFollowsDemandOnAWideSlowWeb(t *testing.T) {
 }
 
 // The automatic request budget: bounded by descriptors (one per request,
-// after fdReserve and the keep-alive pool) and memory (every
+// half of those after fdReserve) and memory (every
 // body at max_body_bytes in half the RAM), never above autoMaxInFlight nor
 // below worker_concurrency; an explicit max_in_flight wins.
 func TestRequestBudget(t *testing.T) {
@@ -168,7 +168,7 @@ func TestRequestBudget(t *testing.T) {
 		floor, want int
 	}{
 		{"few descriptors", 1024, 64 << 30, 32, (1024 - fdReserve) / 2},
-		{"descriptors bound", 3000, 64 << 30, 32, 3000 - fdReserve - fetch.MaxIdleConns},
+		{"descriptors bound", 3000, 64 << 30, 32, (3000 - fdReserve) / 2},
 		{"memory bound", 1 << 20, 256 << 20, 32, 128},
 		{"cap", 1 << 20, 1 << 40, 32, autoMaxInFlight},
 		{"worker_concurrency floor", 300, 1 << 30, 32, 32},
@@ -186,5 +186,32 @@ func TestRequestBudget(t *testing.T) {
 	}
 	if got := claimCap(cfg); got != 7*config.ClaimsPerRequest {
 		t.Errorf("claimCap with max_in_flight 7 = %d, want %d", got, 7*config.ClaimsPerRequest)
+	}
+}
+
+// The keep-alive pool under a per-host rate: the descriptors the request
+// budget leaves after fdReserve, within memory (idleConnBytes each in a
+// sixteenth of RAM) and fetch.MaxIdleConns; never below 1. Without a rate
+// also within the budget and unratedIdleConns.
+func TestIdlePool(t *testing.T) {
+	cases := []struct {
+		name        string
+		budget      int
+		nofile, ram uint64
+		rated       bool
+		want        int
+	}{
+		{"descriptors bound", 4096, 20000, 64 << 30, true, 20000 - fdReserve - 4096},
+		{"cap", 4096, 1 << 20, 64 << 30, true, fetch.MaxIdleConns},
+		{"memory bound", 100, 1 << 20, 256 << 20, true, 512},
+		{"budget takes every descriptor", 5000, 3000, 64 << 30, true, 1},
+		{"unknown limits", 384, 0, 0, true, defaultNofile - fdReserve - 384},
+		{"no rate: unratedIdleConns", 4096, 1 << 20, 64 << 30, false, unratedIdleConns},
+		{"no rate: the budget", 300, 1 << 20, 64 << 30, false, 300},
+	}
+	for _, tc := range cases {
+		if got := idlePool(tc.budget, tc.nofile, tc.ram, tc.rated); got != tc.want {
+			t.Errorf("%s: idlePool(budget %d, nofile %d, ram %d, rated %v) = %d, want %d", tc.name, tc.budget, tc.nofile, tc.ram, tc.rated, got, tc.want)
+		}
 	}
 }

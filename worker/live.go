@@ -87,7 +87,11 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	}
 	empty := ""
 	w.cfgErr.Store(&empty)
-	budget := RequestBudget(cfg) // getrlimit and sysinfo: read once per version
+	nofile, ram := fdLimit(), totalRAM() // getrlimit and sysinfo: read once per version
+	budget := cfg.MaxInFlight
+	if budget <= 0 {
+		budget = autoBudget(cfg, nofile, ram)
+	}
 	fopts := fetch.Options{
 		UserAgent:            cfg.UserAgent,
 		Timeout:              cfg.FetchTimeout(),
@@ -96,9 +100,10 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		Logger:               w.log,
 		// The pool follows politeness: a host never has more than
 		// per_host_max_in_flight requests (plus a robots.txt or sitemap
-		// fetch), the worker never more than its budget.
+		// fetch), the worker never more than its budget; idle ones for
+		// every host it crawls, within the descriptors the budget leaves.
 		MaxConnsPerHost: cfg.PerHostMaxInFlight + 1,
-		MaxIdleConns:    budget,
+		MaxIdleConns:    idlePool(budget, nofile, ram, cfg.PerHostRatePerS > 0),
 	}
 	if f, ok := w.fetcher.(fetchConfigurer); ok {
 		f.SetOptions(fopts)
