@@ -111,9 +111,10 @@ type Fetcher struct {
 	transport atomic.Pointer[http.Transport] // replaced when the pool bounds change
 	resolver  *Resolver                      // Options.Resolver when that is nil
 	tee       *teeDialer
-	proxied   atomic.Pointer[proxyPools] // one pool per proxy of Options.Proxies
 	poolMu    sync.Mutex // serializes transport replacement
 	noTee     bool       // benchmarks only: skip the byte-exact copy (the baseline)
+
+	proxied atomic.Pointer[proxyPools] // one pool per proxy of Options.Proxies
 }
 
 // New returns a Fetcher with opts (zero fields defaulted).
