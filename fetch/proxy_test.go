@@ -2,112 +2,17 @@ package fetch
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
-	socks5 "github.com/armon/go-socks5"
-
 	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/testenv"
 )
-
-// connectProxy is a real HTTP CONNECT proxy on loopback. It records the
-// targets asked for and the Proxy-Authorization sent; with to set it
-// tunnels every CONNECT to that address instead (so a test can name a
-// public target address and still reach a loopback origin).
-type connectProxy struct {
-	*httptest.Server
-	to string
-
-	mu      sync.Mutex
-	targets []string
-	auth    []string
-}
-
-func newConnectProxy(t *testing.T, to string) *connectProxy {
-	p := &connectProxy{to: to}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodConnect {
-			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
-			return
-		}
-		p.mu.Lock()
-		p.targets = append(p.targets, r.Host)
-		p.auth = append(p.auth, r.Header.Get("Proxy-Authorization"))
-		p.mu.Unlock()
-		dst := r.Host
-		if p.to != "" {
-			dst = p.to
-		}
-		up, err := net.Dial("tcp", dst)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		c, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			up.Close()
-			return
-		}
-		_, _ = rw.WriteString("HTTP/1.1 200 Connection established\r\nProxy-Agent: test-proxy\r\n\r\n")
-		_ = rw.Flush()
-		go func() { _, _ = io.Copy(up, rw); up.Close() }()
-		_, _ = io.Copy(c, up)
-		c.Close()
-	}))
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *connectProxy) seen() (targets, auth []string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.targets...), append([]string(nil), p.auth...)
-}
-
-// newSOCKS5Proxy serves SOCKS5 (github.com/armon/go-socks5) on loopback,
-// with user:password when cred is set, and returns its address and the
-// targets asked for; with to set every CONNECT reaches that address.
-func newSOCKS5Proxy(t *testing.T, cred socks5.CredentialStore, to string) (addr string, targets func() []string) {
-	var mu sync.Mutex
-	var seen []string
-	conf := &socks5.Config{
-		Credentials: cred,
-		Logger:      log.New(io.Discard, "", 0),
-		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			mu.Lock()
-			seen = append(seen, addr)
-			mu.Unlock()
-			if to != "" {
-				addr = to
-			}
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}
-	srv, err := socks5.New(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() { _ = srv.Serve(ln) }()
-	return ln.Addr().String(), func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
-}
 
 // originServer answers every request with a body naming the path.
 func originServer(t *testing.T) *httptest.Server {
@@ -157,15 +62,15 @@ func TestFetchThroughProxies(t *testing.T) {
 	origin := originServer(t)
 	target := strings.TrimPrefix(origin.URL, "http://")
 	_, port, _ := net.SplitHostPort(target)
-	hp := newConnectProxy(t, "")
-	sAddr, sTargets := newSOCKS5Proxy(t, socks5.StaticCredentials{"crawler": "s3cret"}, "")
+	hp := testenv.NewConnectProxy(t, "")
+	sp := testenv.NewSOCKS5Proxy(t, "crawler", "s3cret", "")
 
 	for _, tc := range []struct {
 		name, proxy string
 		seen        func() []string
 	}{
-		{"http", "http://crawler:s3cret@" + strings.TrimPrefix(hp.URL, "http://"), func() []string { s, _ := hp.seen(); return s }},
-		{"socks5", "socks5://crawler:s3cret@" + sAddr, sTargets},
+		{"http", "http://crawler:s3cret@" + strings.TrimPrefix(hp.URL, "http://"), hp.Targets},
+		{"socks5", "socks5://crawler:s3cret@" + sp.Addr, sp.Targets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := New(Options{AllowPrivateNetworks: true, Proxies: mustProxies(t, tc.proxy)})
@@ -193,11 +98,11 @@ func TestFetchThroughProxies(t *testing.T) {
 			}
 		})
 	}
-	if _, auth := hp.seen(); len(auth) == 0 || auth[0] != "Basic Y3Jhd2xlcjpzM2NyZXQ=" {
+	if auth := hp.Auth(); len(auth) == 0 || auth[0] != "Basic Y3Jhd2xlcjpzM2NyZXQ=" {
 		t.Errorf("Proxy-Authorization %q, want Basic crawler:s3cret", auth)
 	}
 	// A wrong SOCKS5 password: a connect failure, not a direct fetch.
-	f := New(Options{AllowPrivateNetworks: true, Proxies: mustProxies(t, "socks5://crawler:wrong@"+sAddr)})
+	f := New(Options{AllowPrivateNetworks: true, Proxies: mustProxies(t, "socks5://crawler:wrong@"+sp.Addr)})
 	defer f.Close()
 	_, err := f.Fetch(t.Context(), origin.URL+"/c")
 	var fe *Error
@@ -212,16 +117,16 @@ func TestFetchThroughProxies(t *testing.T) {
 func TestProxySSRFGuard(t *testing.T) {
 	origin := originServer(t)
 	to := strings.TrimPrefix(origin.URL, "http://")
-	hp := newConnectProxy(t, to)
-	sAddr, sTargets := newSOCKS5Proxy(t, nil, to)
+	hp := testenv.NewConnectProxy(t, to)
+	sp := testenv.NewSOCKS5Proxy(t, "", "", to)
 	const public = "http://203.0.113.7:8080" // TEST-NET-3: public to the guard
 
 	for _, tc := range []struct {
 		name, proxy string
 		seen        func() []string
 	}{
-		{"http", hp.URL, func() []string { s, _ := hp.seen(); return s }},
-		{"socks5", "socks5://" + sAddr, sTargets},
+		{"http", hp.URL, hp.Targets},
+		{"socks5", "socks5://" + sp.Addr, sp.Targets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := New(Options{Proxies: mustProxies(t, tc.proxy)})
@@ -253,7 +158,7 @@ func TestProxySSRFGuard(t *testing.T) {
 // URLs take the default; a change of setting routes anew.
 func TestProxyRules(t *testing.T) {
 	origin := originServer(t)
-	hp := newConnectProxy(t, "")
+	hp := testenv.NewConnectProxy(t, "")
 	p := mustProxies(t, hp.URL,
 		config.ProxyRule{Match: `/direct/`, Proxy: "direct"},
 		config.ProxyRule{Match: `/direct/|/also/`, Proxy: "socks5://127.0.0.1:1"},
@@ -271,14 +176,14 @@ func TestProxyRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, _ := hp.seen(); len(got) != 1 {
+	if got := hp.Targets(); len(got) != 1 {
 		t.Fatalf("%d tunnels, want 1 (/other only)", len(got))
 	}
 	f.SetOptions(Options{AllowPrivateNetworks: true}) // proxy removed: direct
 	if _, err := f.Fetch(t.Context(), origin.URL+"/other"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := hp.seen(); len(got) != 1 {
+	if got := hp.Targets(); len(got) != 1 {
 		t.Fatalf("%d tunnels after the proxy was removed, want still 1", len(got))
 	}
 }
