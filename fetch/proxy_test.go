@@ -212,3 +212,41 @@ func TestProxyRefusedAndRedacted(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFetchThroughProxy: one fetch of a small page from a loopback
+// origin, direct and through each loopback proxy, on a pooled connection
+// (reused) and on a new one each time (new: the tunnel's handshake).
+func BenchmarkFetchThroughProxy(b *testing.B) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "<html>origin page</html>")
+	}))
+	defer origin.Close()
+	hp := testenv.NewConnectProxy(b, "")
+	sp := testenv.NewSOCKS5Proxy(b, "", "", "")
+	for _, route := range []struct{ name, proxy string }{
+		{"direct", ""}, {"connect", hp.URL}, {"socks5", "socks5://" + sp.Addr},
+	} {
+		for _, fresh := range []bool{false, true} {
+			name := route.name + "/reused"
+			if fresh {
+				name = route.name + "/new"
+			}
+			b.Run(name, func(b *testing.B) {
+				p, err := NewProxies(route.proxy, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f := New(Options{AllowPrivateNetworks: true, Proxies: p})
+				defer f.Close()
+				for b.Loop() {
+					if fresh {
+						f.Close()
+					}
+					if _, err := f.Fetch(b.Context(), origin.URL+"/"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
