@@ -164,6 +164,11 @@ func (f *Fetcher) transportFor(rawURL string) (*http.Transport, *url.URL) {
 	return f.transport.Load(), nil
 }
 
+// proxyDialTimeout bounds one dial through a proxy (every address of the
+// target, each with its proxy dial and handshake) when the dial's context
+// has no deadline of its own; the fetch's Timeout ends it sooner.
+const proxyDialTimeout = 30 * time.Second
+
 // proxyDefaultPort returns the port of a proxy URL without one.
 func proxyDefaultPort(scheme string) string {
 	switch scheme {
@@ -192,6 +197,11 @@ func (f *Fetcher) proxyDial(u *url.URL) func(ctx context.Context, network, addr 
 		proxyAddr = net.JoinHostPort(u.Hostname(), proxyDefaultPort(u.Scheme))
 	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if _, ok := ctx.Deadline(); !ok { // the transport dials without the fetch's deadline
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, proxyDialTimeout)
+			defer cancel()
+		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, &net.OpError{Op: "dial", Net: network, Err: err}

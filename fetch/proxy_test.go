@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -248,5 +249,36 @@ func BenchmarkFetchThroughProxy(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// An https target through an http and an https proxy: TLS to the origin
+// inside the tunnel, verified against the target's name; the exchange
+// is the origin's plain HTTP, RemoteIP the target's.
+func TestFetchHTTPSThroughProxies(t *testing.T) {
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Origin", "yes")
+		_, _ = io.WriteString(w, "<html>origin page "+r.URL.Path+"</html>")
+	}))
+	defer origin.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(origin.Certificate())
+	hp := testenv.NewConnectProxy(t, "")
+	tp := testenv.NewConnectProxyTLS(t, "")
+	roots.AddCert(tp.Certificate())
+	for _, proxy := range []string{hp.URL, "https://u:p@" + strings.TrimPrefix(tp.URL, "https://")} {
+		f := New(Options{AllowPrivateNetworks: true, RootCAs: roots, Proxies: mustProxies(t, proxy)})
+		res, err := f.Fetch(t.Context(), origin.URL+"/s")
+		f.Close()
+		if err != nil {
+			t.Fatalf("through %s: %v", proxy, err)
+		}
+		checkOriginExchange(t, res, "/s")
+		if res.RemoteIP != "127.0.0.1" {
+			t.Errorf("RemoteIP %q", res.RemoteIP)
+		}
+	}
+	if len(hp.Targets()) != 1 || len(tp.Targets()) != 1 || tp.Auth()[0] != "Basic dTpw" {
+		t.Fatalf("tunnels %q %q auth %q, want one each, with u:p to the https proxy", hp.Targets(), tp.Targets(), tp.Auth())
 	}
 }

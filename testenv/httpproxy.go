@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/x509"
 	"io"
 	"log"
 	"net"
@@ -19,8 +20,9 @@ import (
 // than CONNECT with 405.
 type ConnectProxy struct {
 	// URL is the proxy's http://127.0.0.1:PORT.
-	URL string
-	to  string
+	URL  string
+	to   string
+	cert *x509.Certificate
 
 	mu      sync.Mutex
 	targets []string
@@ -37,6 +39,21 @@ func NewConnectProxy(t testing.TB, to string) *ConnectProxy {
 	p.URL = srv.URL
 	return p
 }
+
+// NewConnectProxyTLS is NewConnectProxy serving https:// (the
+// httptest certificate, for 127.0.0.1 and example.com); Certificate
+// gives it for the client's pool.
+func NewConnectProxyTLS(t testing.TB, to string) *ConnectProxy {
+	p := &ConnectProxy{to: to}
+	srv := httptest.NewTLSServer(http.HandlerFunc(p.serve))
+	t.Cleanup(srv.Close)
+	p.URL, p.cert = srv.URL, srv.Certificate()
+	return p
+}
+
+// Certificate returns the certificate of a NewConnectProxyTLS proxy (nil
+// for a plain one).
+func (p *ConnectProxy) Certificate() *x509.Certificate { return p.cert }
 
 func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodConnect {
