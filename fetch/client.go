@@ -123,9 +123,9 @@ type Fetcher struct {
 // Result.RawRequest and Result.RawResponse are the HTTP/1.1 messages a WARC
 // 1.1 request/response record holds, copied off the connection (wire.go;
 // TLS is done by the dialer so the copy is of the plain text); it ignores
-// proxy environment
-// variables (traffic leaves through a proxy only as Options.Proxies says,
-// through a tunnel whose target the SSRF guard checked: proxy.go); it never decompresses on its own (the body is kept as
+// proxy environment variables (traffic leaves through a proxy only as
+// Options.Proxies says, through a tunnel whose target the SSRF guard
+// checked: proxy.go); it never decompresses on its own (the body is kept as
 // transferred); host names are resolved by a caching Resolver (dns.go) and
 // each resolved address is checked by the SSRF guard as it is dialled; and
 // its pool is bounded as Options.MaxConnsPerHost and MaxIdleConns say, idle
