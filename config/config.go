@@ -194,6 +194,19 @@ type Config struct {
 	// RecrawlDueMatch, RE2 over the normalized URL, narrows
 	// RecrawlDueBefore; "" matches every URL.
 	RecrawlDueMatch string `json:"recrawl_due_match,omitempty"`
+
+	// Fetching through proxies (docs/design.md, "Proxies").
+
+	// Proxy is the proxy every fetch goes through unless a rule of
+	// ProxyRules matches: an http://, https:// or socks5:// URL with a
+	// host and optionally user:password (sent as Proxy-Authorization
+	// Basic, or as SOCKS5 username/password, RFC 1929); "" (default) or
+	// "direct" for none. The password is never logged nor shown.
+	Proxy string `json:"proxy"`
+	// ProxyRules route fetches per URL: the first rule whose Match (RE2,
+	// over the URL fetched) matches gives the proxy ("" or "direct": no
+	// proxy); a URL no rule matches goes through Proxy.
+	ProxyRules []ProxyRule `json:"proxy_rules"`
 }
 
 // RecrawlRule is one entry of Config.RecrawlRules: URLs matching Match get
@@ -412,6 +425,9 @@ func (c Config) Validate() error {
 	if err := c.validateRecrawl(bad); err != nil {
 		return err
 	}
+	if err := c.validateProxy(bad); err != nil {
+		return err
+	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {
 			if _, err := regexp.Compile(p); err != nil {
@@ -438,7 +454,8 @@ func (c Config) RetryDelay(attempt int) time.Duration {
 }
 
 // Encode returns the document as indented JSON, the form written to R/config.
-// Empty include/exclude/recrawl_rules lists are written as [] (never null).
+// Empty include/exclude/recrawl_rules/proxy_rules lists are written as []
+// (never null).
 func (c Config) Encode() []byte {
 	if c.Include == nil {
 		c.Include = []string{}
@@ -448,6 +465,9 @@ func (c Config) Encode() []byte {
 	}
 	if c.RecrawlRules == nil {
 		c.RecrawlRules = []RecrawlRule{}
+	}
+	if c.ProxyRules == nil {
+		c.ProxyRules = []ProxyRule{}
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {

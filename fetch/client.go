@@ -77,6 +77,9 @@ type Options struct {
 	// idle connections than requests in flight are never reused at once).
 	// Zero, negative or above MaxIdleConns: MaxIdleConns.
 	MaxIdleConns int
+	// Proxies routes fetches through proxies (proxy.go); nil: every fetch
+	// direct. Read per fetch; a change swaps the proxied pools.
+	Proxies *Proxies
 }
 
 // withDefaults returns o with zero fields replaced by the defaults.
@@ -110,6 +113,8 @@ type Fetcher struct {
 	tee       *teeDialer
 	poolMu    sync.Mutex // serializes transport replacement
 	noTee     bool       // benchmarks only: skip the byte-exact copy (the baseline)
+
+	proxied atomic.Pointer[proxyPools] // one pool per proxy of Options.Proxies
 }
 
 // New returns a Fetcher with opts (zero fields defaulted).
@@ -118,9 +123,9 @@ type Fetcher struct {
 // Result.RawRequest and Result.RawResponse are the HTTP/1.1 messages a WARC
 // 1.1 request/response record holds, copied off the connection (wire.go;
 // TLS is done by the dialer so the copy is of the plain text); it ignores
-// proxy environment
-// variables (no traffic may leave through a proxy, and the SSRF guard must
-// see the real peer); it never decompresses on its own (the body is kept as
+// proxy environment variables (traffic leaves through a proxy only as
+// Options.Proxies says, through a tunnel whose target the SSRF guard
+// checked: proxy.go); it never decompresses on its own (the body is kept as
 // transferred); host names are resolved by a caching Resolver (dns.go) and
 // each resolved address is checked by the SSRF guard as it is dialled; and
 // its pool is bounded as Options.MaxConnsPerHost and MaxIdleConns say, idle
@@ -140,19 +145,24 @@ func New(opts Options) *Fetcher {
 	f.tee = &teeDialer{dial: dial, tlsTimeout: 10 * time.Second,
 		roots: func() *x509.CertPool { return f.opts.Load().RootCAs }}
 	f.transport.Store(f.newTransport(o))
+	f.proxied.Store(f.newProxyPools(o))
 	return f
 }
 
 // newTransport returns a transport with the pool bounds of o.
-func (f *Fetcher) newTransport(o Options) *http.Transport {
+func (f *Fetcher) newTransport(o Options) *http.Transport { return f.newTransportFor(o, f.tee) }
+
+// newTransportFor returns a transport with the pool bounds of o that
+// dials with tee.
+func (f *Fetcher) newTransportFor(o Options, tee *teeDialer) *http.Transport {
 	perHostIdle := MaxIdleConnsPerHost
 	if o.MaxConnsPerHost > 0 {
 		perHostIdle = min(o.MaxConnsPerHost, MaxIdleConnsPerHost)
 	}
 	return &http.Transport{
 		Proxy:             nil,
-		DialContext:       f.tee.DialContext,
-		DialTLSContext:    f.tee.DialTLSContext,
+		DialContext:       tee.DialContext,
+		DialTLSContext:    tee.DialTLSContext,
 		ForceAttemptHTTP2: false,
 		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
 		// No TLSHandshakeTimeout: the tee dialer does TLS (10 s bound).
@@ -204,6 +214,13 @@ func (f *Fetcher) SetOptions(opts Options) {
 	f.poolMu.Lock()
 	defer f.poolMu.Unlock()
 	old := f.opts.Swap(&o)
+	if old.MaxConnsPerHost != o.MaxConnsPerHost || old.MaxIdleConns != o.MaxIdleConns ||
+		old.Proxies.settingKey() != o.Proxies.settingKey() {
+		// A pooled connection through one proxy is never reused for a
+		// URL a new setting routes otherwise.
+		prev := f.proxied.Swap(f.newProxyPools(o))
+		prev.closeIdle()
+	}
 	if old.MaxConnsPerHost != o.MaxConnsPerHost || old.MaxIdleConns != o.MaxIdleConns {
 		// A transport's bounds cannot change under it: a new one takes
 		// over, and the old one's connections close as their fetches end
@@ -214,11 +231,15 @@ func (f *Fetcher) SetOptions(opts Options) {
 	}
 	if old.AllowPrivateNetworks && !o.AllowPrivateNetworks {
 		f.transport.Load().CloseIdleConnections()
+		f.proxied.Load().closeIdle()
 	}
 }
 
 // Close closes idle pooled connections. The Fetcher stays usable.
-func (f *Fetcher) Close() { f.transport.Load().CloseIdleConnections() }
+func (f *Fetcher) Close() {
+	f.transport.Load().CloseIdleConnections()
+	f.proxied.Load().closeIdle()
+}
 
 // Fetch GETs rawURL once and returns the response with its body, capped at
 // Options.MaxBodyBytes. It never follows redirects: a 3xx comes back as a
@@ -266,14 +287,15 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 	conditional := cond.apply(req.Header, time.Now())
 
 	started := time.Now()
-	resp, err := f.transport.Load().RoundTrip(req)
+	transport, via := f.transportFor(rawURL)
+	resp, err := transport.RoundTrip(req)
 	if err != nil {
 		wc.finish() // detach the recorder from a connection that may live on
 		code := classify(ctx, reqCtx, err, phaseRoundTrip)
 		if wc.wasBlocked() {
 			code, err = CodeBlockedByUser, fmt.Errorf("%w: pooled connection to %s: %v", ErrBlockedAddress, wc.remoteIP(), err)
 		}
-		o.Logger.Debug("fetch failed", "url", rawURL, "code", code, "err", err)
+		o.Logger.Debug("fetch failed", "url", rawURL, "code", code, "err", err, "proxy", redactedProxy(via))
 		return nil, &Error{Code: code, URL: rawURL, Err: err}
 	}
 	defer resp.Body.Close()

@@ -85,6 +85,13 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		w.log.Error("invalid crawl scope rejected; keeping the last good config", "version", version, "error", err)
 		return
 	}
+	proxies, perr := fetch.NewProxies(cfg.Proxy, cfg.ProxyRules)
+	if perr != nil { // config.Validate checked them; never fall back to direct
+		msg := fmt.Sprintf("version %d rejected: %v", version, perr)
+		w.cfgErr.Store(&msg)
+		w.log.Error("invalid proxy setting rejected; keeping the last good config", "version", version, "error", perr)
+		return
+	}
 	empty := ""
 	w.cfgErr.Store(&empty)
 	nofile, ram := fdLimit(), totalRAM() // getrlimit and sysinfo: read once per version
@@ -105,6 +112,7 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		MaxConnsPerHost: cfg.PerHostMaxInFlight + 1,
 		MaxIdleConns:    idlePool(budget, nofile, ram, cfg.PerHostRatePerS > 0),
 	}
+	fopts.Proxies = proxies
 	if f, ok := w.fetcher.(fetchConfigurer); ok {
 		f.SetOptions(fopts)
 	}
@@ -122,7 +130,7 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	w.metrics.configVersion(version)
 	if prev == nil || prev.version != version {
 		w.log.Info("crawl config applied", "version", version,
-			"rate_per_s", cfg.PerHostRatePerS, "max_in_flight", budget, "paused", cfg.Paused, "scope", cfg.Scope)
+			"rate_per_s", cfg.PerHostRatePerS, "max_in_flight", budget, "paused", cfg.Paused, "scope", cfg.Scope, "proxy", proxies.String())
 		if cfg.NeedsContactUA() && (prev == nil || !prev.cfg.NeedsContactUA()) {
 			w.log.Warn(config.UserAgentHint, "user_agent", cfg.UserAgent)
 		}
