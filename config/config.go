@@ -194,6 +194,19 @@ type Config struct {
 	// RecrawlDueMatch, RE2 over the normalized URL, narrows
 	// RecrawlDueBefore; "" matches every URL.
 	RecrawlDueMatch string `json:"recrawl_due_match,omitempty"`
+
+	// Cookies (docs/design.md, "Cookies").
+	//
+	// Cookies gives each politeness key one RFC 6265 cookie jar in the
+	// worker that owns its shard group: the Set-Cookie fields of its
+	// responses are sent back on its later requests, pages and sitemaps
+	// (robots.txt fetches carry none). Default true.
+	Cookies bool `json:"cookies"`
+	// CookiesSeed are cookies every key's jar starts with, for pages
+	// behind a login (CookieSeed); at most MaxCookieSeeds entries. Their
+	// values never appear in logs or status. Ignored while Cookies is
+	// false.
+	CookiesSeed CookieSeeds `json:"cookies_seed"`
 }
 
 // RecrawlRule is one entry of Config.RecrawlRules: URLs matching Match get
@@ -293,6 +306,8 @@ func Default() Config {
 		RecrawlIntervalMinS: 3600,
 		RecrawlIntervalMaxS: 2592000,
 		RecrawlNewFirst:     true,
+
+		Cookies: true,
 	}
 }
 
@@ -412,6 +427,9 @@ func (c Config) Validate() error {
 	if err := c.validateRecrawl(bad); err != nil {
 		return err
 	}
+	if err := c.validateCookies(bad); err != nil {
+		return err
+	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {
 			if _, err := regexp.Compile(p); err != nil {
@@ -420,6 +438,13 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Redacted returns c with the values of its seed cookies replaced
+// (CookieSeed.Redacted): the form to print or log.
+func (c Config) Redacted() Config {
+	c.CookiesSeed = RedactSeeds(c.CookiesSeed)
+	return c
 }
 
 // FetchTimeout is FetchTimeoutMS as a duration.
@@ -438,7 +463,9 @@ func (c Config) RetryDelay(attempt int) time.Duration {
 }
 
 // Encode returns the document as indented JSON, the form written to R/config.
-// Empty include/exclude/recrawl_rules lists are written as [] (never null).
+// Empty include/exclude/recrawl_rules/cookies_seed lists are written as []
+// (never null). Seed cookie values are written as they are: the znode is
+// where they live (Redacted is the form to show).
 func (c Config) Encode() []byte {
 	if c.Include == nil {
 		c.Include = []string{}
@@ -448,6 +475,9 @@ func (c Config) Encode() []byte {
 	}
 	if c.RecrawlRules == nil {
 		c.RecrawlRules = []RecrawlRule{}
+	}
+	if c.CookiesSeed == nil {
+		c.CookiesSeed = CookieSeeds{}
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
