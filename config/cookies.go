@@ -48,8 +48,9 @@ const redacted = "REDACTED"
 // Parse returns the seed's URL and cookies. Errors name the cookie by
 // index and name, never by value: a URL that is not absolute http(s) with
 // a host, no cookies or more than MaxSeedCookies, a cookie that is not a
-// valid Set-Cookie value (http.ParseSetCookie), or one longer than
-// MaxSeedCookieBytes.
+// valid Set-Cookie value (http.ParseSetCookie), one longer than
+// MaxSeedCookieBytes, or one whose Domain attribute does not domain-match
+// the URL's host (a jar would ignore it).
 func (s CookieSeed) Parse() (*url.URL, []*http.Cookie, error) {
 	u, err := url.Parse(s.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
@@ -70,6 +71,11 @@ func (s CookieSeed) Parse() (*url.URL, []*http.Cookie, error) {
 		}
 		if len(c.Name)+len(c.Value) > MaxSeedCookieBytes {
 			return nil, nil, fmt.Errorf("cookie %d (name %q): name and value are %d bytes, the limit is %d", i, name, len(c.Name)+len(c.Value), MaxSeedCookieBytes)
+		}
+		if d := strings.ToLower(strings.TrimPrefix(c.Domain, ".")); d != "" {
+			if h := strings.ToLower(u.Hostname()); h != d && !strings.HasSuffix(h, "."+d) {
+				return nil, nil, fmt.Errorf("cookie %d (name %q): Domain %q does not cover the url's host %q (RFC 6265 section 5.3 step 6)", i, name, c.Domain, h)
+			}
 		}
 		out = append(out, c)
 	}

@@ -32,14 +32,15 @@ func TestCookiesKeys(t *testing.T) {
 func TestCookiesSeedRefused(t *testing.T) {
 	long := strings.Repeat("S", MaxSeedCookieBytes)
 	for doc, want := range map[string]string{
-		`{"cookies_seed":[{"url":"ftp://x/","cookies":["sid=SECRET"]}]}`:           `entry 0: url "ftp://x/" is not an absolute http or https URL`,
-		`{"cookies_seed":[{"url":"/rel","cookies":["sid=SECRET"]}]}`:               `entry 0: url "/rel"`,
-		`{"cookies_seed":[{"url":"https://x/","cookies":[]}]}`:                     `entry 0: 0 cookies, want 1..50`,
-		`{"cookies_seed":[{"url":"https://x/","cookies":["a=1","SECRET"]}]}`:       `entry 0: cookie 1 (name "SECRET"): not a Set-Cookie value`,
-		`{"cookies_seed":[{"url":"https://x/","cookies":["sid=` + long + `"]}]}`:   `cookie 0 (name "sid"): name and value are 4099 bytes, the limit is 4096`,
-		`{"cookies_seed":[{"url":"https://x/","cookies":["sid=SECRET\r\nX: y"]}]}`: `cookie 0 (name "sid"): contains a line break`,
-		`{"cookies_seed":[{"url":"https://x/","cookie":"sid=SECRET"}]}`:            `unknown key "cookie"`,
-		`{"cookies_seed":{"url":"https://x/"}}`:                                    `key "cookies_seed": got JSON object`,
+		`{"cookies_seed":[{"url":"ftp://x/","cookies":["sid=SECRET"]}]}`:               `entry 0: url "ftp://x/" is not an absolute http or https URL`,
+		`{"cookies_seed":[{"url":"/rel","cookies":["sid=SECRET"]}]}`:                   `entry 0: url "/rel"`,
+		`{"cookies_seed":[{"url":"https://x/","cookies":[]}]}`:                         `entry 0: 0 cookies, want 1..50`,
+		`{"cookies_seed":[{"url":"https://x/","cookies":["a=1","SECRET"]}]}`:           `entry 0: cookie 1 (name "SECRET"): not a Set-Cookie value`,
+		`{"cookies_seed":[{"url":"https://x/","cookies":["sid=` + long + `"]}]}`:       `cookie 0 (name "sid"): name and value are 4099 bytes, the limit is 4096`,
+		`{"cookies_seed":[{"url":"https://x/","cookies":["sid=SECRET\r\nX: y"]}]}`:     `cookie 0 (name "sid"): contains a line break`,
+		`{"cookies_seed":[{"url":"https://a.x/","cookies":["sid=SECRET; Domain=y"]}]}`: `cookie 0 (name "sid"): Domain "y" does not cover the url's host "a.x"`,
+		`{"cookies_seed":[{"url":"https://x/","cookie":"sid=SECRET"}]}`:                `unknown key "cookie"`,
+		`{"cookies_seed":{"url":"https://x/"}}`:                                        `key "cookies_seed": got JSON object`,
 	} {
 		_, err := Parse([]byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) {

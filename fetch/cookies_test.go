@@ -265,3 +265,23 @@ func TestCookieSeedsChangeDropsJars(t *testing.T) {
 		t.Fatalf("bad seed: %v", err)
 	}
 }
+
+// A seed cookie with a Domain attribute reaches the hosts it covers, even
+// when the seed URL's own host is never requested.
+func TestCookieSeedDomainCovers(t *testing.T) {
+	jars := NewCookieJars(CookieLimits{})
+	if err := jars.SetSeeds([]config.CookieSeed{{URL: "https://www.example.com/", Cookies: []string{"d=1; Domain=example.com", "h=2"}}}); err != nil {
+		t.Fatal(err)
+	}
+	jar := jars.Jar("example.com")
+	got := jar.Cookies(mustURL(t, "https://shop.example.com/"))
+	if len(got) != 1 || got[0].Name != "d" {
+		t.Fatalf("shop.example.com gets %v, want only the Domain cookie", got)
+	}
+	if got := jar.Cookies(mustURL(t, "https://www.example.com/")); len(got) != 2 {
+		t.Fatalf("www.example.com gets %v, want both", got)
+	}
+	if got := jar.Cookies(mustURL(t, "https://example.org/")); len(got) != 0 {
+		t.Fatalf("example.org gets %v", got)
+	}
+}
