@@ -285,3 +285,21 @@ func TestCookieSeedDomainCovers(t *testing.T) {
 		t.Fatalf("example.org gets %v", got)
 	}
 }
+
+// BenchmarkCookieJarPerFetch is the jar work one fetch adds: find the
+// key's jar, read its cookies for the URL (5 kept), store one Set-Cookie.
+func BenchmarkCookieJarPerFetch(b *testing.B) {
+	jars := NewCookieJars(CookieLimits{})
+	u := mustURL(b, "https://www.example.com/a/page")
+	jar := jars.Jar("www.example.com")
+	for i := range 5 {
+		jar.SetCookies(u, []*http.Cookie{{Name: fmt.Sprintf("c%d", i), Value: "0123456789abcdef", Path: "/"}})
+	}
+	set := []*http.Cookie{{Name: "sid", Value: "0123456789abcdef0123456789abcdef", Path: "/"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		j := jars.Jar("www.example.com")
+		_ = j.Cookies(u)
+		j.SetCookies(u, set)
+	}
+}
