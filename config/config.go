@@ -207,6 +207,19 @@ type Config struct {
 	// over the URL fetched) matches gives the proxy ("" or "direct": no
 	// proxy); a URL no rule matches goes through Proxy.
 	ProxyRules []ProxyRule `json:"proxy_rules"`
+
+	// Cookies (docs/design.md, "Cookies").
+	//
+	// Cookies gives each politeness key one RFC 6265 cookie jar in the
+	// worker that owns its shard group: the Set-Cookie fields of its
+	// responses are sent back on its later requests, pages and sitemaps
+	// (robots.txt fetches carry none). Default true.
+	Cookies bool `json:"cookies"`
+	// CookiesSeed are cookies every key's jar starts with, for pages
+	// behind a login (CookieSeed); at most MaxCookieSeeds entries. Their
+	// values never appear in logs or status. Ignored while Cookies is
+	// false.
+	CookiesSeed CookieSeeds `json:"cookies_seed"`
 }
 
 // RecrawlRule is one entry of Config.RecrawlRules: URLs matching Match get
@@ -306,6 +319,8 @@ func Default() Config {
 		RecrawlIntervalMinS: 3600,
 		RecrawlIntervalMaxS: 2592000,
 		RecrawlNewFirst:     true,
+
+		Cookies: true,
 	}
 }
 
@@ -428,6 +443,9 @@ func (c Config) Validate() error {
 	if err := c.validateProxy(bad); err != nil {
 		return err
 	}
+	if err := c.validateCookies(bad); err != nil {
+		return err
+	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {
 			if _, err := regexp.Compile(p); err != nil {
@@ -436,6 +454,13 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Redacted returns c with the values of its seed cookies replaced
+// (CookieSeed.Redacted): the form to print or log.
+func (c Config) Redacted() Config {
+	c.CookiesSeed = RedactSeeds(c.CookiesSeed)
+	return c
 }
 
 // FetchTimeout is FetchTimeoutMS as a duration.
@@ -454,8 +479,9 @@ func (c Config) RetryDelay(attempt int) time.Duration {
 }
 
 // Encode returns the document as indented JSON, the form written to R/config.
-// Empty include/exclude/recrawl_rules/proxy_rules lists are written as []
-// (never null).
+// Empty include/exclude/recrawl_rules/proxy_rules/cookies_seed lists are
+// written as [] (never null). Seed cookie values are written as they are:
+// the znode is where they live (Redacted is the form to show).
 func (c Config) Encode() []byte {
 	if c.Include == nil {
 		c.Include = []string{}
@@ -468,6 +494,9 @@ func (c Config) Encode() []byte {
 	}
 	if c.ProxyRules == nil {
 		c.ProxyRules = []ProxyRule{}
+	}
+	if c.CookiesSeed == nil {
+		c.CookiesSeed = CookieSeeds{}
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {

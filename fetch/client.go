@@ -250,6 +250,10 @@ func (f *Fetcher) Close() {
 // It sends "Accept-Encoding: gzip" and keeps the body as transferred; use
 // Result.DecodedBody to get the decoded bytes.
 //
+// With a cookie jar in ctx (WithCookieJar) it sends the jar's cookies for
+// rawURL in one Cookie header, part of Result.RawRequest, and stores the
+// response's Set-Cookie fields in the jar, whatever the status.
+//
 // Errors are *Error with a negative crawl-log code (see codes.go):
 // CodeUnfetchableURI for a bad URL or a scheme other than http/https,
 // CodeDNSFailed, CodeConnectFailed, CodeConnectLost, CodeTimeout,
@@ -285,6 +289,14 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 	}
 	wc.requestLine = "GET " + req.URL.RequestURI() + " HTTP/1.1\r\n"
 	conditional := cond.apply(req.Header, time.Now())
+	jar := cookieJarOf(ctx)
+	if jar != nil {
+		// Set before the transport writes the request, so the wire
+		// capture (the WARC request record) holds the Cookie header sent.
+		for _, c := range jar.Cookies(req.URL) {
+			req.AddCookie(c)
+		}
+	}
 
 	started := time.Now()
 	transport, via := f.transportFor(rawURL)
@@ -299,6 +311,9 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 		return nil, &Error{Code: code, URL: rawURL, Err: err}
 	}
 	defer resp.Body.Close()
+	if jar != nil {
+		jar.SetCookies(req.URL, resp.Cookies()) // whatever the status, as browsers do
+	}
 
 	body, truncated, err := readBody(resp.Body, maxBody, resp.ContentLength)
 	wireReq, wireResp := wc.finish()

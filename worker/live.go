@@ -125,12 +125,14 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
 		w.log.Error("adaptive delay rejected", "error", err)
 	}
+	w.applyCookies(cfg)
 	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope,
 		claimCap: config.ClaimsPerRequest * budget})
 	w.metrics.configVersion(version)
 	if prev == nil || prev.version != version {
 		w.log.Info("crawl config applied", "version", version,
-			"rate_per_s", cfg.PerHostRatePerS, "max_in_flight", budget, "paused", cfg.Paused, "scope", cfg.Scope, "proxy", proxies.String())
+			"rate_per_s", cfg.PerHostRatePerS, "max_in_flight", budget, "paused", cfg.Paused, "scope", cfg.Scope,
+			"proxy", proxies.String(), "cookies", cfg.Cookies, "cookie_seeds", len(cfg.CookiesSeed))
 		if cfg.NeedsContactUA() && (prev == nil || !prev.cfg.NeedsContactUA()) {
 			w.log.Warn(config.UserAgentHint, "user_agent", cfg.UserAgent)
 		}

@@ -159,7 +159,7 @@ func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 	}
 	start := time.Now()
 	a.lapAt(stagePoliteness, start)
-	res, ferr := w.fetcher.FetchIf(a.ctx, a.it.URL, cond)
+	res, ferr := w.fetcher.FetchIf(a.cookieCtx(), a.it.URL, cond)
 	if res != nil {
 		w.polite.Reached(a.key, res.Reached) // strict politeness counts from here
 	}

@@ -160,6 +160,7 @@ type fetchPipeline struct {
 	// *fetch.Fetcher that newWorker made the fetcher.
 	robots   *fetch.Robots
 	polite   *fetch.Politeness // request spacing and in-flight caps per politeness key
+	cookies  *fetch.CookieJars // one cookie jar per politeness key, config cookies (cookies.go)
 	handoffs *handoffState     // shards handed over to us, keys already cooled for them
 	norm     *normCache        // link URL -> normalized (outlinks)
 	dedup    dedupState        // the crawl's digest index, dedup_index (dedup.go)
@@ -302,6 +303,7 @@ func newWorker(opts Options, root string) *Worker {
 		fetchPipeline: fetchPipeline{
 			fetcher:  http,
 			polite:   polite,
+			cookies:  fetch.NewCookieJars(fetch.CookieLimits{}),
 			handoffs: newHandoffState(),
 			norm:     newNormCache(),
 		},

@@ -249,7 +249,7 @@ func (c *ctl) updateConfig(ctx context.Context, show []string, edit func(cur []b
 		if oldVals[k] == newVals[k] {
 			note = " (unchanged)"
 		}
-		fmt.Fprintf(c.stdout(), "%s: %s -> %s%s\n", k, oldVals[k], newVals[k], note)
+		fmt.Fprintf(c.stdout(), "%s: %s -> %s%s\n", k, shownValue(k, oldVals[k]), shownValue(k, newVals[k]), note)
 	}
 	fmt.Fprintf(c.stdout(), "config version %d -> %d\n", version, newVersion)
 	return true, nil
@@ -362,6 +362,24 @@ func configValues(doc []byte) map[string]string {
 		out[k] = b.String()
 	}
 	return out
+}
+
+// shownValue returns the value v of key k as config set prints it: as it
+// is, but for cookies_seed, whose cookie values are secrets, printed
+// redacted (config.RedactSeeds; "(set)" when it does not parse).
+func shownValue(k, v string) string {
+	if k != "cookies_seed" {
+		return v
+	}
+	var seeds []config.CookieSeed
+	if err := json.Unmarshal([]byte(v), &seeds); err != nil {
+		if v == "(unset)" {
+			return v
+		}
+		return "(set)"
+	}
+	b, _ := json.Marshal(config.RedactSeeds(seeds))
+	return string(b)
 }
 
 // isNotFound reports a missing znode or an uncreated crawl.
