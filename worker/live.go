@@ -117,6 +117,9 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	if err := w.polite.SetDelayFactor(cfg.DelayFactor, time.Duration(cfg.MaxDelayMS)*time.Millisecond); err != nil {
 		w.log.Error("adaptive delay rejected", "error", err)
 	}
+	if err := w.polite.SetMaxHold(time.Duration(cfg.MaxRetryAfterS) * time.Second); err != nil {
+		w.log.Error("max_retry_after_s rejected", "error", err)
+	}
 	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope,
 		claimCap: config.ClaimsPerRequest * budget})
 	w.metrics.configVersion(version)
