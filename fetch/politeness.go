@@ -101,6 +101,7 @@ type hostState struct {
 	heldUntil time.Time
 	backoff   time.Duration
 	lastStart time.Time
+	capNoted  bool // a Retry-After over the cap was reported (Answered)
 	// slotFreed is closed (and replaced) when a slot frees or the in-flight
 	// cap changes; limitsChanged when the rate, burst or crawl delay change.
 	slotFreed     chan struct{}

@@ -67,7 +67,9 @@ func (p *Politeness) MaxHold() time.Duration {
 // adaptive delay still apply after it.
 //
 // It returns the key's next allowed start (the zero time when the key is
-// not held at all) and whether retryAfter was over MaxHold and cut to it.
+// not held at all) and whether retryAfter was over MaxHold and cut to it
+// for the first time since the key's backoff last ended (or its state was
+// evicted), so that a caller logging it says so once per episode.
 // With MaxHold 0 it does nothing and returns the zero time and false.
 func (p *Politeness) Answered(host string, status int, retryAfter time.Duration) (next time.Time, capped bool) {
 	p.mu.Lock()
@@ -86,7 +88,8 @@ func (p *Politeness) Answered(host string, status int, retryAfter time.Duration)
 	case Throttled(status):
 		hs.backoff = min(p.maxHold, 2*max(hs.backoff, base))
 		if retryAfter > p.maxHold {
-			retryAfter, capped = p.maxHold, true
+			retryAfter, capped = p.maxHold, !hs.capNoted
+			hs.capNoted = true
 		}
 		if until := now.Add(max(retryAfter, hs.backoff)); until.After(hs.heldUntil) {
 			hs.heldUntil = until
@@ -94,7 +97,7 @@ func (p *Politeness) Answered(host string, status int, retryAfter time.Duration)
 	case status > 0 && status < 500 && hs.backoff > 0:
 		hs.backoff /= 2
 		if hs.backoff <= base {
-			hs.backoff = 0
+			hs.backoff, hs.capNoted = 0, false
 		}
 		close(hs.limitsChanged) // a shorter spacing: waiters recompute
 		hs.limitsChanged = make(chan struct{})

@@ -99,6 +99,9 @@ func TestPolitenessRetryAfterHolds(t *testing.T) {
 	if !capped || !near(next, start.Add(300*time.Millisecond), 50*time.Millisecond) {
 		t.Fatalf("a year's Retry-After: next in %v capped %v, want 300ms and capped", time.Until(next), capped)
 	}
+	if _, capped := p.Answered("y:80", 503, 365*24*time.Hour); capped {
+		t.Fatal("a second capped Retry-After of the same episode reported again")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := p.Acquire(ctx, "y:80"); !errors.Is(err, context.DeadlineExceeded) {

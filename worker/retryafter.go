@@ -12,7 +12,8 @@ import (
 // for its Retry-After (capped at max_retry_after_s) or its backoff,
 // whichever is longer; other answers let a backoff recover. A Retry-After
 // over the cap is logged as a warning naming the key, the URL and the
-// value; one that does not parse is ignored (logged at debug). It runs
+// value, once per episode of the key's backoff; one that does not parse is
+// ignored (logged at debug). It runs
 // before the request's politeness slot is released, so no request of the
 // key starts before the hold is in place. Nil res or an empty key: no-op.
 func (w *Worker) answered(key string, res *fetch.Result) {
