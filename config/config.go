@@ -158,6 +158,15 @@ type Config struct {
 	DelayFactor float64 `json:"delay_factor"`
 	// MaxDelayMS caps the wait DelayFactor asks for, in milliseconds.
 	MaxDelayMS int `json:"max_delay_ms"`
+
+	// Retry-After and 429/503 backoff (fetch.Politeness.Answered).
+	//
+	// MaxRetryAfterS caps, in seconds, how long a 429 or 503 answer holds
+	// its politeness key: a Retry-After (RFC 9110 section 10.2.3) longer
+	// than it is cut to it, and the backoff of a key that answers 429 or
+	// 503 again and again grows to it at most. 0 turns both off (Retry-After
+	// ignored). Default 3600, at most 86400.
+	MaxRetryAfterS int `json:"max_retry_after_s"`
 	// PolitenessKey is what one politeness budget (rate, in-flight cap,
 	// per-host quotas, shard ownership) covers: PolitenessHost,
 	// PolitenessDomain or PolitenessIP (docs/design.md, "Politeness keys").
@@ -314,6 +323,7 @@ func Default() Config {
 		RequisitesScope:    ScopeAny,
 		Sitemaps:           true,
 		MaxDelayMS:         30000,
+		MaxRetryAfterS:     3600,
 		DedupMinBytes:      1024,
 
 		RecrawlIntervalMinS: 3600,
@@ -430,6 +440,8 @@ func (c Config) Validate() error {
 		return bad("delay_factor", "%v is outside 0..100 (0 = off)", c.DelayFactor)
 	case c.MaxDelayMS < 0 || c.MaxDelayMS > 3600000:
 		return bad("max_delay_ms", "%d is outside 0..3600000", c.MaxDelayMS)
+	case c.MaxRetryAfterS < 0 || c.MaxRetryAfterS > 86400:
+		return bad("max_retry_after_s", "%d is outside 0..86400 (seconds; 0 = Retry-After and backoff off)", c.MaxRetryAfterS)
 	case c.DedupMinBytes < 0 || c.DedupMinBytes > 1<<30:
 		return bad("dedup_min_bytes", "%d is outside 0..1073741824", c.DedupMinBytes)
 	case c.DedupIndex != "" && dedup.CheckURL(c.DedupIndex) != nil:

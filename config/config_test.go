@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -187,5 +188,24 @@ func TestPolitenessKey(t *testing.T) {
 	}
 	if strings.Contains(string(Default().Encode()), "politeness_key") {
 		t.Errorf("the default config names politeness_key:\n%s", Default().Encode())
+	}
+}
+
+// max_retry_after_s defaults to 3600, takes 0 (off) to 86400, and a value
+// outside is refused naming the key and the range.
+func TestMaxRetryAfter(t *testing.T) {
+	if d := Default().MaxRetryAfterS; d != 3600 {
+		t.Fatalf("default max_retry_after_s %d, want 3600", d)
+	}
+	for _, ok := range []int{0, 1, 86400} {
+		if c, err := Parse([]byte(`{"max_retry_after_s": ` + strconv.Itoa(ok) + `}`)); err != nil || c.MaxRetryAfterS != ok {
+			t.Errorf("max_retry_after_s %d: %+v, %v", ok, c.MaxRetryAfterS, err)
+		}
+	}
+	for _, bad := range []string{"-1", "86401", "1.5", `"1h"`} {
+		_, err := Parse([]byte(`{"max_retry_after_s": ` + bad + `}`))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `key "max_retry_after_s"`) {
+			t.Errorf("max_retry_after_s %s: %v, want an ErrInvalid naming the key", bad, err)
+		}
 	}
 }

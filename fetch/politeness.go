@@ -72,6 +72,9 @@ type Politeness struct {
 	// Adaptive delay (SetDelayFactor): 0 factor = off.
 	delayFactor float64
 	maxDelay    time.Duration
+	// maxHold caps a Retry-After and the 429/503 backoff (SetMaxHold,
+	// Answered); 0 = both off.
+	maxHold time.Duration
 }
 
 // hostState is one host's politeness state; every field is guarded by
@@ -92,6 +95,13 @@ type hostState struct {
 	// reached is when the request in flight reached the server (Reached),
 	// zero if not recorded; used and cleared at its release.
 	reached time.Time
+	// Retry-After and 429/503 backoff (Answered): no request starts before
+	// heldUntil, nor, while backoff > 0, less than backoff after the start
+	// of the last one (lastStart).
+	heldUntil time.Time
+	backoff   time.Duration
+	lastStart time.Time
+	capNoted  bool // a Retry-After over the cap was reported (Answered)
 	// slotFreed is closed (and replaced) when a slot frees or the in-flight
 	// cap changes; limitsChanged when the rate, burst or crawl delay change.
 	slotFreed     chan struct{}
@@ -188,13 +198,14 @@ func (p *Politeness) hostLocked(host string, now time.Time) *hostState {
 
 // sweepLocked drops hosts with no request waiting or running for idleTTL
 // whose token bucket is full again, so a fresh limiter (full bucket) for a
-// returning host allows exactly what the old one would have. Called with
-// p.mu held.
+// returning host allows exactly what the old one would have. A host held
+// by a Retry-After or backoff (Answered) is kept until the hold has passed
+// and it has been idle for its backoff as well. Called with p.mu held.
 func (p *Politeness) sweepLocked(now time.Time) {
 	p.lastSweep = now
 	before := len(p.hosts)
 	for host, hs := range p.hosts {
-		if hs.refs == 0 && now.Sub(hs.lastUsed) >= p.idleTTL &&
+		if hs.refs == 0 && now.Sub(hs.lastUsed) >= max(p.idleTTL, hs.backoff) && !heldLocked(hs).After(now) &&
 			(hs.lim.Limit() == rate.Inf || hs.lim.TokensAt(now) >= float64(hs.lim.Burst())) {
 			delete(p.hosts, host)
 		}
@@ -206,9 +217,11 @@ func (p *Politeness) sweepLocked(now time.Time) {
 
 // Acquire blocks until a request to host (the caller's host key) may start:
 // first a free in-flight slot of host (MaxInFlight), then the adaptive delay
-// (SetDelayFactor), then a token of the host's rate limiter (rate, burst,
-// crawl delay), and last a slot of the request budget shared by all hosts
-// (MaxRequests). The budget slot is taken only once the host's limits admit
+// (SetDelayFactor), then the host's hold (a Retry-After or 429/503 backoff,
+// Answered), then a token of the host's rate limiter (rate, burst, crawl
+// delay), and last a slot of the request budget shared by all hosts
+// (MaxRequests). A hold set while it waits for the token or the budget
+// sends it back to wait for the hold (holding no budget slot). The budget slot is taken only once the host's limits admit
 // the request, so a request that waits for its host's rate holds no budget
 // slot, and the budget counts requests on the wire, not requests waiting.
 // If the budget is full when the token comes, Acquire waits for a budget
@@ -241,21 +254,28 @@ func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), 
 		return nil, fmt.Errorf("politeness: waiting for the adaptive delay of %s: %w", host, err)
 	}
 	for {
+		if err := p.waitHold(ctx, hs); err != nil {
+			p.finish(hs, true)
+			return nil, fmt.Errorf("politeness: waiting for the Retry-After or backoff of %s: %w", host, err)
+		}
 		if err := p.waitToken(ctx, hs); err != nil {
 			p.finish(hs, true)
 			return nil, fmt.Errorf("politeness: waiting for the rate limit of %s: %w", host, err)
 		}
-		if p.tryRequest() {
+		if !p.tryRequest() {
+			if err := p.waitRequest(ctx); err != nil {
+				p.finish(hs, true)
+				return nil, fmt.Errorf("politeness: waiting for the request budget (%s admitted): %w", host, err)
+			}
+			if !p.tokenNow(hs) {
+				p.releaseRequest() // wait for the next token holding no budget slot
+				continue
+			}
+		}
+		if p.passHold(hs) {
 			break
 		}
-		if err := p.waitRequest(ctx); err != nil {
-			p.finish(hs, true)
-			return nil, fmt.Errorf("politeness: waiting for the request budget (%s admitted): %w", host, err)
-		}
-		if p.tokenNow(hs) {
-			break
-		}
-		p.releaseRequest() // wait for the next token holding no budget slot
+		p.releaseRequest() // held meanwhile: wait for the hold holding no budget slot
 	}
 
 	var once sync.Once

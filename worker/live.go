@@ -126,6 +126,9 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		w.log.Error("adaptive delay rejected", "error", err)
 	}
 	w.applyCookies(cfg)
+	if err := w.polite.SetMaxHold(time.Duration(cfg.MaxRetryAfterS) * time.Second); err != nil {
+		w.log.Error("max_retry_after_s rejected", "error", err)
+	}
 	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope,
 		claimCap: config.ClaimsPerRequest * budget})
 	w.metrics.configVersion(version)

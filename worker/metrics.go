@@ -30,6 +30,7 @@ type Metrics struct {
 	sessionState   prometheus.Gauge
 	linksDropped   *prometheus.CounterVec // by reason
 	revisits       *prometheus.CounterVec // by profile (recrawl.go)
+	retryAfters    prometheus.Counter     // 429/503 answers whose Retry-After held their key (retryafter.go)
 	outputSyncs    prometheus.Histogram   // fsync batches of the crawl log and WARC file (storage.SyncBatch)
 	itemStages     *prometheus.HistogramVec
 	stages         [numStages]prometheus.Observer // itemStages by stage (stages.go)
@@ -127,6 +128,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "zkcrawl", Name: "zk_op_expected_total",
 			Help: "ZooKeeper requests and queue steps that ended in an expected outcome the recipes handle, by outcome: node_exists (a duplicate link), claimed (an item another worker claimed first), item_gone and no_node (an item finished meanwhile), bad_version (a lost compare-and-set), not_empty.",
 		}, []string{"op", "outcome"}),
+		retryAfters: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "retry_after_total",
+			Help: "429 and 503 answers whose Retry-After held their politeness key (capped at max_retry_after_s).",
+		}),
 		sessionState: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "zkcrawl", Name: "zk_session_state",
 			Help: "ZooKeeper session state: 0 disconnected, 1 connected, 2 expired, 3 closed.",
@@ -152,7 +157,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	deadLetters := gauge("dead_letters", "Dead letters of the whole crawl, R/failed (refreshed every few seconds).",
 		func(v GaugeValues) int { return v.DeadLetters })
 	dns := m.dnsCollectors()
-	for _, c := range []prometheus.Collector{dns[0], dns[1], dns[2], dns[3], dns[4], m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, m.revisits, queueDepth, claimsHeld, deadLetters} {
+	for _, c := range []prometheus.Collector{dns[0], dns[1], dns[2], dns[3], dns[4], m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, m.revisits, m.retryAfters, queueDepth, claimsHeld, deadLetters} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("worker: register metrics"), err)
 		}
@@ -248,6 +253,12 @@ func (m *Metrics) enqueued(queued, dups int) {
 func (m *Metrics) dropped(reason string, n int) {
 	if m != nil && n > 0 {
 		m.linksDropped.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+func (m *Metrics) retryAfter() {
+	if m != nil {
+		m.retryAfters.Inc()
 	}
 }
 

@@ -162,6 +162,7 @@ func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 	res, ferr := w.fetcher.FetchIf(a.cookieCtx(), a.it.URL, cond)
 	if res != nil {
 		w.polite.Reached(a.key, res.Reached) // strict politeness counts from here
+		w.answered(a.key, res)               // a 429/503 holds the key before its slot frees
 	}
 	release()
 	end := time.Now()
@@ -258,7 +259,7 @@ func (a *attempt) finishFailed(retryable bool) {
 	if retryable && it.Attempts+1 < cfg.MaxAttempts {
 		next := it
 		next.Attempts++
-		next.NotBefore = w.retryAt(cfg, next.Attempts).UTC()
+		next.NotBefore = w.retryNotBefore(w.retryAt(cfg, next.Attempts), a.key).UTC()
 		data, err := next.Encode()
 		if err == nil {
 			err = w.persist(a.ctx, "retry", it, func(ctx context.Context) error { return claim.Reschedule(ctx, data) })

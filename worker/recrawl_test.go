@@ -378,6 +378,7 @@ func TestRecrawlOffStillRevisits(t *testing.T) {
 func TestRecrawlScheduleOnlyFinalResponses(t *testing.T) {
 	cfg := config.Default()
 	cfg.Recrawl, cfg.MaxAttempts = true, 2
+	cfg.MaxRetryAfterS = 0 // no 503 backoff between the runs: not under test here
 	pages := map[string]memPage{pipelinePage: {status: 503, mime: "text/plain", body: "busy"}}
 	p := newPipeline(t, cfg, pages)
 	p.run(t, frontier.Item{URL: pipelinePage}, nil)

@@ -18,7 +18,10 @@ import (
 // and robots.txt is fetched again after its TTL. It runs inside the
 // request's politeness slot (fetch.Robots), and a WARC write without
 // fsync is quick; the records are fsynced with the next crawl-log line.
+// A 429 or 503 with its Retry-After holds the key of res.URL (answered),
+// before the slot frees.
 func (w *Worker) robotsFetched(res *fetch.Result) {
+	w.answered(w.keyOfURL(res.URL), res) // a 429/503 robots.txt holds its key too
 	if w.store == nil {
 		return // no outputs open (a test's worker that never ran)
 	}
