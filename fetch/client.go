@@ -77,6 +77,10 @@ type Options struct {
 	// idle connections than requests in flight are never reused at once).
 	// Zero, negative or above MaxIdleConns: MaxIdleConns.
 	MaxIdleConns int
+	// DisableHTTP2 makes https fetches offer HTTP/1.1 only (ALPN
+	// "http/1.1"); false (default) offers HTTP/2 first (h2.go), so a
+	// server that only speaks HTTP/2 is fetched too.
+	DisableHTTP2 bool
 }
 
 // withDefaults returns o with zero fields replaced by the defaults.
@@ -114,10 +118,12 @@ type Fetcher struct {
 
 // New returns a Fetcher with opts (zero fields defaulted).
 //
-// The transport speaks HTTP/1.1 only (HTTP/2 is disabled) so that
-// Result.RawRequest and Result.RawResponse are the HTTP/1.1 messages a WARC
-// 1.1 request/response record holds, copied off the connection (wire.go;
-// TLS is done by the dialer so the copy is of the plain text); it ignores
+// The transport speaks HTTP/1.1, whose Result.RawRequest and
+// Result.RawResponse are the messages a WARC 1.1 request/response record
+// holds, copied off the connection (wire.go; TLS is done by the dialer so
+// the copy is of the plain text), and HTTP/2 over TLS when the server
+// chooses it by ALPN and Options.DisableHTTP2 is false (h2.go: those
+// records are the HTTP/1.1 form of the exchange); it ignores
 // proxy environment
 // variables (no traffic may leave through a proxy, and the SSRF guard must
 // see the real peer); it never decompresses on its own (the body is kept as
@@ -149,12 +155,19 @@ func (f *Fetcher) newTransport(o Options) *http.Transport {
 	if o.MaxConnsPerHost > 0 {
 		perHostIdle = min(o.MaxConnsPerHost, MaxIdleConnsPerHost)
 	}
+	protos := alpnProtos(!o.DisableHTTP2)
+	var nextProto map[string]func(string, *tls.Conn) http.RoundTripper // nil: net/http's HTTP/2 client
+	if o.DisableHTTP2 {
+		nextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
 	return &http.Transport{
-		Proxy:             nil,
-		DialContext:       f.tee.DialContext,
-		DialTLSContext:    f.tee.DialTLSContext,
-		ForceAttemptHTTP2: false,
-		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
+		Proxy:       nil,
+		DialContext: f.tee.DialContext,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return f.tee.dialTLS(ctx, network, addr, protos)
+		},
+		ForceAttemptHTTP2: !o.DisableHTTP2,
+		TLSNextProto:      nextProto,
 		// No TLSHandshakeTimeout: the tee dialer does TLS (10 s bound).
 		DisableCompression:     true,
 		MaxIdleConns:           o.MaxIdleConns,
@@ -204,7 +217,7 @@ func (f *Fetcher) SetOptions(opts Options) {
 	f.poolMu.Lock()
 	defer f.poolMu.Unlock()
 	old := f.opts.Swap(&o)
-	if old.MaxConnsPerHost != o.MaxConnsPerHost || old.MaxIdleConns != o.MaxIdleConns {
+	if old.MaxConnsPerHost != o.MaxConnsPerHost || old.MaxIdleConns != o.MaxIdleConns || old.DisableHTTP2 != o.DisableHTTP2 {
 		// A transport's bounds cannot change under it: a new one takes
 		// over, and the old one's connections close as their fetches end
 		// (idle ones now, the rest within IdleConnTimeout).
@@ -270,6 +283,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 	if err != nil {
 		wc.finish() // detach the recorder from a connection that may live on
 		code := classify(ctx, reqCtx, err, phaseRoundTrip)
+		code, err = wc.h2OnlyHint(o, code, err)
 		if wc.wasBlocked() {
 			code, err = CodeBlockedByUser, fmt.Errorf("%w: pooled connection to %s: %v", ErrBlockedAddress, wc.remoteIP(), err)
 		}
@@ -299,7 +313,9 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 		Duration:    time.Since(started),
 		Truncated:   truncated,
 		Conditional: conditional,
+		Protocol:    protocolOf(resp),
 	}
+	res.TLS, res.CipherSuite = wc.tlsOf()
 	res.RawResponse, res.RawResponseHeader = wireResponse(wireResp, resp, body)
 	if len(res.RawRequest) == 0 {
 		res.RawRequest = wc.request(req)
@@ -414,6 +430,9 @@ func mediaType(contentType string) string {
 // request went out on a connection without a tee) raw is nil and the header
 // is rebuilt by rawResponseHeader.
 func wireResponse(capture []byte, resp *http.Response, body []byte) (raw, header []byte) {
+	if resp.ProtoMajor == 2 {
+		return nil, h2ResponseHeader(resp) // no HTTP/1.1 bytes to copy (h2.go)
+	}
 	capture = trimInformational(capture)
 	end := headerEnd(capture)
 	if capture == nil || end < 0 || !bytes.HasPrefix(capture, []byte("HTTP/1.")) {
@@ -468,6 +487,7 @@ type wireCapture struct {
 	reused  bool      // the connection had served a request before (GotConnInfo.Reused)
 	firstAt time.Time // when the response's first byte came (GotFirstResponseByte)
 	remote  netip.Addr
+	tls     *tls.ConnectionState // of the connection of the current attempt; nil: plain
 	blocked bool
 	conn    *teeConn      // connection of the current attempt
 	rec     *wireRecorder // its byte-exact copy
@@ -509,6 +529,7 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 			wc.done = false
 			wc.sent, wc.firstAt, wc.reused = time.Time{}, time.Time{}, info.Reused
 			wc.remote = ip
+			wc.tls = connTLS(info.Conn)
 			wc.mu.Unlock()
 			if !wc.allowPrivate {
 				// A pooled connection may have been dialled while private
@@ -523,6 +544,10 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 			}
 		},
 		WroteHeaderField: func(key string, values []string) {
+			key, ok := h2RequestField(key)
+			if !ok {
+				return
+			}
 			wc.mu.Lock()
 			for _, v := range values {
 				wc.buf.WriteString(key)
