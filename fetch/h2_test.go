@@ -80,6 +80,7 @@ func TestFetchHTTP2OnlyServer(t *testing.T) {
 	if string(res.Body) != "<a href=/next>h2 page</a>" {
 		t.Errorf("Body %q", res.Body)
 	}
+	t.Logf("request block:\n%s\nresponse header block:\n%s", req, hdr)
 	// What a replay tool reads: an HTTP/1.1 request and response.
 	pr, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(res.RawRequest)))
 	if err != nil || pr.Host != host || pr.URL.RequestURI() != "/h2?q=1" {

@@ -105,6 +105,7 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		MaxConnsPerHost: cfg.PerHostMaxInFlight + 1,
 		MaxIdleConns:    idlePool(budget, nofile, ram, cfg.PerHostRatePerS > 0),
 		DisableHTTP2:    !cfg.HTTP2,
+		RootCAs:         w.opts.rootCAs,
 	}
 	if f, ok := w.fetcher.(fetchConfigurer); ok {
 		f.SetOptions(fopts)
