@@ -3,6 +3,7 @@ package fetch
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -262,5 +263,48 @@ func BenchmarkFetchTLSProtocol(b *testing.B) {
 			}
 			b.ReportMetric(float64(block), "block-bytes/op")
 		})
+	}
+}
+
+// Over h2 the body is kept as transferred: a gzip body stays compressed
+// (Content-Encoding kept) and a body over the cap is cut and Truncated.
+func TestFetchHTTP2BodyAsTransferred(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	io.WriteString(zw, strings.Repeat("compressed page ", 100))
+	zw.Close()
+	srv, o, _ := h2OnlyServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			w.Write(bytes.Repeat([]byte("x"), 64<<10))
+			return
+		}
+		if r.Header.Get("Accept-Encoding") != "gzip" {
+			t.Errorf("Accept-Encoding %q", r.Header.Get("Accept-Encoding"))
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gz.Bytes())
+	})
+	o.MaxBodyBytes = 16 << 10
+	f := newFetcher(t, o)
+	res, err := f.Fetch(context.Background(), srv.URL+"/gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.Body, gz.Bytes()) || !strings.Contains(string(res.RawResponseHeader), "\r\ncontent-encoding: gzip\r\n") {
+		t.Errorf("Body %d bytes (sent %d gzip bytes), header %q", len(res.Body), gz.Len(), res.RawResponseHeader)
+	}
+	if dec, err := res.DecodedBody(0); err != nil || string(dec) != strings.Repeat("compressed page ", 100) {
+		t.Errorf("DecodedBody: %v", err)
+	}
+	res, err = f.Fetch(context.Background(), srv.URL+"/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || len(res.Body) != 16<<10 || res.Protocol != ProtoHTTP2 {
+		t.Errorf("Truncated %v, %d body bytes, protocol %q", res.Truncated, len(res.Body), res.Protocol)
+	}
+	// The stream was reset, not the connection: the next fetch works.
+	if _, err := f.Fetch(context.Background(), srv.URL+"/gz"); err != nil {
+		t.Fatal(err)
 	}
 }
