@@ -196,6 +196,15 @@ type Config struct {
 	// RecrawlNewFirst makes a host's new URLs go to the fetchers before
 	// its due recrawls when both wait (default true).
 	RecrawlNewFirst bool `json:"recrawl_new_first"`
+
+	// HTTP/2.
+
+	// HTTP2 makes https fetches offer HTTP/2 by ALPN (RFC 7301) before
+	// HTTP/1.1, so servers that refuse HTTP/1.1 are crawled; their records
+	// are the HTTP/1.1 form of the exchange with "WARC-Protocol: h2"
+	// (docs/design.md, "HTTP/2"). Default true; false: HTTP/1.1 only,
+	// every record byte-exact. No cleartext HTTP/2 (h2c).
+	HTTP2 bool `json:"http2"`
 	// RecrawlDueBefore, RFC 3339, makes every scheduled URL captured
 	// before it (and matching RecrawlDueMatch, when set) due at once:
 	// `crawlctl recrawl --now` sets it; "" (default, omitted) none.
@@ -331,6 +340,7 @@ func Default() Config {
 		RecrawlNewFirst:     true,
 
 		Cookies: true,
+		HTTP2:   true,
 	}
 }
 

@@ -80,6 +80,10 @@ type Options struct {
 	// Proxies routes fetches through proxies (proxy.go); nil: every fetch
 	// direct. Read per fetch; a change swaps the proxied pools.
 	Proxies *Proxies
+	// DisableHTTP2 makes https fetches offer HTTP/1.1 only (ALPN
+	// "http/1.1"); false (default) offers HTTP/2 first (h2.go), so a
+	// server that only speaks HTTP/2 is fetched too.
+	DisableHTTP2 bool
 }
 
 // withDefaults returns o with zero fields replaced by the defaults.
@@ -119,11 +123,13 @@ type Fetcher struct {
 
 // New returns a Fetcher with opts (zero fields defaulted).
 //
-// The transport speaks HTTP/1.1 only (HTTP/2 is disabled) so that
-// Result.RawRequest and Result.RawResponse are the HTTP/1.1 messages a WARC
-// 1.1 request/response record holds, copied off the connection (wire.go;
-// TLS is done by the dialer so the copy is of the plain text); it ignores
-// proxy environment variables (traffic leaves through a proxy only as
+// The transport speaks HTTP/1.1, whose Result.RawRequest and
+// Result.RawResponse are the messages a WARC 1.1 request/response record
+// holds, copied off the connection (wire.go; TLS is done by the dialer so
+// the copy is of the plain text), and HTTP/2 over TLS when the server
+// chooses it by ALPN and Options.DisableHTTP2 is false (h2.go: those
+// records are the HTTP/1.1 form of the exchange); it ignores proxy
+// environment variables (traffic leaves through a proxy only as
 // Options.Proxies says, through a tunnel whose target the SSRF guard
 // checked: proxy.go); it never decompresses on its own (the body is kept as
 // transferred); host names are resolved by a caching Resolver (dns.go) and
@@ -159,12 +165,19 @@ func (f *Fetcher) newTransportFor(o Options, tee *teeDialer) *http.Transport {
 	if o.MaxConnsPerHost > 0 {
 		perHostIdle = min(o.MaxConnsPerHost, MaxIdleConnsPerHost)
 	}
+	protos := alpnProtos(!o.DisableHTTP2)
+	var nextProto map[string]func(string, *tls.Conn) http.RoundTripper // nil: net/http's HTTP/2 client
+	if o.DisableHTTP2 {
+		nextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
 	return &http.Transport{
-		Proxy:             nil,
-		DialContext:       tee.DialContext,
-		DialTLSContext:    tee.DialTLSContext,
-		ForceAttemptHTTP2: false,
-		TLSNextProto:      map[string]func(string, *tls.Conn) http.RoundTripper{},
+		Proxy:       nil,
+		DialContext: tee.DialContext,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return tee.dialTLS(ctx, network, addr, protos)
+		},
+		ForceAttemptHTTP2: !o.DisableHTTP2,
+		TLSNextProto:      nextProto,
 		// No TLSHandshakeTimeout: the tee dialer does TLS (10 s bound).
 		DisableCompression:     true,
 		MaxIdleConns:           o.MaxIdleConns,
@@ -215,13 +228,13 @@ func (f *Fetcher) SetOptions(opts Options) {
 	defer f.poolMu.Unlock()
 	old := f.opts.Swap(&o)
 	if old.MaxConnsPerHost != o.MaxConnsPerHost || old.MaxIdleConns != o.MaxIdleConns ||
-		old.Proxies.settingKey() != o.Proxies.settingKey() {
+		old.DisableHTTP2 != o.DisableHTTP2 || old.Proxies.settingKey() != o.Proxies.settingKey() {
 		// A pooled connection through one proxy is never reused for a
 		// URL a new setting routes otherwise.
 		prev := f.proxied.Swap(f.newProxyPools(o))
 		prev.closeIdle()
 	}
-	if old.MaxConnsPerHost != o.MaxConnsPerHost || old.MaxIdleConns != o.MaxIdleConns {
+	if old.MaxConnsPerHost != o.MaxConnsPerHost || old.MaxIdleConns != o.MaxIdleConns || old.DisableHTTP2 != o.DisableHTTP2 {
 		// A transport's bounds cannot change under it: a new one takes
 		// over, and the old one's connections close as their fetches end
 		// (idle ones now, the rest within IdleConnTimeout).
@@ -304,6 +317,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 	if err != nil {
 		wc.finish() // detach the recorder from a connection that may live on
 		code := classify(ctx, reqCtx, err, phaseRoundTrip)
+		code, err = wc.h2OnlyHint(o, code, err)
 		if wc.wasBlocked() {
 			code, err = CodeBlockedByUser, fmt.Errorf("%w: pooled connection to %s: %v", ErrBlockedAddress, wc.remoteIP(), err)
 		}
@@ -336,7 +350,9 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 		Duration:    time.Since(started),
 		Truncated:   truncated,
 		Conditional: conditional,
+		Protocol:    protocolOf(resp),
 	}
+	res.TLS, res.CipherSuite = wc.tlsOf()
 	res.RawResponse, res.RawResponseHeader = wireResponse(wireResp, resp, body)
 	if len(res.RawRequest) == 0 {
 		res.RawRequest = wc.request(req)
@@ -451,6 +467,9 @@ func mediaType(contentType string) string {
 // request went out on a connection without a tee) raw is nil and the header
 // is rebuilt by rawResponseHeader.
 func wireResponse(capture []byte, resp *http.Response, body []byte) (raw, header []byte) {
+	if resp.ProtoMajor == 2 {
+		return nil, h2ResponseHeader(resp) // no HTTP/1.1 bytes to copy (h2.go)
+	}
 	capture = trimInformational(capture)
 	end := headerEnd(capture)
 	if capture == nil || end < 0 || !bytes.HasPrefix(capture, []byte("HTTP/1.")) {
@@ -505,6 +524,7 @@ type wireCapture struct {
 	reused  bool      // the connection had served a request before (GotConnInfo.Reused)
 	firstAt time.Time // when the response's first byte came (GotFirstResponseByte)
 	remote  netip.Addr
+	tls     *tls.ConnectionState // of the connection of the current attempt; nil: plain
 	blocked bool
 	conn    *teeConn      // connection of the current attempt
 	rec     *wireRecorder // its byte-exact copy
@@ -546,6 +566,7 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 			wc.done = false
 			wc.sent, wc.firstAt, wc.reused = time.Time{}, time.Time{}, info.Reused
 			wc.remote = ip
+			wc.tls = connTLS(info.Conn)
 			wc.mu.Unlock()
 			if !wc.allowPrivate {
 				// A pooled connection may have been dialled while private
@@ -560,6 +581,10 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 			}
 		},
 		WroteHeaderField: func(key string, values []string) {
+			key, ok := h2RequestField(key)
+			if !ok {
+				return
+			}
 			wc.mu.Lock()
 			for _, v := range values {
 				wc.buf.WriteString(key)

@@ -40,7 +40,8 @@ type Result struct {
 	Header http.Header
 	// RawRequest is the HTTP/1.1 request exactly as written to the
 	// connection (request line, header fields, empty line; a GET has no
-	// body), copied off the connection (wire.go).
+	// body), copied off the connection (wire.go); over HTTP/2 its
+	// HTTP/1.1 form (Protocol, h2.go).
 	RawRequest []byte
 	// RawResponse is the response exactly as read from the connection:
 	// status line, header fields in their order and case, empty line, and
@@ -50,15 +51,17 @@ type Result struct {
 	// ends with the last stored Body byte (so a Truncated body gives a
 	// truncated RawResponse, and bytes past Content-Length are dropped); a
 	// chunked one ends where reading stopped. nil when the copy
-	// was not complete (it holds at most MaxBodyBytes + 1.25 MiB); then
+	// was not complete (it holds at most MaxBodyBytes + 1.25 MiB), and
+	// over HTTP/2 (no HTTP/1.1 bytes cross the connection); then
 	// RawResponseHeader is rebuilt and RawResponseHeader + Body stand in.
 	RawResponse []byte
 	// RawResponseHeader is the status line and header fields ending with
 	// the empty line: the head of RawResponse when there is one. Otherwise
 	// it is rebuilt from the parsed response (fields sorted by name in
 	// canonical case, no Transfer-Encoding, since Body holds de-chunked
-	// bytes), so that RawResponseHeader + Body is a self-consistent
-	// HTTP/1.1 response.
+	// bytes; over HTTP/2 "HTTP/1.1" and lower-case names, h2ResponseHeader),
+	// so that RawResponseHeader + Body is a self-consistent HTTP/1.1
+	// response.
 	RawResponseHeader []byte
 	// Body is the entity body as transferred, with the transfer coding
 	// (chunked) removed: still gzip-compressed if the response has
@@ -101,6 +104,18 @@ type Result struct {
 	// If-Modified-Since (FetchIf, Conditions): only then is a 304 Not
 	// Modified an answer that the resource is unchanged.
 	Conditional bool
+	// Protocol is the HTTP version the response came in: ProtoHTTP2 ("h2",
+	// negotiated by ALPN over TLS; RawRequest and RawResponseHeader are
+	// then the HTTP/1.1 form of the exchange and RawResponse is nil, see
+	// h2.go), ProtoHTTP11 or ProtoHTTP10. It is a WARC-Protocol value.
+	Protocol string
+	// TLS is the TLS version of the connection as a WARC-Protocol value
+	// ("tls/1.2", "tls/1.3"), "" for plain http.
+	TLS string
+	// CipherSuite is the TLS cipher suite's IANA name
+	// ("TLS_AES_128_GCM_SHA256"), the WARC-Cipher-Suite value; "" for
+	// plain http.
+	CipherSuite string
 }
 
 // DecodedBody returns Body with its Content-Encoding removed (gzip, x-gzip,

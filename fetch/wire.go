@@ -139,6 +139,14 @@ func (d *teeDialer) DialContext(ctx context.Context, network, addr string) (net.
 // DialTLSContext dials and completes a TLS handshake with the server name of
 // addr (certificates verified as crypto/tls does by default; HTTP/1.1 only).
 func (d *teeDialer) DialTLSContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return d.dialTLS(ctx, network, addr, alpnProtos(false))
+}
+
+// dialTLS is DialTLSContext offering the ALPN protocols protos (alpnProtos).
+// A connection on which the server chose "h2" is returned as the bare
+// *tls.Conn net/http needs to hand it to its HTTP/2 client (h2.go: its
+// frames are not copied); any other is a teeConn.
+func (d *teeDialer) dialTLS(ctx context.Context, network, addr string, protos []string) (net.Conn, error) {
 	raw, err := d.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -148,12 +156,15 @@ func (d *teeDialer) DialTLSContext(ctx context.Context, network, addr string) (n
 		raw.Close()
 		return nil, err
 	}
-	tc := tls.Client(raw, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}, RootCAs: d.roots()})
+	tc := tls.Client(raw, &tls.Config{ServerName: host, NextProtos: protos, RootCAs: d.roots()})
 	hctx, cancel := context.WithTimeout(ctx, d.tlsTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {
 		raw.Close()
-		return nil, err
+		return nil, alpnRefused(addr, protos, err)
+	}
+	if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		return tc, nil
 	}
 	return &teeConn{Conn: tc}, nil
 }

@@ -63,6 +63,10 @@ type LogEntry struct {
 	// answer to a conditional request) or RevisitIdenticalPayload (the
 	// payload equals an earlier capture's); absent for a response record.
 	Revisit string `json:"revisit,omitempty"`
+	// Protocol is "h2" for a response that came over HTTP/2 (as
+	// Heritrix's crawl.log annotates it); absent for HTTP/1.x and for
+	// failures.
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // The values of LogEntry.Revisit, the last path segment of the revisit

@@ -64,6 +64,16 @@ type Exchange struct {
 	// needed it first, e.g. to look the payload up): prepare uses it
 	// instead of hashing Body again. "" means compute it.
 	PayloadDigest string
+	// Protocols, when set, are the protocols of the exchange, outermost
+	// last, each written as a WARC-Protocol field of the request,
+	// response and revisit records (warc_protocol.go): "h2" then
+	// "tls/1.3" for HTTP/2 over TLS 1.3, whose RawRequest and
+	// RawResponseHeader are then the HTTP/1.1 form of the exchange. At
+	// most 8 tokens of 1..64 printable ASCII characters.
+	Protocols []string
+	// CipherSuite, when set, is the TLS cipher suite's IANA name, written
+	// as WARC-Cipher-Suite beside the WARC-Protocol fields.
+	CipherSuite string
 }
 
 // PayloadDigestOf returns ex.PayloadDigest, computing and storing it first
@@ -166,6 +176,7 @@ type prepared struct {
 	target, date, ip, reqID string
 	httpHeader              []byte
 	truncated               bool
+	proto                   []field   // WARC-Protocol and WARC-Cipher-Suite fields
 	cdx                     cdxjEntry // the response's CDXJ index line, less its place
 }
 
@@ -207,6 +218,7 @@ func (p *prepared) toRevisitOf(ref RevisitRef, date string) {
 	if p.ip != "" {
 		r.add("WARC-IP-Address", p.ip)
 	}
+	r.fields = append(r.fields, p.proto...)
 	r.add("WARC-Concurrent-To", p.reqID)
 	r.add("WARC-Warcinfo-ID", "")
 	r.add("WARC-Profile", ref.Profile)
@@ -254,6 +266,10 @@ func prepare(ex Exchange) (*prepared, error) {
 			return nil, fmt.Errorf("%w: %s: revisit of an earlier capture without its target URI and date", ErrBadExchange, ex.TargetURI)
 		}
 	}
+	proto, err := protocolFields(&ex)
+	if err != nil {
+		return nil, err
+	}
 	reqBlock := ex.RawRequest
 	if !bytes.Contains(reqBlock, crlf2) {
 		reqBlock = append(bytes.TrimRight(reqBlock, "\r\n"), crlf2...)
@@ -283,7 +299,7 @@ func prepare(ex Exchange) (*prepared, error) {
 	}
 	reqID, respID := newRecordID(), newRecordID()
 	p := &prepared{respID: respID, payloadDigest: ex.PayloadDigestOf(), target: ex.TargetURI,
-		date: formatDate(date), ip: ex.IP, reqID: reqID, httpHeader: hdr, truncated: ex.Truncated}
+		date: formatDate(date), ip: ex.IP, reqID: reqID, httpHeader: hdr, truncated: ex.Truncated, proto: proto}
 
 	p.cdx = newCDXJEntry(ex.TargetURI, p.date, hdr, p.payloadDigest)
 
@@ -295,6 +311,7 @@ func prepare(ex Exchange) (*prepared, error) {
 	if ex.IP != "" {
 		p.req.add("WARC-IP-Address", ex.IP)
 	}
+	p.req.fields = append(p.req.fields, proto...)
 	p.req.add("WARC-Concurrent-To", respID)
 	p.req.add("WARC-Warcinfo-ID", "")
 	p.req.add("Content-Type", "application/http;msgtype=request")
@@ -308,6 +325,7 @@ func prepare(ex Exchange) (*prepared, error) {
 	if ex.IP != "" {
 		p.resp.add("WARC-IP-Address", ex.IP)
 	}
+	p.resp.fields = append(p.resp.fields, proto...)
 	p.resp.add("WARC-Concurrent-To", reqID)
 	p.resp.add("WARC-Warcinfo-ID", "")
 	p.resp.add("Content-Type", "application/http;msgtype=response")

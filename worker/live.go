@@ -111,6 +111,8 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		// every host it crawls, within the descriptors the budget leaves.
 		MaxConnsPerHost: cfg.PerHostMaxInFlight + 1,
 		MaxIdleConns:    idlePool(budget, nofile, ram, cfg.PerHostRatePerS > 0),
+		DisableHTTP2:    !cfg.HTTP2,
+		RootCAs:         w.opts.rootCAs,
 	}
 	fopts.Proxies = proxies
 	if f, ok := w.fetcher.(fetchConfigurer); ok {

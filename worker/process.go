@@ -205,6 +205,7 @@ func (a *attempt) store(res *fetch.Result) bool {
 	a.dedupWritten(info)
 	a.entry.Status, a.entry.Bytes, a.entry.MIME = res.Status, int64(len(res.Body)), res.MIME
 	a.entry.Digest, a.entry.WARCFile, a.entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
+	a.entry.Protocol = logProtocol(res)
 	a.noteCapture(res, ex, info)
 	w.counters.bytes.Add(int64(len(res.Body)))
 	return true

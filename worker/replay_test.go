@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/image/font/gofont/gomono"
 
+	"github.com/zkcrawl/zkcrawl/fetch"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/storage/wacz"
 	"github.com/zkcrawl/zkcrawl/testenv"
@@ -48,8 +49,9 @@ var replayBrandStyle = map[string]string{
 }
 
 // newReplaySite serves the replay fixture on a loopback port: the pages,
-// the style sheets, a TrueType font (Go Mono) and a PNG image.
-func newReplaySite(t *testing.T) *httptest.Server {
+// the style sheets, a TrueType font (Go Mono) and a PNG image; over plain
+// HTTP/1.1, or with h2 over TLS speaking HTTP/2 only.
+func newReplaySite(t *testing.T, h2 bool) *httptest.Server {
 	t.Helper()
 	var img bytes.Buffer
 	m := image.NewNRGBA(image.Rect(0, 0, 16, 16))
@@ -61,7 +63,7 @@ func newReplaySite(t *testing.T) *httptest.Server {
 	if err := png.Encode(&img, m); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
 		case replaySheets[p] != "":
@@ -89,6 +91,14 @@ func newReplaySite(t *testing.T) *httptest.Server {
 			http.NotFound(w, r)
 		}
 	}))
+	if h2 {
+		srv.EnableHTTP2 = true
+		srv.Config.Protocols = new(http.Protocols)
+		srv.Config.Protocols.SetHTTP2(true)
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -100,16 +110,40 @@ func newReplaySite(t *testing.T) *httptest.Server {
 // every request of the replayed page is answered from the archive (none
 // with an error status or failure), and a screenshot of the replay differs
 // from the live page's in at most 1% of pixels.
-func TestCrawlReplaysInReplayWebPage(t *testing.T) {
+func TestCrawlReplaysInReplayWebPage(t *testing.T) { replayCheck(t, false) }
+
+// The same fixture served over HTTP/2 only (TLS, ALPN h2) and crawled with
+// http2 on replays the same way from its HTTP/1.1-form records (WARC-Protocol
+// h2).
+func TestCrawlReplaysHTTP2InReplayWebPage(t *testing.T) { replayCheck(t, true) }
+
+// replayCheck crawls the replay fixture (over HTTP/2 when h2), packages it
+// as a WACZ and checks its replay in ReplayWeb.page against the live site.
+func replayCheck(t *testing.T, h2 bool) {
 	b := newReplayBrowser(t) // skips when Chromium or ReplayWeb.page is missing
 	start := time.Now()
 	zk := testenv.ZooKeeper(t)
-	site := newReplaySite(t)
+	site := newReplaySite(t, h2)
 	cfg := testConfig()
 	cfg.MaxDepth = -1
 	cfg.Sitemaps = false
 	c := newCrawl(t, zk.Addr(), "replay", cfg, frontier.Layout{Shards: 4, Spread: 1}, []string{site.URL + "/index.html"})
-	c.runWorkers(1, 60*time.Second)
+	var trust func(*Options)
+	if h2 {
+		trust = trusting(site)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := <-c.startWorker(ctx, "w1", trust); err != nil {
+		t.Fatal(err)
+	}
+	if h2 {
+		for _, e := range c.logs() {
+			if e.Status == 200 && e.Protocol != fetch.ProtoHTTP2 {
+				t.Fatalf("%s fetched over %q, want h2", e.URL, e.Protocol)
+			}
+		}
+	}
 	out := filepath.Join(t.TempDir(), "crawl.wacz")
 	if _, err := wacz.Write(context.Background(), wacz.Options{
 		Out: out, Dirs: []string{filepath.Join(c.out, "w1")}, Title: "replay fixture", Software: "zkcrawl test",

@@ -170,6 +170,7 @@ func newReplayBrowser(t *testing.T) *replayBrowser {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("ignore-certificate-errors", true), // the live fixture's TLS certificate is httptest's
 		chromedp.WindowSize(replayViewportW, replayViewportH))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)

@@ -43,5 +43,7 @@ func exchangeOf(target string, res *fetch.Result) storage.Exchange {
 		RawResponse:       res.RawResponse,
 		Body:              res.Body,
 		Truncated:         res.Truncated,
+		Protocols:         protocolsOf(res),
+		CipherSuite:       res.CipherSuite,
 	}
 }

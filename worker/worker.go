@@ -7,6 +7,7 @@ package worker
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,6 +85,11 @@ type Options struct {
 	// allow_private_networks says: whoever can write the config cannot
 	// point this worker at its own network.
 	ForbidPrivateNetworks bool
+
+	// rootCAs verifies https servers' certificates (fetch.Options.RootCAs);
+	// nil: the system's roots. Set by this package's tests, whose TLS
+	// servers on loopback have their own certificates.
+	rootCAs *x509.CertPool
 }
 
 // Defaults of Options, applied by New to zero fields; cmd/crawler's flags
