@@ -105,6 +105,9 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		MaxConnsPerHost: cfg.PerHostMaxInFlight + 1,
 		MaxIdleConns:    idlePool(budget, nofile, ram, cfg.PerHostRatePerS > 0),
 	}
+	if fopts.Content, err = fetch.NewContentRules(cfg.AcceptMIME, cfg.RejectMIME, cfg.MaxBodyBytesRules); err != nil {
+		w.log.Error("content rules rejected", "error", err) // config.Validate checked them
+	}
 	if f, ok := w.fetcher.(fetchConfigurer); ok {
 		f.SetOptions(fopts)
 	}
