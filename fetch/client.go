@@ -51,7 +51,8 @@ type Options struct {
 	// fetch fails with CodeTimeout. Zero or negative: DefaultTimeout.
 	Timeout time.Duration
 	// MaxBodyBytes caps the body bytes read per response, counted as
-	// transferred (before gzip decoding). Past it reading stops and
+	// transferred (before gzip decoding), unless a Content.BodyCaps rule
+	// matches its media type. Past it reading stops and
 	// Result.Truncated is set. Zero or negative: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// AllowPrivateNetworks disables the SSRF guard (see BlockedAddr). Only for
