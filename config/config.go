@@ -238,6 +238,25 @@ type Config struct {
 	// values never appear in logs or status. Ignored while Cookies is
 	// false.
 	CookiesSeed CookieSeeds `json:"cookies_seed"`
+	// Content rules (docs/design.md, "Content rules"): what is read of a
+	// response, by its media type, and where links are looked for.
+	//
+	// AcceptMIME, when non-empty, lets only 2xx responses whose media
+	// type matches one of these MIMEPatterns be read past their header;
+	// RejectMIME stops those matching any of its patterns (reject wins).
+	// A stopped response is logged with fetch.CodeMIMERejected and not
+	// stored. A missing Content-Type counts as application/octet-stream.
+	// Page requisites, sitemaps and robots.txt are exempt.
+	AcceptMIME []string `json:"accept_mime"`
+	RejectMIME []string `json:"reject_mime"`
+	// MaxBodyBytesRules: the first rule whose MIME matches a response's
+	// media type caps its body instead of MaxBodyBytes.
+	MaxBodyBytesRules []BodyRule `json:"max_body_bytes_rules"`
+	// ExtractJSLinks makes workers take, from 2xx JavaScript responses,
+	// the string literals that look like URLs (fetch.ExtractJSLinks,
+	// Heritrix's ExtractorJS), as speculative links (hop "X"); default
+	// false.
+	ExtractJSLinks bool `json:"extract_js_links"`
 }
 
 // RecrawlRule is one entry of Config.RecrawlRules: URLs matching Match get
@@ -428,7 +447,7 @@ func (c Config) Validate() error {
 		return bad("host_budget_action", "%q is not one of %s, %s", c.HostBudgetAction, HostBudgetKeep, HostBudgetDrop)
 	case c.FetchTimeoutMS < 100 || c.FetchTimeoutMS > 600000:
 		return bad("fetch_timeout_ms", "%d is outside 100..600000", c.FetchTimeoutMS)
-	case c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 1<<30:
+	case c.MaxBodyBytes < MinMaxBodyBytes || c.MaxBodyBytes > MaxMaxBodyBytes:
 		return bad("max_body_bytes", "%d is outside 1024..1073741824", c.MaxBodyBytes)
 	case c.MaxAttempts < 1 || c.MaxAttempts > 100:
 		return bad("max_attempts", "%d is outside 1..100", c.MaxAttempts)
@@ -468,6 +487,9 @@ func (c Config) Validate() error {
 	if err := c.validateCookies(bad); err != nil {
 		return err
 	}
+	if err := c.validateContent(bad); err != nil {
+		return err
+	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {
 			if _, err := regexp.Compile(p); err != nil {
@@ -501,9 +523,10 @@ func (c Config) RetryDelay(attempt int) time.Duration {
 }
 
 // Encode returns the document as indented JSON, the form written to R/config.
-// Empty include/exclude/recrawl_rules/proxy_rules/cookies_seed lists are
-// written as [] (never null). Seed cookie values are written as they are:
-// the znode is where they live (Redacted is the form to show).
+// Empty lists (include, exclude, recrawl_rules, proxy_rules, cookies_seed,
+// accept_mime, reject_mime, max_body_bytes_rules) are written as [] (never
+// null). Seed cookie values are written as they are: the znode is where
+// they live (Redacted is the form to show).
 func (c Config) Encode() []byte {
 	if c.Include == nil {
 		c.Include = []string{}
@@ -519,6 +542,15 @@ func (c Config) Encode() []byte {
 	}
 	if c.CookiesSeed == nil {
 		c.CookiesSeed = CookieSeeds{}
+	}
+	if c.AcceptMIME == nil {
+		c.AcceptMIME = []string{}
+	}
+	if c.RejectMIME == nil {
+		c.RejectMIME = []string{}
+	}
+	if c.MaxBodyBytesRules == nil {
+		c.MaxBodyBytesRules = []BodyRule{}
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {

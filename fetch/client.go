@@ -51,7 +51,8 @@ type Options struct {
 	// fetch fails with CodeTimeout. Zero or negative: DefaultTimeout.
 	Timeout time.Duration
 	// MaxBodyBytes caps the body bytes read per response, counted as
-	// transferred (before gzip decoding). Past it reading stops and
+	// transferred (before gzip decoding), unless a Content.BodyCaps rule
+	// matches its media type. Past it reading stops and
 	// Result.Truncated is set. Zero or negative: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// AllowPrivateNetworks disables the SSRF guard (see BlockedAddr). Only for
@@ -84,6 +85,10 @@ type Options struct {
 	// "http/1.1"); false (default) offers HTTP/2 first (h2.go), so a
 	// server that only speaks HTTP/2 is fetched too.
 	DisableHTTP2 bool
+	// Content holds the crawl's content rules: its BodyCaps apply to every
+	// fetch but robots.txt's, its Accept and Reject to FetchContent only.
+	// The zero value has none.
+	Content ContentRules
 }
 
 // withDefaults returns o with zero fields replaced by the defaults.
@@ -273,7 +278,7 @@ func (f *Fetcher) Close() {
 // CodeBlockedByUser (SSRF guard), CodeCanceled when ctx is cancelled.
 // The Result is nil whenever the error is non-nil.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
-	return f.fetch(ctx, rawURL, 0, Conditions{})
+	return f.fetch(ctx, rawURL, 0, Conditions{}, false)
 }
 
 // FetchIf is Fetch with the validators of cond sent as a conditional GET
@@ -282,20 +287,38 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
 // Result with an empty Body. Result.Conditional reports whether the
 // request carried any condition. Errors as Fetch's.
 func (f *Fetcher) FetchIf(ctx context.Context, rawURL string, cond Conditions) (*Result, error) {
-	return f.fetch(ctx, rawURL, 0, cond)
+	return f.fetch(ctx, rawURL, 0, cond, false)
+}
+
+// FetchContent is FetchIf for a page subject to the content rules
+// (Options.Content Accept and Reject): a 2xx response whose media type
+// (a missing Content-Type counts as OctetStream) they refuse is not read
+// past its header. Its connection is closed, so the server stops
+// sending, and the error is a *Error with CodeMIMERejected whose cause is
+// a *RejectedError (status, media type, rule). Other statuses (redirects,
+// 304, errors) are not judged: their body is not the resource. Callers
+// use FetchIf for what must be read whatever its type (page requisites,
+// sitemaps; robots.txt has its own path).
+func (f *Fetcher) FetchContent(ctx context.Context, rawURL string, cond Conditions) (*Result, error) {
+	return f.fetch(ctx, rawURL, 0, cond, true)
 }
 
 // fetch is FetchIf with an optional body cap overriding Options.MaxBodyBytes
-// (maxBody > 0), used for robots.txt's 500 KiB limit.
-func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond Conditions) (*Result, error) {
+// and the content rules' BodyCaps (maxBody > 0), used for robots.txt's
+// 500 KiB limit, and with the content rules' Accept and Reject applied
+// when filter is set (FetchContent).
+func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond Conditions, filter bool) (*Result, error) {
 	o := f.opts.Load()
-	if maxBody <= 0 {
+	fixedCap := maxBody > 0
+	wireBody := maxBody
+	if !fixedCap {
 		maxBody = o.MaxBodyBytes
+		wireBody = o.Content.maxCap(maxBody)
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 
-	wc := &wireCapture{allowPrivate: o.AllowPrivateNetworks, wireLimit: maxBody + wireSlack, noTee: f.noTee}
+	wc := &wireCapture{allowPrivate: o.AllowPrivateNetworks, wireLimit: wireBody + wireSlack, noTee: f.noTee}
 	req, err := newGet(httptrace.WithClientTrace(reqCtx, wc.trace()), rawURL, o.UserAgent)
 	if err != nil {
 		return nil, err
@@ -329,6 +352,18 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 		jar.SetCookies(req.URL, resp.Cookies()) // whatever the status, as browsers do
 	}
 
+	if !fixedCap {
+		maxBody = o.Content.MaxBody(responseMIME(resp), maxBody)
+	}
+	if filter && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		if rej := rejected(o.Content, resp); rej != nil {
+			// Closing an unread body closes the connection (net/http does
+			// not drain it), so the server stops sending.
+			wc.finish()
+			o.Logger.Debug("fetch stopped after the header", "url", rawURL, "code", CodeMIMERejected, "err", rej)
+			return nil, &Error{Code: CodeMIMERejected, URL: rawURL, Err: rej}
+		}
+	}
 	body, truncated, err := readBody(resp.Body, maxBody, resp.ContentLength)
 	wireReq, wireResp := wc.finish()
 	if err != nil {
@@ -362,6 +397,15 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 	o.Logger.Debug("fetched", "url", rawURL, "status", res.Status, "bytes", len(body),
 		"truncated", truncated, "ip", res.RemoteIP, "duration", res.Duration)
 	return res, nil
+}
+
+// rejected returns why rules refuse resp (a *RejectedError), or nil.
+func rejected(rules ContentRules, resp *http.Response) *RejectedError {
+	mt := responseMIME(resp)
+	if no, why := rules.Rejects(mt); no {
+		return &RejectedError{Status: resp.StatusCode, MIME: mt, Why: why}
+	}
+	return nil
 }
 
 // newGet returns the GET request for rawURL with the crawler's headers, or

@@ -57,6 +57,14 @@ const (
 	// link-local, CGNAT, multicast or otherwise not public, and
 	// Options.AllowPrivateNetworks is false. Nothing was sent.
 	CodeBlockedByUser = -5001
+	// CodeMIMERejected (-5002, Heritrix S_BLOCKED_BY_CUSTOM_PROCESSOR):
+	// the response's media type is refused by the crawl's content rules
+	// (accept_mime, reject_mime: ContentRules), judged on its header; the
+	// body was not read and the connection was closed. Heritrix logs such
+	// a midfetch abort as the HTTP status with annotation "midFetchAbort";
+	// zkcrawl's crawl log has no annotations, so it logs this code and
+	// puts the HTTP status in the reason (RejectedError).
+	CodeMIMERejected = -5002
 	// CodeCanceled (-7000, Heritrix S_PROCESSING_THREAD_KILLED): the caller's
 	// context was cancelled (worker shutdown, session expiry) before the
 	// fetch finished. The URL itself is not at fault.
@@ -169,6 +177,8 @@ func CodeName(code int) string {
 		return "robots-prerequisite-failed"
 	case CodeBlockedByUser:
 		return "blocked-address"
+	case CodeMIMERejected:
+		return "mime-rejected"
 	case CodeCanceled:
 		return "canceled"
 	case CodeRobotsPrecluded:
@@ -193,7 +203,8 @@ func CodeName(code int) string {
 //     CodeCanceled (the worker stopped; nothing is wrong with the URL).
 //   - false: every other code: 1xx-4xx (a redirect or a client error is a
 //     final answer), CodeRuntimeError, CodeUnfetchableURI,
-//     CodeBlockedByUser, CodeRobotsPrecluded, CodeTooManyRetries.
+//     CodeBlockedByUser, CodeMIMERejected, CodeRobotsPrecluded,
+//     CodeTooManyRetries.
 func Retryable(code int) bool {
 	switch {
 	case code >= 500 && code <= 599:

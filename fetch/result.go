@@ -66,7 +66,8 @@ type Result struct {
 	// Body is the entity body as transferred, with the transfer coding
 	// (chunked) removed: still gzip-compressed if the response has
 	// Content-Encoding: gzip. It is the WARC payload (WARC 1.1 section
-	// 5.9). At most Options.MaxBodyBytes long.
+	// 5.9). At most Options.MaxBodyBytes long, or the cap of the
+	// Options.Content.BodyCaps rule matching its media type.
 	Body []byte
 	// ContentType is the Content-Type response header as received ("" if
 	// absent).
@@ -92,7 +93,8 @@ type Result struct {
 	Reached time.Time
 	// Duration is the time from Started to the last body byte read.
 	Duration time.Duration
-	// Truncated is set when the body was longer than Options.MaxBodyBytes
+	// Truncated is set when the body was longer than its cap
+	// (Options.MaxBodyBytes or a matching Options.Content.BodyCaps rule)
 	// and reading stopped there: store it (WARC-Truncated: length) but do
 	// not treat it as the complete page.
 	Truncated bool

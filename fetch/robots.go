@@ -444,7 +444,7 @@ func (r *Robots) loadGated(gateCtx, ctx context.Context, robotsURL string, g *ga
 			}
 			g.rel = rel
 		}
-		res, err := r.f.fetch(ctx, target, MaxRobotsBytes, Conditions{})
+		res, err := r.f.fetch(ctx, target, MaxRobotsBytes, Conditions{}, false)
 		if err != nil {
 			return unreachable(fmt.Errorf("fetching %s: %w", target, err)), nil
 		}

@@ -20,6 +20,9 @@ const (
 	// HopManifest is a sitemap (robots.txt Sitemap: line, /sitemap.xml or
 	// a sitemap index entry): it keeps the depth of the seed.
 	HopManifest = 'M'
+	// HopSpeculative is a URL guessed from a string literal of a script
+	// (extract_js_links): it spends one depth, as a link does.
+	HopSpeculative = 'X'
 )
 
 // MaxHops is the longest hop path an item keeps: a longer one keeps its

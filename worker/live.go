@@ -115,6 +115,9 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		RootCAs:         w.opts.rootCAs,
 	}
 	fopts.Proxies = proxies
+	if fopts.Content, err = fetch.NewContentRules(cfg.AcceptMIME, cfg.RejectMIME, cfg.MaxBodyBytesRules); err != nil {
+		w.log.Error("content rules rejected", "error", err) // config.Validate checked them
+	}
 	if f, ok := w.fetcher.(fetchConfigurer); ok {
 		f.SetOptions(fopts)
 	}

@@ -159,7 +159,11 @@ func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 	}
 	start := time.Now()
 	a.lapAt(stagePoliteness, start)
-	res, ferr := w.fetcher.FetchIf(a.cookieCtx(), a.it.URL, cond)
+	fetchIf := w.fetcher.FetchIf
+	if cf, ok := w.fetcher.(contentFetcher); ok && contentRuled(a.it.Hops) {
+		fetchIf = cf.FetchContent
+	}
+	res, ferr := fetchIf(a.cookieCtx(), a.it.URL, cond)
 	if res != nil {
 		w.polite.Reached(a.key, res.Reached) // strict politeness counts from here
 		w.answered(a.key, res)               // a 429/503 holds the key before its slot frees
@@ -176,6 +180,14 @@ func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 	}
 	if ferr != nil {
 		a.entry.Status, a.entry.Error = fetch.Code(ferr), fetch.Reason(ferr)
+		var rej *fetch.RejectedError
+		if errors.As(ferr, &rej) {
+			// The content rules' answer, not a failure: logged with
+			// CodeMIMERejected, nothing stored, no retry, no dead letter.
+			a.entry.MIME = rej.MIME
+			a.finishDone()
+			return nil
+		}
 		w.counters.errors.Add(1)
 		a.finishFailed(fetch.Retryable(a.entry.Status))
 		return nil
@@ -333,6 +345,7 @@ func (a *attempt) lost(op string, err error) {
 func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig) ([]frontier.Item, string) {
 	var out []frontier.Item
 	requisite := frontier.IsRequisite(it.Hops)
+	from := it.URL // the URL scope judges a link against
 	add := func(raw string, hop byte, depth int) {
 		u, ok := w.norm.normalize(raw)
 		if !ok {
@@ -348,7 +361,7 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 		if hop == frontier.HopEmbed || (hop == frontier.HopRedirect && requisite) {
 			scope = live.reqScope
 		}
-		if ok, _ := scope.Allows(u, depth, it.URL); ok {
+		if ok, _ := scope.Allows(u, depth, from); ok {
 			out = append(out, it.Child(u, hop, depth))
 		}
 	}
@@ -364,6 +377,13 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 	}
 	if res.Status < 200 || res.Status > 299 || res.Truncated {
 		return nil, ""
+	}
+	if live.cfg.ExtractJSLinks && fetch.IsJavaScript(res.MIME) {
+		from = jsLinkBase(it)
+		for _, l := range w.jsLinks(it, res, from) {
+			add(l, frontier.HopSpeculative, it.Depth+1)
+		}
+		return out, ""
 	}
 	embeds := live.cfg.PageRequisites
 	html, css := isHTML(res.MIME), res.MIME == "text/css"

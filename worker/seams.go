@@ -38,6 +38,18 @@ type pageFetcher interface {
 	FetchIf(ctx context.Context, rawURL string, cond fetch.Conditions) (*fetch.Result, error)
 }
 
+// contentFetcher is implemented by a pageFetcher that applies the crawl's
+// content rules (accept_mime, reject_mime): FetchContent is FetchIf, except
+// that a 2xx response of a refused media type is not read past its header
+// and comes back as an error with fetch.CodeMIMERejected whose cause is a
+// *fetch.RejectedError. process calls it for the items the rules cover
+// (contentRuled); a pageFetcher without it fetches every item with FetchIf.
+//
+// *fetch.Fetcher implements it.
+type contentFetcher interface {
+	FetchContent(ctx context.Context, rawURL string, cond fetch.Conditions) (*fetch.Result, error)
+}
+
 // fetchConfigurer is implemented by a pageFetcher whose request options
 // follow the crawl config. applyConfig calls SetOptions with each config
 // version it puts in force (user agent, fetch timeout, body cap, private
