@@ -13,8 +13,9 @@ import (
 )
 
 // The claimer: one claim loop per owned shard (claimLoop), each with
-// takersPerShard takers that take a claim slot (claimCap), claim an item
-// and hand it to the pipeline (process). An item is claimed only while the
+// takersPerShard takers that claim an item (taking one of the worker's
+// claimCap claim slots as the claim filter admits it) and hand it to the
+// pipeline (process). An item is claimed only while the
 // crawl runs (not paused, under max_pages, outputs writable), when its
 // not_before has come, its politeness key has a claim slot here (keySlots)
 // and the worker holds fewer than claimCap claims. No request slot is
@@ -26,9 +27,9 @@ import (
 // crawl is not paused it takes the first claimable item in FIFO order whose
 // not_before has passed and whose politeness key has a free claim slot
 // (keySlots), within the worker's claim cap (claimCap), and starts
-// processing it. A claim slot taken for a Take that finds nothing is given
-// back when the Take fails; each shard has at most takersFor(owned shards)
-// Takes under way.
+// processing it. A claim slot is taken when an item is admitted, so a Take
+// waiting for an item holds none; each shard has at most takersFor(owned
+// shards) Takes under way.
 func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup, view string) {
 	if err := w.awaitHandoff(ctx, shard, view); err != nil {
 		return
@@ -68,14 +69,11 @@ func takersFor(owned int64) int {
 // than by session expiry) before it tries again.
 const claimRetryPause = time.Second
 
-// takeLoop is one of a shard's takers: take a claim slot, claim, start
-// processing, repeat while ctx lives.
+// takeLoop is one of a shard's takers: claim (the filter takes a claim
+// slot), start processing, repeat while ctx lives.
 func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup) {
 	notExpired := func(err error) bool { return !errors.Is(err, coord.ErrSessionExpired) }
 	for ctx.Err() == nil {
-		if err := w.acquireClaimSlot(ctx); err != nil {
-			return
-		}
 		var t taken
 		var claim *coord.Claim
 		// Wait until claiming is allowed, then claim; a failed claim is
@@ -93,8 +91,7 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 				return err
 			})
 		if err != nil {
-			w.releaseClaimSlot()
-			return
+			return // Take gave back the claim slot of an admission it did not claim
 		}
 		claimed := time.Now()
 		w.metrics.claimed()
@@ -210,13 +207,17 @@ func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte) 
 	return func(_ string, data []byte) (func(), bool) {
 		it, err := frontier.DecodeItem(data)
 		if err != nil {
+			if !w.tryClaimSlot(shard) {
+				return nil, false
+			}
 			*t = taken{err: err}
-			return nil, true // claimed, then moved to failed with the reason
+			return w.releaseClaimSlot, true // claimed, then moved to failed with the reason
 		}
 		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
 			return nil, false
 		}
-		cfg := &w.current().cfg // per candidate: no copy of the Config
+		live := w.current()
+		cfg := &live.cfg // per candidate: no copy of the Config
 		if cfg.Paused {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
@@ -224,8 +225,12 @@ func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte) 
 		if !w.slots.reserve(key, claimSlotsPerKey(cfg), shard) {
 			return nil, false
 		}
+		if !w.tryClaimSlot(shard) {
+			w.freeKeySlot(key)
+			return nil, false
+		}
 		*t = taken{item: it, key: key, admitted: time.Now()}
-		return func() { w.freeKeySlot(key) }, true
+		return func() { w.freeKeySlot(key); w.releaseClaimSlot() }, true
 	}
 }
 
@@ -271,29 +276,65 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 	}
 }
 
-// acquireClaimSlot waits for one of the worker's claimCap claim slots
-// (claims held, from before their Take to the end of their processing).
-// Errors: ctx's, with no slot taken.
-func (w *Worker) acquireClaimSlot(ctx context.Context) error {
-	for {
-		wake := w.wake.Wait()
-		if w.claimSlots.Add(1) <= int64(w.current().claimCap) {
-			return nil
-		}
-		w.claimSlots.Add(-1)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wake:
-		}
+// tryClaimSlot takes one of the worker's claimCap claim slots (claims held,
+// from their admission by the claim filter to the end of their
+// processing) if one is free, and reports whether it did. A slot is taken
+// at admission, not before a Take: a taker waiting in Take for its shard's
+// next item holds nothing, so takers of empty shards can never hold every
+// slot while another shard's items wait (with claimCap under the takers'
+// count, a small max_in_flight or a large max_body_bytes, that stalled a
+// crawl for ever). A shard turned down for want of a slot is nudged when
+// one frees (releaseClaimSlot).
+func (w *Worker) tryClaimSlot(shard int) bool {
+	if w.claimSlots.Add(1) <= int64(w.current().claimCap) {
+		return true
 	}
+	w.claimSlots.Add(-1)
+	w.capWait.add(shard)
+	return false
 }
 
-// releaseClaimSlot gives a claim slot back (acquireClaimSlot) and wakes
-// the takers waiting for one.
+// releaseClaimSlot gives a claim slot back (tryClaimSlot), wakes what waits
+// for one and makes the shards turned down for want of one look at their
+// items again at once.
 func (w *Worker) releaseClaimSlot() {
 	w.claimSlots.Add(-1)
 	w.wake.Fire()
+	for _, shard := range w.capWait.take() {
+		w.front.Queue().Nudge(shard)
+	}
+}
+
+// shardSet is a set of shards, safe for concurrent use; the zero value is
+// empty. Bound: one entry per shard.
+type shardSet struct {
+	mu     sync.Mutex
+	shards map[int]struct{}
+}
+
+// add puts shard into the set.
+func (s *shardSet) add(shard int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shards == nil {
+		s.shards = map[int]struct{}{}
+	}
+	s.shards[shard] = struct{}{}
+}
+
+// take empties the set and returns what it held (nil when empty).
+func (s *shardSet) take() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.shards) == 0 {
+		return nil
+	}
+	out := make([]int, 0, len(s.shards))
+	for shard := range s.shards {
+		out = append(out, shard)
+	}
+	clear(s.shards)
+	return out
 }
 
 // releaseSlot ends a claimed item's processing: it is no longer counted

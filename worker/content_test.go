@@ -92,11 +92,9 @@ func TestCrawlContentRules(t *testing.T) {
 			cfg := testConfig()
 			cfg.MaxDepth = 1
 			cfg.Sitemaps = false
-			// The body cap is not what stops the video. An explicit
-			// request budget: the automatic one follows the cap down to
-			// worker_concurrency.
+			// The body cap is not what stops the video (the automatic
+			// request budget follows it down to worker_concurrency).
 			cfg.MaxBodyBytes = 1 << 30
-			cfg.MaxInFlight = 200
 			cfg.RejectMIME = []string{"video/*"}
 			cfg.ExtractJSLinks = js
 			c := newCrawl(t, zk.Addr(), "content-"+strconv.FormatBool(js), cfg, frontier.Layout{Shards: 4, Spread: 1}, []string{site.srv.URL + "/"})

@@ -215,3 +215,27 @@ func TestIdlePool(t *testing.T) {
 		}
 	}
 }
+
+// A claim cap under the takers' count (max_in_flight 2: 16 claim slots for
+// 256 takers over 16 shards) still crawls every page: takers waiting for
+// items of empty shards hold no claim slot, so the shards that have items
+// get them (with slots taken before Take, the first takers held them all
+// and the crawl waited for ever).
+func TestSmallClaimCapCrawlsEveryShard(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 3, Hosts: 5, PagesPerHost: 12, LinksPerPage: 3, CrossHostShare: 0.2})
+	cfg := testConfig()
+	cfg.MaxDepth = -1
+	cfg.MaxInFlight = 2
+	cfg.WorkerConcurrency = 1
+	truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: -1, ObeyRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCrawl(t, zk.Addr(), "smallcap", cfg, frontier.Layout{Shards: 16, Spread: 1}, web.Seeds())
+	c.runWorkers(1, 60*time.Second)
+	final, _ := finalStatus(c.logs())
+	if bad := diffTruth(truth, final); len(bad) > 0 {
+		t.Fatalf("crawl differs from the ground truth (%d URLs expected, %d logged):\n%s", len(truth), len(final), firstN(bad, 20))
+	}
+}

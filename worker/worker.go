@@ -177,9 +177,12 @@ type liveState struct {
 	live   atomic.Pointer[liveConfig] // the config in force; nil until the first valid version
 	cfgErr atomic.Pointer[string]     // why the last version was rejected; "" when none
 	wake   broadcast                  // fired when the config changes, a claim slot frees or writes work again
-	// claimSlots counts the claim slots taken (acquireClaimSlot): claims
-	// held or being taken, at most claimCap.
+	// claimSlots counts the claim slots taken (tryClaimSlot): claims held
+	// or being taken, at most claimCap.
 	claimSlots atomic.Int64
+	// capWait holds the shards whose items were turned down for want of a
+	// claim slot, nudged when one frees.
+	capWait shardSet
 }
 
 // membership is this worker's place among the crawl's workers.
@@ -210,7 +213,7 @@ type liveConfig struct {
 	// include/exclude/max_depth as scope.
 	reqScope *frontier.Scope
 	// claimCap is claimCap(cfg), the claims this worker may hold, computed
-	// once per version: acquireClaimSlot reads it per claim, and
+	// once per version: tryClaimSlot reads it per admission, and
 	// RequestBudget makes two system calls.
 	claimCap int
 }
