@@ -395,9 +395,16 @@ func (p *Politeness) waitSlot(ctx context.Context, hs *hostState) error {
 // passed since it ended (SetDelayFactor). A change of the factor wakes the
 // waiter, which recomputes. Errors: ctx's.
 func (p *Politeness) waitAdaptive(ctx context.Context, hs *hostState) error {
+	return p.waitLeft(ctx, hs, func() time.Duration { return p.adaptiveWaitLocked(hs, time.Now()) })
+}
+
+// waitLeft waits until left, called with p.mu held, is no longer
+// positive; a change of the key's limits (limitsChanged) wakes it to call
+// left again. Errors: ctx's.
+func (p *Politeness) waitLeft(ctx context.Context, hs *hostState, left func() time.Duration) error {
 	for {
 		p.mu.Lock()
-		d := p.adaptiveWaitLocked(hs, time.Now())
+		d := left()
 		changed := hs.limitsChanged
 		p.mu.Unlock()
 		if d <= 0 {

@@ -139,24 +139,7 @@ func heldLocked(hs *hostState) time.Time {
 // meanwhile is waited for as well; a shortened one or a cap change
 // (limitsChanged) wakes the waiter to recompute. Errors: ctx's.
 func (p *Politeness) waitHold(ctx context.Context, hs *hostState) error {
-	for {
-		p.mu.Lock()
-		d := time.Until(heldLocked(hs))
-		changed := hs.limitsChanged
-		p.mu.Unlock()
-		if d <= 0 {
-			return nil
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-changed:
-			t.Stop()
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
-	}
+	return p.waitLeft(ctx, hs, func() time.Duration { return time.Until(heldLocked(hs)) })
 }
 
 // passHold admits a request to hs if its hold has passed, noting its start
