@@ -79,7 +79,7 @@ vet: ## gofmt and go vet every package
 	$(GO) vet $(PKGS)
 
 test: deps vet ## install what is needed, then run every test under the race detector
-	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 chaos: deps ## the long fault tests: worker kills, session expiry, ensemble failover, quorum loss, one-way partition, process pause (about 11 minutes)
 	ZKCRAWL_CHAOS=long $(GO) test -count=1 -v -timeout 30m ./chaos/
