@@ -62,6 +62,10 @@ var pdfConf = sync.OnceValue(func() *model.Configuration {
 	return c
 })
 
+// readPDF is the PDF parser ExtractPDFLinks calls; a test replaces it
+// with one that panics.
+var readPDF = pdfcpu.ReadWithContext
+
 // ExtractPDFLinks returns the URLs of a PDF's link annotations, as
 // Heritrix's ExtractorPDF takes them: the /URI of every annotation of
 // /Subtype /Link whose action (/A) is a URI action (/S /URI; ISO 32000-1
@@ -98,7 +102,7 @@ func ExtractPDFLinks(ctx context.Context, base *url.URL, pdf []byte, maxLinks in
 	ctx, cancel := context.WithTimeout(ctx, PDFParseTimeout)
 	defer cancel()
 	conf := *pdfConf()
-	pc, err := pdfcpu.ReadWithContext(ctx, bytes.NewReader(pdf), &conf)
+	pc, err := readPDF(ctx, bytes.NewReader(pdf), &conf)
 	if err != nil {
 		return nil, fmt.Errorf("PDF not parsed: %w", err)
 	}

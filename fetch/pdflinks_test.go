@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-pdf/fpdf"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 )
 
 // testPDF returns a PDF of pages pages whose first page links each of
@@ -102,6 +106,61 @@ func TestExtractPDFLinksHostile(t *testing.T) {
 	if _, err := ExtractPDFLinks(context.Background(), base, make([]byte, MaxPDFParseBytes+1), 0); !errors.Is(err, ErrPDFTooLarge) {
 		t.Errorf("over-size body: error %v, want ErrPDFTooLarge", err)
 	}
+}
+
+// A panic inside the parser is recovered: an ErrPDFPanic error, no links.
+func TestExtractPDFLinksPanic(t *testing.T) {
+	base, _ := url.Parse("https://example.org/x.pdf")
+	pdf := testPDF(t, 1, "https://example.org/a.html")
+	defer func(f func(context.Context, io.ReadSeeker, *model.Configuration) (*model.Context, error)) {
+		readPDF = f
+	}(readPDF)
+	readPDF = func(context.Context, io.ReadSeeker, *model.Configuration) (*model.Context, error) {
+		var m map[string]int
+		m["boom"] = 1 // a nil map write, as a parser bug would
+		return nil, nil
+	}
+	links, err := ExtractPDFLinks(context.Background(), base, pdf, 0)
+	if !errors.Is(err, ErrPDFPanic) || links != nil {
+		t.Fatalf("links %q, error %v; want none and ErrPDFPanic", links, err)
+	}
+}
+
+// Workers parse PDFs concurrently: pdfcpu must hold no shared mutable
+// state (run with -race).
+func TestExtractPDFLinksConcurrent(t *testing.T) {
+	base, _ := url.Parse("https://example.org/x.pdf")
+	pdf := testPDF(t, 2, "https://example.org/a.html", "/b.html")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				if links, err := ExtractPDFLinks(context.Background(), base, pdf, 0); err != nil || len(links) != 2 {
+					t.Errorf("links %q, error %v", links, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// FuzzExtractPDFLinks: no input makes ExtractPDFLinks panic (a parser
+// panic must come back as ErrPDFPanic) or return a non-http(s) URL.
+func FuzzExtractPDFLinks(f *testing.F) {
+	f.Add(testPDF(f, 1, "https://example.org/a.html", "/b.html"))
+	f.Add([]byte("%PDF-1.4\n1 0 obj << /Subtype /Link /A << /S /URI /URI (x.html) >> >> endobj\n"))
+	base, _ := url.Parse("https://example.org/x.pdf")
+	f.Fuzz(func(t *testing.T, pdf []byte) {
+		links, err := ExtractPDFLinks(context.Background(), base, pdf, 0)
+		if errors.Is(err, ErrPDFPanic) {
+			t.Logf("recovered: %v", err)
+		}
+		for _, l := range links {
+			if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
+				t.Errorf("link %q", l)
+			}
+		}
+	})
 }
 
 // BenchmarkExtractPDFLinks measures the parse of a typical small PDF
