@@ -257,6 +257,11 @@ type Config struct {
 	// Heritrix's ExtractorJS), as speculative links (hop "X"); default
 	// false.
 	ExtractJSLinks bool `json:"extract_js_links"`
+	// ExtractPDFLinks makes workers take, from complete 2xx PDF responses
+	// of at most fetch.MaxPDFParseBytes that are not requisites, the URIs of link annotations
+	// (fetch.ExtractPDFLinks, Heritrix's ExtractorPDF), as links (hop
+	// "L", one depth); default false.
+	ExtractPDFLinks bool `json:"extract_pdf_links"`
 }
 
 // RecrawlRule is one entry of Config.RecrawlRules: URLs matching Match get

@@ -36,12 +36,12 @@ func TestMIMEPatternMatch(t *testing.T) {
 
 func TestContentKeys(t *testing.T) {
 	c := Default()
-	if len(c.AcceptMIME)+len(c.RejectMIME)+len(c.MaxBodyBytesRules) != 0 || c.ExtractJSLinks {
+	if len(c.AcceptMIME)+len(c.RejectMIME)+len(c.MaxBodyBytesRules) != 0 || c.ExtractJSLinks || c.ExtractPDFLinks {
 		t.Fatalf("defaults: %+v", c)
 	}
-	doc := `{"accept_mime":["text/html","image/*"],"reject_mime":["video/*"],"max_body_bytes_rules":[{"mime":"image/*","max_bytes":2048}],"extract_js_links":true}`
+	doc := `{"accept_mime":["text/html","image/*"],"reject_mime":["video/*"],"max_body_bytes_rules":[{"mime":"image/*","max_bytes":2048}],"extract_js_links":true,"extract_pdf_links":true}`
 	c, err := Parse([]byte(doc))
-	if err != nil || len(c.AcceptMIME) != 2 || c.RejectMIME[0] != "video/*" || c.MaxBodyBytesRules[0].MaxBytes != 2048 || !c.ExtractJSLinks {
+	if err != nil || len(c.AcceptMIME) != 2 || c.RejectMIME[0] != "video/*" || c.MaxBodyBytesRules[0].MaxBytes != 2048 || !c.ExtractJSLinks || !c.ExtractPDFLinks {
 		t.Fatalf("parse: %+v, %v", c, err)
 	}
 	if back, err := Parse(c.Encode()); err != nil || back.MaxBodyBytesRules[0] != c.MaxBodyBytesRules[0] {

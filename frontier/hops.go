@@ -9,8 +9,8 @@ import (
 // letters of Heritrix's crawl.log "discovery path" (org.archive.modules.
 // extractor.Hop).
 const (
-	// HopLink is a navigational link (<a href>, frames): it spends one
-	// depth.
+	// HopLink is a navigational link (<a href>, frames, a PDF's link
+	// annotations): it spends one depth.
 	HopLink = 'L'
 	// HopEmbed is a page requisite (image, style sheet, script, ...): it
 	// keeps the depth of the page that embeds it.

@@ -87,7 +87,7 @@ func (a *attempt) run(fetched func()) {
 		a.finishFailed(true)
 		return
 	}
-	links, title := a.w.outlinks(a.it, res, a.live)
+	links, title := a.w.outlinks(a.ctx, a.it, res, a.live)
 	a.entry.Title = title
 	links = append(links, a.w.seedSitemaps(a.ctx, a.it, a.live)...)
 	if a.next != nil {
@@ -340,9 +340,13 @@ func (a *attempt) lost(op string, err error) {
 // max_url_length, and the host and crawl quotas (max_queued_per_host,
 // max_pages_per_host, max_queued_total, max_frontier_bytes, max_pages);
 // the hop path stays at most frontier.MaxHops long (AppendHop). For a 2xx
-// sitemap (hop M), its entries (sitemapLinks). The string is a complete
+// sitemap (hop M), its entries (sitemapLinks). With extract_js_links, a
+// complete 2xx script's speculative links (hop X, depth+1, jsLinks); with
+// extract_pdf_links, a complete 2xx PDF's link annotations (hop L,
+// depth+1, pdfLinks, parsed under ctx; none from a requisite PDF). The
+// string is a complete
 // 2xx HTML page's title (fetch.Links.Title) for its crawl-log line, else "".
-func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig) ([]frontier.Item, string) {
+func (w *Worker) outlinks(ctx context.Context, it frontier.Item, res *fetch.Result, live *liveConfig) ([]frontier.Item, string) {
 	var out []frontier.Item
 	requisite := frontier.IsRequisite(it.Hops)
 	from := it.URL // the URL scope judges a link against
@@ -382,6 +386,14 @@ func (w *Worker) outlinks(it frontier.Item, res *fetch.Result, live *liveConfig)
 		from = jsLinkBase(it)
 		for _, l := range w.jsLinks(it, res, from) {
 			add(l, frontier.HopSpeculative, it.Depth+1)
+		}
+		return out, ""
+	}
+	if live.cfg.ExtractPDFLinks && fetch.IsPDF(res.MIME) {
+		if !requisite {
+			for _, l := range w.pdfLinks(ctx, it, res) {
+				add(l, frontier.HopLink, it.Depth+1)
+			}
 		}
 		return out, ""
 	}
