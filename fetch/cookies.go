@@ -179,16 +179,16 @@ func (j *CookieJars) Jar(key string) *KeyJar {
 	return kj
 }
 
-// Len returns the number of jars kept.
-func (j *CookieJars) Len() int {
+// count returns the number of jars kept (tests check the caps with it).
+func (j *CookieJars) count() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.jars.Len()
 }
 
-// Bytes returns the cost of the jars kept, in bytes (see MaxCookieBytes'
-// comment for how a cookie is counted).
-func (j *CookieJars) Bytes() int64 {
+// costBytes returns the cost of the jars kept, in bytes (see
+// MaxCookieBytes' comment for how a cookie is counted).
+func (j *CookieJars) costBytes() int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.bytes
@@ -285,20 +285,20 @@ func (k *KeyJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 	}
 }
 
-// Refused returns how many cookies SetCookies dropped for the limits.
-func (k *KeyJar) Refused() int64 { return k.refused.Load() }
+// refusedCount returns how many cookies SetCookies dropped for the limits.
+func (k *KeyJar) refusedCount() int64 { return k.refused.Load() }
 
-// Len returns the cookies in the jar's ledger: those kept, plus any
+// count returns the cookies in the jar's ledger: those kept, plus any
 // expired since (the ledger forgets a cookie only when it is replaced or
 // deleted, so it never counts fewer than the jar holds).
-func (k *KeyJar) Len() int {
+func (k *KeyJar) count() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return len(k.ledger)
 }
 
-// Cost returns the jar's cost in bytes.
-func (k *KeyJar) Cost() int64 { return k.cost.Load() }
+// costBytes returns the jar's cost in bytes.
+func (k *KeyJar) costBytes() int64 { return k.cost.Load() }
 
 // setLocked filters cookies through the limits, passes the rest to the
 // jar and returns the change of the jar's cost; k.mu is held.

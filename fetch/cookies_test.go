@@ -188,9 +188,9 @@ func TestCookieFloodStaysWithinCaps(t *testing.T) {
 			t.Fatalf("flood page %d: %v %v", i, res, err)
 		}
 	}
-	if jar.Len() > DefaultMaxCookiesPerKey || jar.Cost() > DefaultMaxCookieBytesPerKey || jar.Refused() == 0 {
+	if jar.count() > DefaultMaxCookiesPerKey || jar.costBytes() > DefaultMaxCookieBytesPerKey || jar.refusedCount() == 0 {
 		t.Fatalf("after the flood: %d cookies, %d bytes, %d refused; want <= %d, <= %d, some refused",
-			jar.Len(), jar.Cost(), jar.Refused(), DefaultMaxCookiesPerKey, DefaultMaxCookieBytesPerKey)
+			jar.count(), jar.costBytes(), jar.refusedCount(), DefaultMaxCookiesPerKey, DefaultMaxCookieBytesPerKey)
 	}
 	sent := jar.Cookies(mustURL(t, srv.URL+"/"))
 	bytesSent := 0
@@ -200,10 +200,10 @@ func TestCookieFloodStaysWithinCaps(t *testing.T) {
 	if len(sent) == 0 || bytesSent > DefaultMaxCookieBytesPerKey {
 		t.Fatalf("jar sends %d cookies, %d bytes", len(sent), bytesSent)
 	}
-	if jars.Bytes() != jar.Cost() {
-		t.Fatalf("total %d bytes, the one jar %d", jars.Bytes(), jar.Cost())
+	if jars.costBytes() != jar.costBytes() {
+		t.Fatalf("total %d bytes, the one jar %d", jars.costBytes(), jar.costBytes())
 	}
-	t.Logf("flood: %d cookies kept, %d bytes counted, %d refused, %d bytes sent back", jar.Len(), jar.Cost(), jar.Refused(), bytesSent)
+	t.Logf("flood: %d cookies kept, %d bytes counted, %d refused, %d bytes sent back", jar.count(), jar.costBytes(), jar.refusedCount(), bytesSent)
 }
 
 // Many keys' jars stay within the total byte cap and the jar count, the
@@ -217,24 +217,24 @@ func TestCookieJarsBounded(t *testing.T) {
 		for i := range 20 {
 			jar.SetCookies(u, []*http.Cookie{{Name: fmt.Sprintf("c%d", i), Value: strings.Repeat("v", 1000)}})
 		}
-		if jar.Len() > lim.MaxCookiesPerKey || jar.Cost() > lim.MaxBytesPerKey {
-			t.Fatalf("jar %d: %d cookies, %d bytes", k, jar.Len(), jar.Cost())
+		if jar.count() > lim.MaxCookiesPerKey || jar.costBytes() > lim.MaxBytesPerKey {
+			t.Fatalf("jar %d: %d cookies, %d bytes", k, jar.count(), jar.costBytes())
 		}
-		if jars.Bytes() > lim.MaxBytes || jars.Len() > lim.MaxJars {
-			t.Fatalf("after %d keys: %d jars, %d bytes; caps %d, %d", k+1, jars.Len(), jars.Bytes(), lim.MaxJars, lim.MaxBytes)
+		if jars.costBytes() > lim.MaxBytes || jars.count() > lim.MaxJars {
+			t.Fatalf("after %d keys: %d jars, %d bytes; caps %d, %d", k+1, jars.count(), jars.costBytes(), lim.MaxJars, lim.MaxBytes)
 		}
 	}
 	u := mustURL(t, "http://one.example/")
 	jar := jars.Jar("one")
-	before := jars.Bytes()
+	before := jars.costBytes()
 	jar.SetCookies(u, []*http.Cookie{{Name: "a", Value: "1"}})
 	jar.SetCookies(u, []*http.Cookie{{Name: "a", Value: "2"}})
-	if jar.Len() != 1 {
-		t.Fatalf("replacing a cookie: %d in the ledger, want 1", jar.Len())
+	if jar.count() != 1 {
+		t.Fatalf("replacing a cookie: %d in the ledger, want 1", jar.count())
 	}
 	jar.SetCookies(u, []*http.Cookie{{Name: "a", MaxAge: -1}})
-	if jar.Len() != 0 || jars.Bytes() != before || len(jar.Cookies(u)) != 0 {
-		t.Fatalf("after deleting: %d cookies, total %d (was %d)", jar.Len(), jars.Bytes(), before)
+	if jar.count() != 0 || jars.costBytes() != before || len(jar.Cookies(u)) != 0 {
+		t.Fatalf("after deleting: %d cookies, total %d (was %d)", jar.count(), jars.costBytes(), before)
 	}
 }
 
@@ -251,12 +251,12 @@ func TestCookieSeedsChangeDropsJars(t *testing.T) {
 		t.Fatalf("seeded jar sends %v", got)
 	}
 	_ = jars.SetSeeds([]config.CookieSeed{{URL: "https://example.com/", Cookies: []string{"a=1"}}})
-	if jars.Len() != 1 {
+	if jars.count() != 1 {
 		t.Fatal("the same seeds dropped the jars")
 	}
 	_ = jars.SetSeeds([]config.CookieSeed{{URL: "https://example.com/", Cookies: []string{"a=2"}}})
-	if jars.Len() != 0 || jars.Bytes() != 0 {
-		t.Fatalf("new seeds kept %d jars, %d bytes", jars.Len(), jars.Bytes())
+	if jars.count() != 0 || jars.costBytes() != 0 {
+		t.Fatalf("new seeds kept %d jars, %d bytes", jars.count(), jars.costBytes())
 	}
 	if got := jars.Jar("example.com").Cookies(mustURL(t, "https://example.com/x")); len(got) != 1 || got[0].Value != "2" {
 		t.Fatalf("reseeded jar sends %v", got)
