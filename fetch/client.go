@@ -201,11 +201,11 @@ func (f *Fetcher) newTransportFor(o Options, tee *teeDialer) *http.Transport {
 // many hosts a crawl visits, the pool holds at most MaxIdleConns idle
 // sockets (file descriptors: the worker sizes the pool within the
 // process's limit), each for at most IdleConnTimeout. MaxIdleConns is
-// room for one connection to each host of a wide crawl's worker (16,384
-// hosts at about 32 KiB each: 512 MiB at most). Connections in use are bounded by the
+// room for one connection to each host of a wide crawl's worker (8,192
+// hosts at about 64 KiB each: 512 MiB at most). Connections in use are bounded by the
 // caller's requests in flight.
 const (
-	MaxIdleConns        = 16384
+	MaxIdleConns        = 8192
 	MaxIdleConnsPerHost = 64
 	IdleConnTimeout     = 60 * time.Second
 )

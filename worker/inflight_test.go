@@ -201,9 +201,9 @@ func TestIdlePool(t *testing.T) {
 		rated       bool
 		want        int
 	}{
-		{"descriptors bound", 4096, 20000, 64 << 30, true, 20000 - fdReserve - 4096},
+		{"descriptors bound", 4096, 9000, 64 << 30, true, 9000 - fdReserve - 4096},
 		{"cap", 4096, 1 << 20, 64 << 30, true, fetch.MaxIdleConns},
-		{"memory bound", 100, 1 << 20, 256 << 20, true, 512},
+		{"memory bound", 100, 1 << 20, 256 << 20, true, 256},
 		{"budget takes every descriptor", 5000, 3000, 64 << 30, true, 1},
 		{"unknown limits", 384, 0, 0, true, defaultNofile - fdReserve - 384},
 		{"no rate: unratedIdleConns", 4096, 1 << 20, 64 << 30, false, unratedIdleConns},

@@ -110,7 +110,7 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 		// fetch), the worker never more than its budget; idle ones for
 		// every host it crawls, within the descriptors the budget leaves.
 		MaxConnsPerHost: cfg.PerHostMaxInFlight + 1,
-		MaxIdleConns:    idlePool(budget, nofile, ram, cfg.PerHostRatePerS > 0),
+		MaxIdleConns:    idlePool(budget, nofile, ram, cfg.PerHostRatePerS*fetch.IdleConnTimeout.Seconds() > 1),
 		DisableHTTP2:    !cfg.HTTP2,
 		RootCAs:         w.opts.rootCAs,
 	}
