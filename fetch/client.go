@@ -352,11 +352,12 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 		jar.SetCookies(req.URL, resp.Cookies()) // whatever the status, as browsers do
 	}
 
+	mt := responseMIME(resp) // once: the body cap and the content rules judge the same type
 	if !fixedCap {
-		maxBody = o.Content.MaxBody(responseMIME(resp), maxBody)
+		maxBody = o.Content.MaxBody(mt, maxBody)
 	}
 	if filter && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		if rej := rejected(o.Content, resp); rej != nil {
+		if rej := rejected(o.Content, resp.StatusCode, mt); rej != nil {
 			// Closing an unread body closes the connection (net/http does
 			// not drain it), so the server stops sending.
 			wc.finish()
@@ -399,11 +400,11 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 	return res, nil
 }
 
-// rejected returns why rules refuse resp (a *RejectedError), or nil.
-func rejected(rules ContentRules, resp *http.Response) *RejectedError {
-	mt := responseMIME(resp)
+// rejected returns why rules refuse a response of status and media type
+// mt (responseMIME) as a *RejectedError, or nil.
+func rejected(rules ContentRules, status int, mt string) *RejectedError {
 	if no, why := rules.Rejects(mt); no {
-		return &RejectedError{Status: resp.StatusCode, MIME: mt, Why: why}
+		return &RejectedError{Status: status, MIME: mt, Why: why}
 	}
 	return nil
 }

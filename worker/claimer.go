@@ -216,8 +216,7 @@ func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte) 
 		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
 			return nil, false
 		}
-		live := w.current()
-		cfg := &live.cfg // per candidate: no copy of the Config
+		cfg := &w.current().cfg // per candidate: no copy of the Config
 		if cfg.Paused {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
