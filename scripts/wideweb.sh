@@ -27,6 +27,9 @@
 #                  the host's turn), fetch, store, parse, links (enqueue),
 #                  fsync, complete; total is claimed to finished
 #   cpu_s, rss_mb  per worker, from the last metrics scrape before its exit
+#   flat           per worker, runs of 3 min or more: goroutines, heap in
+#                  use, open fds and RSS, the peak of the second minute ->
+#                  the peak of the last (flat: no per-host growth)
 #
 # Environment: HOSTS (1000), PAGES (10), WORKERS ("1 3"), RATE (1),
 # FORCE_SYNC (true: ZooKeeper fsyncs before each ack, as in production;
@@ -149,6 +152,23 @@ for st in STAGES:
     b = buckets.get(st, {}); n = b.get(float("inf"), 0)
     print("%-10s %8.1f %8.1f %8.1f %8d" % (st, 1000 * hq(b, .5), 1000 * hq(b, .9), 1000 * ssum[st] / max(n, 1), n))
 print(" | ".join(per))
+# Flatness (runs of 3 minutes or more): per worker, the peak of each series
+# in its second minute, in its last minute, and over the whole run. Flat:
+# the last minute's peak within the second minute's plus noise.
+for f in sorted(glob.glob(os.path.join(run, "metrics", "*.series"))):
+    rows = [list(map(float, l.split())) for l in open(f) if len(l.split()) == 5]
+    if not rows or rows[-1][0] - rows[0][0] < 180:
+        continue
+    t00, tend = rows[0][0], rows[-1][0]
+    def peak(i, lo, hi):
+        xs = [r[i] for r in rows if lo <= r[0] < hi]
+        return max(xs) if xs else float("nan")
+    print("flat %s (%.0f s): goroutines %.0f -> %.0f (max %.0f)  heap_inuse_mb %.0f -> %.0f (max %.0f)  fds %.0f -> %.0f  rss_mb %.0f -> %.0f (max %.0f)" % (
+        os.path.basename(f).split(".")[0], tend - t00,
+        peak(1, t00 + 60, t00 + 120), peak(1, tend - 60, tend + 1), peak(1, 0, 1e18),
+        peak(2, t00 + 60, t00 + 120) / 2**20, peak(2, tend - 60, tend + 1) / 2**20, peak(2, 0, 1e18) / 2**20,
+        peak(3, t00 + 60, t00 + 120), peak(3, tend - 60, tend + 1),
+        peak(4, t00 + 60, t00 + 120) / 2**20, peak(4, tend - 60, tend + 1) / 2**20, peak(4, 0, 1e18) / 2**20))
 if len(sys.argv) > 7 and sys.argv[6]:
     def p50(st):
         return 1000 * hq(buckets.get(st, {}), .5)
@@ -177,14 +197,21 @@ BOUND=$(awk -F'\t' '$1=="bound_s"{print $2}' "$WIDE_DIR/bound.tsv")
 say "politeness bound: ${BOUND}s ($(awk -F'\t' '$1=="requests"{print $2}' "$WIDE_DIR/bound.tsv") requests)"
 
 # scrape DIR PORT...: every second, each worker's metrics into DIR/PORT.prom
-# (the last good scrape stays), until killed.
+# (the last good scrape stays), and every 10 s a line "unix_s goroutines
+# heap_inuse_bytes open_fds rss_bytes" appended to DIR/PORT.series (the
+# report's flatness line), until killed.
 scrape() {
-	local dir=$1 p
+	local dir=$1 p n=0
 	shift
 	while :; do
 		for p in "$@"; do
-			curl -sf --max-time 1 "http://127.0.0.1:$p/metrics" -o "$dir/$p.tmp" && mv "$dir/$p.tmp" "$dir/$p.prom"
+			curl -sf --max-time 1 "http://127.0.0.1:$p/metrics" -o "$dir/$p.tmp" && mv "$dir/$p.tmp" "$dir/$p.prom" &&
+				[ $((n % 10)) = 0 ] && awk -v t="$(date +%s)" '
+					$1=="go_goroutines"{g=$2} $1=="go_memstats_heap_inuse_bytes"{h=$2}
+					$1=="process_open_fds"{f=$2} $1=="process_resident_memory_bytes"{r=$2}
+					END{print t, g, h, f, r}' "$dir/$p.prom" >>"$dir/$p.series"
 		done
+		n=$((n + 1))
 		sleep 1
 	done
 }
@@ -213,7 +240,7 @@ for n in $WORKERS; do
 	scraper=$!
 	track_pid "$scraper"
 	: >"$RUN/exits.tsv"
-	deadline=$(($(date +%s) + TIMEOUT))
+	deadline=$(($(date +%s) + TIMEOUT)) stop_at=0
 	while :; do
 		left=0
 		for i in "${!pids[@]}"; do
@@ -227,8 +254,15 @@ for n in $WORKERS; do
 		done
 		[ "$left" = 0 ] && break
 		if [ "$(date +%s)" -ge "$deadline" ]; then
-			warn "run with $n worker(s) passed ${TIMEOUT}s: stopping it"
-			for pid in "${pids[@]}"; do [ -n "$pid" ] && signal_tree TERM "$pid"; done
+			# TERM once (the workers stop gracefully), KILL 30 s later.
+			sig=TERM
+			if [ "$deadline" -gt "$stop_at" ]; then
+				warn "run with $n worker(s) passed ${TIMEOUT}s: stopping it"
+			else
+				sig=KILL
+			fi
+			for pid in "${pids[@]}"; do [ -n "$pid" ] && signal_tree "$sig" "$pid"; done
+			deadline=$(($(date +%s) + 30)) stop_at=$deadline
 		fi
 		sleep 0.05
 	done
