@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/sync/errgroup"
 )
 
 // ErrNoBrowser: no Chromium or Chrome binary is installed (run `make deps`,
@@ -27,6 +28,9 @@ const (
 	// spaRenderTimeout bounds one page's whole render (load, idle, scroll,
 	// idle again).
 	spaRenderTimeout = 30 * time.Second
+	// spaRenderTabs is how many pages are rendered at once, each in its own
+	// browser context.
+	spaRenderTabs = 4
 )
 
 // BrowserPath returns the first of chromium, chromium-browser,
@@ -71,7 +75,8 @@ type SPATruth struct {
 
 // RenderTruth renders the fixture in the headless browser at browser
 // (BrowserPath), starting at the seed and following every same-origin link
-// of each rendered DOM: each page in a fresh browser context with the
+// of each rendered DOM, breadth first, 4 pages at once: each in a fresh
+// browser context with the
 // cache off, waiting for the network to be idle (no request in flight for
 // 500 ms), for #app[data-ready], then scrolling to the bottom and waiting
 // for idle again, at most 30 s a page. It also clicks the seed's route
@@ -92,28 +97,38 @@ func (s *SPA) RenderTruth(ctx context.Context, browser string) (SPATruth, error)
 	}
 	t := SPATruth{Seed: s.Seed(), AppHost: s.app, AssetHost: s.assets, Renders: map[string][]string{}, Browser: ver}
 	resources := map[string]bool{}
-	queue, seen := []string{t.Seed}, map[string]bool{t.Seed: true}
-	for len(queue) > 0 {
-		page := queue[0]
-		queue = queue[1:]
-		r, err := s.renderPage(bctx, page, page == t.Seed)
-		if err != nil {
+	level, seen := []string{t.Seed}, map[string]bool{t.Seed: true}
+	for len(level) > 0 {
+		renders := make([]spaRender, len(level))
+		g, gctx := errgroup.WithContext(bctx)
+		g.SetLimit(spaRenderTabs)
+		for i, page := range level {
+			g.Go(func() (err error) {
+				renders[i], err = s.renderPage(gctx, page, page == t.Seed)
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
 			return SPATruth{}, err
 		}
-		t.Renders[page] = r.resources
-		for _, u := range r.resources {
-			resources[u] = true
-		}
-		if r.routeChange != nil {
-			t.RouteChange = r.routeChange
-		}
-		for _, l := range r.links {
-			if !seen[l] {
-				seen[l] = true
-				queue = append(queue, l)
-				t.Pages = append(t.Pages, l)
+		var next []string
+		for i, r := range renders {
+			t.Renders[level[i]] = r.resources
+			for _, u := range r.resources {
+				resources[u] = true
+			}
+			if r.routeChange != nil {
+				t.RouteChange = r.routeChange
+			}
+			for _, l := range r.links {
+				if !seen[l] {
+					seen[l] = true
+					next = append(next, l)
+					t.Pages = append(t.Pages, l)
+				}
 			}
 		}
+		level = next
 	}
 	for u := range resources {
 		if !seen[u] {
