@@ -53,12 +53,6 @@ type SPAConfig struct {
 	// only through links the script renders; 0 means SPADefaultPages, at
 	// most 10,000.
 	Pages int
-	// ArrivalLog, when non-nil, receives one line per request as it is
-	// answered: "unix_seconds<TAB>key<TAB>path<TAB>status<TAB>user_agent"
-	// (seconds to the microsecond, of the request's arrival; key is the
-	// politeness key host:port). Writes are serialized; a write error is
-	// logged once and the log is dropped.
-	ArrivalLog io.Writer
 	// Logger receives start lines (Info) and one line per request (Debug);
 	// nil means slog.Default().
 	Logger *slog.Logger
@@ -112,10 +106,10 @@ type SPA struct {
 	imgMu    sync.Mutex
 	imgCache map[string][]byte // PNG by image name
 
-	mu        sync.Mutex
-	arrivals  []SPAArrival
-	dropped   int
-	logBroken bool
+	mu         sync.Mutex
+	arrivals   []SPAArrival
+	dropped    int
+	arrivalLog io.Writer // nil: none, or after a write error
 
 	servers    []*http.Server
 	served     sync.WaitGroup
@@ -291,14 +285,25 @@ func (s *SPA) record(a SPAArrival) {
 	} else {
 		s.dropped++
 	}
-	if s.cfg.ArrivalLog == nil || s.logBroken {
+	if s.arrivalLog == nil {
 		return
 	}
 	ua := strings.NewReplacer("\t", " ", "\n", " ").Replace(a.UserAgent)
-	if _, err := fmt.Fprintf(s.cfg.ArrivalLog, "%.6f\t%s\t%s\t%d\t%s\n", float64(a.Time.UnixMicro())/1e6, a.Key, a.Path, a.Status, ua); err != nil {
-		s.logBroken = true
+	if _, err := fmt.Fprintf(s.arrivalLog, "%.6f\t%s\t%s\t%d\t%s\n", float64(a.Time.UnixMicro())/1e6, a.Key, a.Path, a.Status, ua); err != nil {
+		s.arrivalLog = nil
 		s.log.Error("SPA fixture: arrival log dropped", "err", err)
 	}
+}
+
+// LogArrivals makes every later arrival also be written to w as one line,
+// "unix_seconds<TAB>key<TAB>path<TAB>status<TAB>user_agent" (the arrival
+// time to the microsecond; key the politeness key host:port), once the
+// request is answered; nil stops it. Writes are serialized; after a write
+// error the log is logged once and dropped.
+func (s *SPA) LogArrivals(w io.Writer) {
+	s.mu.Lock()
+	s.arrivalLog = w
+	s.mu.Unlock()
 }
 
 const spaPlain = "text/plain; charset=utf-8"

@@ -76,10 +76,9 @@ type SPATruth struct {
 // RenderTruth renders the fixture in the headless browser at browser
 // (BrowserPath), starting at the seed and following every same-origin link
 // of each rendered DOM, breadth first, 4 pages at once: each in a fresh
-// browser context with the
-// cache off, waiting for the network to be idle (no request in flight for
-// 500 ms), for #app[data-ready], then scrolling to the bottom and waiting
-// for idle again, at most 30 s a page. It also clicks the seed's route
+// browser context with the cache off, waiting for the network to be idle
+// (no request in flight for 500 ms), for #app[data-ready], then scrolling
+// to the bottom and waiting for idle again, at most 30 s a page. It also clicks the seed's route
 // link and checks the history.pushState route change. The renders'
 // requests arrive at the fixture like any client's (ResetArrivals forgets
 // them). Errors name the page and the step.
