@@ -44,7 +44,8 @@
 # for the replay, ReplayWeb.page (tools/replayweb or $ZKCRAWL_REPLAYWEB) and
 # go. Environment: PAGES (20), WORKERS (1), RATE (4 requests/s per host),
 # JITTER_MS (25, testenv.SPADefaultJitter), RENDER (always), REPLAY (1; 0
-# skips the replay), SEED_ALL (1: seed every URL of the truth, pages and
+# skips the replay), FORCE_SYNC (true: ZooKeeper fsyncs before each ack,
+# as in production; default false), SEED_ALL (1: seed every URL of the truth, pages and
 # resources, a capture by list without rendering: the upper bound, which
 # checks that the fixture replays and that this scoring counts it right),
 # TIMEOUT (300 s for the crawl), OUT (default
@@ -241,10 +242,11 @@ PY
 fi
 
 banner "Score"
-python3 - "$OUT" "$RATE" "$JITTER_MS" "$T0" "$T1" "$RENDERED" "$WORKERS" "$REPLAY_LOG" >"$OUT/table.md" <<'PY'
+ZK_LABEL="forceSync=$([ "${FORCE_SYNC:-false}" = true ] && echo yes || echo no)"
+python3 - "$OUT" "$RATE" "$JITTER_MS" "$T0" "$T1" "$RENDERED" "$WORKERS" "$REPLAY_LOG" "$ZK_LABEL" >"$OUT/table.md" <<'PY'
 import json, re, sys
 from datetime import datetime
-out, rate, jitter_ms, t0, t1, rendered, workers, replay_log = sys.argv[1:9]
+out, rate, jitter_ms, t0, t1, rendered, workers, replay_log, zk = sys.argv[1:10]
 rate, jitter, t0, t1 = float(rate), float(jitter_ms) / 1000, float(t0), float(t1)
 truth = json.load(open(f"{out}/truth.json"))
 got = set()
@@ -302,7 +304,7 @@ if replay_log:
     replay["failed_pages"] = sorted(set(re.findall(r"replay of (\S+): (?!\d+ requests answered)", text)))
     replay["fatal"] = re.findall(r"^\s+\S+\.go:\d+: (?!replay of|REPLAY-CHECK).*$", text, re.M)[:3]
 score = {
-    "render": rendered, "workers": int(workers), "rate_per_s": rate, "crawl_s": round(t1 - t0, 1),
+    "render": rendered, "zookeeper": zk, "workers": int(workers), "rate_per_s": rate, "crawl_s": round(t1 - t0, 1),
     "truth_pages": len(truth["pages"]), "pages": len(pages), "missing_pages": missing_pages,
     "truth_resources": len(truth["resources"]), "resources": len(res), "missing_resources": missing_res,
     "requests": requests, "violations": len(viol), "violation_list": viol[:20], "jitter_ms": float(jitter_ms),
@@ -316,15 +318,15 @@ pct = lambda a, b: f"{100 * a / b:.1f}%" if b else "-"
 mb = lambda kb: f"{kb / 1024:.0f}" if kb else "-"
 rp = replay
 replayed = f"{rp['pages']} / {len(truth['pages']) + 1}, {rp['misses']} misses, worst {rp['worst_pct']:.2f}% pixels" if rp["checked"] and rp["worst_pct"] is not None else ("not checked" if not rp["checked"] else f"0 / {len(truth['pages']) + 1}")
-row = (f"| {rendered} | {workers} | {len(pages)} / {len(truth['pages'])} ({pct(len(pages), len(truth['pages']))}) "
+row = (f"| {rendered} | {zk} | {workers} | {len(pages)} / {len(truth['pages'])} ({pct(len(pages), len(truth['pages']))}) "
        f"| {len(res)} / {len(truth['resources'])} ({pct(len(res), len(truth['resources']))}) "
        f"| {len(viol)} of {requests} (min gap {score['min_gap_ms']} ms, interval {interval * 1000:.0f} ms) "
        f"| {mb(mem.get('worker_rss_kb', 0))} | {mb(mem.get('browser_rss_kb', 0))} / {mb(mem.get('browser_pss_kb', 0))} ({mem.get('browsers', 0)} browsers) "
        f"| {score['render_pages_per_s'] if score['render_pages_per_s'] is not None else '-'} ({rendered_lines} in {render_s:.1f} s) "
        f"| {replayed} | {score['crawl_s']} |")
-print("| render | workers | pages (target 100%) | resources (target >= 98%) | politeness violations at the server (target 0) "
+print("| render | ZooKeeper | workers | pages (target 100%) | resources (target >= 98%) | politeness violations at the server (target 0) "
       "| worker RSS peak, MB | browser RSS / PSS peak, MB | render pages/s | replay (captured pages / pages, misses, pixels) | crawl, s |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 print(row)
 ok = (len(pages) == len(truth["pages"]) and len(res) >= 0.98 * len(truth["resources"]) and not viol
       and (not rp["checked"] or (rp["pages"] == len(truth["pages"]) + 1 and rp["misses"] == 0 and (rp["worst_pct"] or 0) <= 1 and not rp["failed_pages"])))
