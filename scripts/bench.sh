@@ -25,8 +25,8 @@
 # single-page-app fixture crawled with config render "always", scored
 # against its live-rendered truth (pages, resources, politeness at the
 # server, worker and browser RSS, render pages/s, replay in ReplayWeb.page;
-# about 4 minutes; not with --only; skipped, with a line saying so, when
-# Chromium is missing).
+# then once without a rate, for render pages/s; about 8 minutes; not with
+# --only; skipped, with a line saying so, when Chromium is missing).
 #
 # Environment: OUT, BIN (default ./bin), SKIP_BIG=1 (same as --skip-big),
 # SKIP_USER=1 (no part 7), SKIP_RECRAWL=1 (no part 8), SKIP_RENDER=1 (no
@@ -178,6 +178,8 @@ if [ -z "${SKIP_RENDER:-}" ] && [[ " ${args[*]-} " != *" --only "* ]]; then
 			echo "bench: part 9: scripts/render-check.sh, FORCE_SYNC=$fs"
 			FORCE_SYNC=$fs OUT=$OUT/render-$fs RENDER_MD=$render_md.rows ./scripts/render-check.sh >"$OUT/render-$fs.log" 2>&1 || rc=1
 		done
+		echo "bench: part 9: scripts/render-check.sh, no rate (render pages/s), FORCE_SYNC=true"
+		FORCE_SYNC=true RATE=0 REPLAY=0 OUT=$OUT/render-norate RENDER_MD=$render_md.rows ./scripts/render-check.sh >"$OUT/render-norate.log" 2>&1 || rc=1
 		{
 			echo
 			echo "## Part 9: browser capture of a single-page app"
@@ -187,7 +189,8 @@ if [ -z "${SKIP_RENDER:-}" ] && [[ " ${args[*]-} " != *" --only "* ]]; then
 			echo "Chromium; one worker with config render \"always\", page requisites, 4 requests/s per host. Targets (issue 25): 100% of"
 			echo "the pages, >= 98% of the resources, 0 politeness violations at the server (requests at one host:port closer than"
 			echo "250 ms - 25 ms), every captured page replaying in ReplayWeb.page without a miss and within 1% of the live pixels."
-			echo "Browser RSS sums the chromium processes under the worker (PSS beside it counts shared pages once)."
+			echo "Browser RSS sums the chromium processes under the worker (PSS beside it counts shared pages once). The run without a"
+			echo "rate (no replay) measures render pages/s; politeness is not counted there."
 			echo
 			head -2 "$OUT/render-true/table.md" 2>/dev/null
 			cat "$render_md.rows"

@@ -19,7 +19,11 @@
 #   violations   pairs of consecutive requests at one host:port closer than
 #                1/RATE s - JITTER_MS, at the server, from the crawl's first
 #                request to the workers' exit (robots.txt, pages and every
-#                subrequest; target 0)
+#                subrequest; target 0); each is listed with the two URLs'
+#                fetch starts in the crawl log, which tells a scheduling
+#                fault from a request that reached the server late. RATE=0
+#                (no rate) measures render pages/s unthrottled; no
+#                violations are counted then
 #   worker RSS   peak VmRSS of the largest worker (/proc, every 0.5 s)
 #   browser RSS  peak of the summed VmRSS (and PSS, which does not count
 #                shared pages twice) of the chromium processes descending
@@ -274,11 +278,27 @@ for key, xs in arr.items():
         if b - a < interval - jitter:
             viol.append({"key": key, "first": pa, "next": pb, "gap_ms": round((b - a) * 1000, 1)})
 requests = sum(len(xs) for xs in arr.values())
-# Render throughput from the crawl logs.
-rendered_lines, starts, ends = 0, [], []
+# Each violation beside what the crawl logs say of the same two URLs: the
+# fetch starts (ts - duration_ms, ms precision; a rendered page's own line
+# is left out, its ts is the render's end), which tells a scheduling fault
+# (starts too close) from a request that reached the server late (its fetch
+# took long before the handler ran).
 def ts(s):
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 import glob
+fetch = {}
+for log in glob.glob(f"{out}/w*/crawl.log"):
+    for line in open(log):
+        e = json.loads(line)
+        if e.get("render") is not True:
+            path = "/" + e["url"].split("/", 3)[3] if e["url"].count("/") >= 3 else "/"
+            fetch[(e["url"].split("/")[2], path)] = (ts(e["ts"]) - e.get("duration_ms", 0) / 1000, e.get("duration_ms", 0))
+for v in viol:
+    a, b = fetch.get((v["key"], v["first"])), fetch.get((v["key"], v["next"]))
+    if a and b:
+        v["log_start_gap_ms"], v["first_fetch_ms"] = round((b[0] - a[0]) * 1000), a[1]
+# Render throughput from the crawl logs.
+rendered_lines, starts, ends = 0, [], []
 for log in glob.glob(f"{out}/w*/crawl.log"):
     for line in open(log):
         e = json.loads(line)
@@ -318,15 +338,15 @@ pct = lambda a, b: f"{100 * a / b:.1f}%" if b else "-"
 mb = lambda kb: f"{kb / 1024:.0f}" if kb else "-"
 rp = replay
 replayed = f"{rp['pages']} / {len(truth['pages']) + 1}, {rp['misses']} misses, worst {rp['worst_pct']:.2f}% pixels" if rp["checked"] and rp["worst_pct"] is not None else ("not checked" if not rp["checked"] else f"0 / {len(truth['pages']) + 1}")
-row = (f"| {rendered} | {zk} | {workers} | {len(pages)} / {len(truth['pages'])} ({pct(len(pages), len(truth['pages']))}) "
+row = (f"| {rendered} | {zk} | {workers} | {rate:g} | {len(pages)} / {len(truth['pages'])} ({pct(len(pages), len(truth['pages']))}) "
        f"| {len(res)} / {len(truth['resources'])} ({pct(len(res), len(truth['resources']))}) "
        f"| {len(viol)} of {requests} (min gap {score['min_gap_ms']} ms, interval {interval * 1000:.0f} ms) "
        f"| {mb(mem.get('worker_rss_kb', 0))} | {mb(mem.get('browser_rss_kb', 0))} / {mb(mem.get('browser_pss_kb', 0))} ({mem.get('browsers', 0)} browsers) "
        f"| {score['render_pages_per_s'] if score['render_pages_per_s'] is not None else '-'} ({rendered_lines} in {render_s:.1f} s) "
        f"| {replayed} | {score['crawl_s']} |")
-print("| render | ZooKeeper | workers | pages (target 100%) | resources (target >= 98%) | politeness violations at the server (target 0) "
+print("| render | ZooKeeper | workers | rate per host, /s | pages (target 100%) | resources (target >= 98%) | politeness violations at the server (target 0) "
       "| worker RSS peak, MB | browser RSS / PSS peak, MB | render pages/s | replay (captured pages / pages, misses, pixels) | crawl, s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 print(row)
 ok = (len(pages) == len(truth["pages"]) and len(res) >= 0.98 * len(truth["resources"]) and not viol
       and (not rp["checked"] or (rp["pages"] == len(truth["pages"]) + 1 and rp["misses"] == 0 and (rp["worst_pct"] or 0) <= 1 and not rp["failed_pages"])))
@@ -341,8 +361,9 @@ s = json.load(open(sys.argv[1]))
 for k in ("missing_pages", "missing_resources"):
     if s[k]:
         print(f"  {k.replace('_', ' ')} ({len(s[k])}): " + " ".join(s[k][:8]) + (" ..." if len(s[k]) > 8 else ""))
-for v in s["violation_list"][:5]:
-    print(f"  violation at {v['key']}: {v['first']} then {v['next']} {v['gap_ms']} ms apart")
+for v in s["violation_list"][:8]:
+    why = f"; in the crawl log their fetches started {v['log_start_gap_ms']} ms apart, the first took {v['first_fetch_ms']} ms" if "log_start_gap_ms" in v else ""
+    print(f"  violation at {v['key']}: {v['first']} then {v['next']} {v['gap_ms']} ms apart at the server{why}")
 if s["replay"].get("failed_pages"):
     print("  replay failed for: " + " ".join(s["replay"]["failed_pages"][:8]))
 for f in s["replay"].get("fatal", []):
