@@ -36,7 +36,7 @@
 #                scripts/replay-check.sh runs it): archive misses and the
 #                share of the viewport's pixels that differ (target: no miss,
 #                <= 1%); a page never captured cannot replay and counts as
-#                not replayed
+#                not replayed (screenshots of both in OUT/shots)
 #
 # and prints a table (also written to OUT/table.md, figures in
 # OUT/score.json). Until the crawler knows config "render", the seeder
@@ -236,9 +236,10 @@ PY
 	say "replaying $(wc -l <"$OUT/replay-urls.txt") captured pages (of $((TRUTH_PAGES + 1)) with the seed)"
 	REPLAY_LOG=$OUT/replay-check.log
 	if [ -s "$OUT/replay-urls.txt" ]; then
+		mkdir -p "$OUT/shots"
 		(cd "$ZKC_ROOT" && ZKCRAWL_REPLAY_WACZ="$OUT/$CRAWL.wacz" ZKCRAWL_REPLAY_URLS="$OUT/replay-urls.txt" \
 			ZKCRAWL_REPLAYWEB="$REPLAYWEB" ZKCRAWL_REPLAY_SELECTOR="#app[data-ready] h1" ZKCRAWL_REPLAY_STOP_LIVE="kill $WEB_PID" \
-			ZKCRAWL_REPLAY_SHOTS="${SHOTS:+$OUT/shots}" go test -count=1 -v -timeout 15m -run '^TestReplayCheckWACZ$' ./worker/) >"$REPLAY_LOG" 2>&1
+			ZKCRAWL_REPLAY_SHOTS="$OUT/shots" go test -count=1 -v -timeout 15m -run '^TestReplayCheckWACZ$' ./worker/) >"$REPLAY_LOG" 2>&1
 		grep -E 'REPLAY-CHECK|^(--- |ok|FAIL)' "$REPLAY_LOG" | sed 's/^ *//; s/^/    /'
 	else
 		: >"$REPLAY_LOG"

@@ -5,7 +5,8 @@
 // load only when scrolled into view (IntersectionObserver); a second web
 // font is loaded by the FontFace API. When done it sets
 // #app[data-ready] to "ok" (or "error" if the JSON failed), after the
-// fonts are in, so a probe knows the render is complete.
+// fonts and the hero image are in, so a probe (and a screenshot of the
+// viewport) sees the render complete.
 (function () {
   'use strict';
   var ASSETS = '__ASSETS__';
@@ -48,6 +49,8 @@
     return '/api/pages.json';
   }
 
+  var heroLoaded = Promise.resolve();
+
   function render(d) {
     var header = el('header');
     header.appendChild(el('h1', '', d.title));
@@ -58,6 +61,7 @@
     hero.alt = d.title;
     hero.src = img(d.hero);
     main.appendChild(hero);
+    heroLoaded = hero.decode().catch(function () {});
     var nav = el('nav');
     d.links.forEach(function (l) {
       var a = el('a', '', l.label);
@@ -95,7 +99,7 @@
     }).then(function (d) {
       app.removeChild(wait);
       render(d);
-      return monoLoaded.then(function () { return document.fonts.ready; }).then(function () {
+      return Promise.all([monoLoaded, heroLoaded]).then(function () { return document.fonts.ready; }).then(function () {
         app.setAttribute('data-ready', 'ok');
       });
     }).catch(function (err) {
