@@ -75,7 +75,9 @@ type SPAArrival struct {
 // SPAViolation is two consecutive arrivals at one key closer than the
 // interval a crawl promised (SPA.Violations).
 type SPAViolation struct {
-	Key         string
+	// Key is the politeness key, host:port.
+	Key string
+	// First and Next are the two arrivals, in arrival order.
 	First, Next SPAArrival
 	// Gap is Next.Time - First.Time.
 	Gap time.Duration
