@@ -21,8 +21,16 @@
 # worker's one-asset-on-100-hosts dedup test (about 6 minutes; not with
 # --only).
 #
+# Part 9 runs scripts/render-check.sh on forceSync yes and no: the
+# single-page-app fixture crawled with config render "always", scored
+# against its live-rendered truth (pages, resources, politeness at the
+# server, worker and browser RSS, render pages/s, replay in ReplayWeb.page;
+# then once without a rate, for render pages/s; about 8 minutes; not with
+# --only; skipped, with a line saying so, when Chromium is missing).
+#
 # Environment: OUT, BIN (default ./bin), SKIP_BIG=1 (same as --skip-big),
-# SKIP_USER=1 (no part 7), SKIP_RECRAWL=1 (no part 8), SYNTH_MAX (part 8's
+# SKIP_USER=1 (no part 7), SKIP_RECRAWL=1 (no part 8), SKIP_RENDER=1 (no
+# part 9), SYNTH_MAX (part 8's
 # recrawl_interval_max_s for recrawl-synth.sh, default 6), WIDE5=1|0 (part 7's 5,000-host wide web at 1/s;
 # default 1 on 8 cores or more, where it is not CPU-bound),
 # BASELINE_REV (default 329a982, the last commit of frontier layout 1; "none"
@@ -155,5 +163,40 @@ if [ -z "${SKIP_RECRAWL:-}" ] && [[ " ${args[*]-} " != *" --only "* ]]; then
 	OUT=$OUT ./scripts/bench-recrawl.sh >"$OUT/recrawl.md" || rc=1
 	cat "$OUT/recrawl.md" >>BENCHMARKS.md
 	cat "$OUT/recrawl.md"
+fi
+
+# Part 9: browser capture of a single-page app (scripts/render-check.sh),
+# appended to BENCHMARKS.md. Skipped with --only, SKIP_RENDER=1, or when
+# Chromium is missing.
+if [ -z "${SKIP_RENDER:-}" ] && [[ " ${args[*]-} " != *" --only "* ]]; then
+	if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null && ! command -v google-chrome-stable >/dev/null; then
+		echo "bench: part 9 (render check) SKIPPED: Chromium is missing (make deps installs it; SKIP_RENDER=1 silences this)" >&2
+	else
+		render_md=$OUT/render.md
+		: >"$render_md.rows"
+		for fs in true false; do
+			echo "bench: part 9: scripts/render-check.sh, FORCE_SYNC=$fs"
+			FORCE_SYNC=$fs OUT=$OUT/render-$fs RENDER_MD=$render_md.rows ./scripts/render-check.sh >"$OUT/render-$fs.log" 2>&1 || rc=1
+		done
+		echo "bench: part 9: scripts/render-check.sh, no rate (render pages/s), FORCE_SYNC=true"
+		FORCE_SYNC=true RATE=0 REPLAY=0 OUT=$OUT/render-norate RENDER_MD=$render_md.rows ./scripts/render-check.sh >"$OUT/render-norate.log" 2>&1 || rc=1
+		{
+			echo
+			echo "## Part 9: browser capture of a single-page app"
+			echo
+			echo "\`scripts/render-check.sh\`: \`testweb --spa\` (20 pages whose content and links exist only after script, images"
+			echo "lazy-loaded on scroll, a history.pushState route, fonts and images on a second host), its truth rendered live in"
+			echo "Chromium; one worker with config render \"always\", page requisites, 4 requests/s per host. Targets (issue 25): 100% of"
+			echo "the pages, >= 98% of the resources, 0 politeness violations at the server (requests at one host:port closer than"
+			echo "250 ms - 25 ms), every captured page replaying in ReplayWeb.page without a miss and within 1% of the live pixels."
+			echo "Browser RSS sums the chromium processes under the worker (PSS beside it counts shared pages once). The run without a"
+			echo "rate (no replay) measures render pages/s; politeness is not counted there."
+			echo
+			head -2 "$OUT/render-true/table.md" 2>/dev/null
+			cat "$render_md.rows"
+		} >"$render_md"
+		cat "$render_md" >>BENCHMARKS.md
+		cat "$render_md"
+	fi
 fi
 exit "$rc"

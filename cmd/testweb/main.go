@@ -12,6 +12,7 @@
 //	        [--crawl-delay-hosts N --crawl-delay 2s] [--rate 1]
 //	        [--max-in-flight 1] [--bound-file F] [--truth-file F]
 //	testweb ... --change-min 2s --change-max 20s [--changes-file F]
+//	testweb --spa [--pages 20] [--truth-file F] [--arrivals-file F]
 //
 // With --change-max every host's "/" and /p/<n> change over time
 // (testenv.WebMutate): each page's mean change interval is drawn
@@ -29,6 +30,17 @@
 // timing-out hosts; Crawl-delay on some) and logs the politeness bound of a
 // crawl at --rate requests/s per host (testenv.Web.PolitenessBound), writing
 // it to --bound-file as "bound_s<TAB>seconds" lines if given.
+//
+// With --spa it serves the single-page-app fixture of testenv.StartSPA
+// instead (an HTML shell whose script renders content and links from JSON,
+// images lazy-loaded on scroll, a history.pushState route, web fonts on a
+// second host), --pages pages (default 20) reachable only through links
+// the script renders. --truth-file (or --truth) then writes its ground
+// truth as JSON (testenv.SPATruth), found by rendering the live fixture in
+// Chromium (an error when none is installed: make deps); --arrivals-file
+// logs every later request as "unix_seconds<TAB>host:port<TAB>path<TAB>
+// status<TAB>user_agent", for counting politeness violations at the
+// server. It prints the one seed.
 //
 // It starts the web, writes the ground truth to --truth-file if given (one
 // "status<TAB>depth<TAB>url" line per URL, sorted by URL; status 0 means
@@ -60,12 +72,15 @@ It writes the ground truth to --truth-file if given (one
 "status<TAB>depth<TAB>url" line per URL, sorted; status 0 means "must not be
 fetched"), prints the seed URLs one per line on stdout, and runs until SIGINT
 or SIGTERM. With --change-max its pages change over time and, at exit, every
-version is written to --changes-file.`
+version is written to --changes-file. With --spa it serves the single-page-app
+fixture (content and links rendered by script from JSON) and --truth-file
+writes its ground truth as JSON, rendered live in Chromium.`
 
 const examples = `  testweb --hosts 10 --pages 100 > seeds.txt &
   testweb --wide --hosts 1000 --pages 10 --truth-file truth.tsv --bound-file bound.tsv > seeds.txt &
   testweb --features --truth-file truth.tsv --ground-truth-depth 6 > seeds.txt &
-  testweb --hosts 5 --pages 20 --change-min 2s --change-max 20s --changes-file changes.tsv > seeds.txt &`
+  testweb --hosts 5 --pages 20 --change-min 2s --change-max 20s --changes-file changes.tsv > seeds.txt &
+  testweb --spa --pages 20 --truth spa-truth.json --arrivals-file arrivals.tsv > seeds.txt &`
 
 func main() {
 	cli.Main("testweb", func(ctx context.Context, args []string) error {
@@ -91,6 +106,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringSliceVar(&cfg.RobotsDisallow, "robots-disallow", nil, "Disallow path prefixes for every host's robots.txt")
 	robotsStatus := fs.StringToInt("robots-status", nil, "robots.txt status per host index, e.g. 3=500,4=404")
 	truthFile := fs.String("truth-file", "", "write the ground truth to this file")
+	fs.StringVar(truthFile, "truth", "", "same as --truth-file")
 	truthDepth := fs.Int("ground-truth-depth", -1, "MaxDepth of the ground truth (-1: no limit; needs --truth-file)")
 	scope := fs.String("scope", testenv.WebScopeSameHost, "scope of the ground truth: same_host, same_domain or any")
 	obeyRobots := fs.Bool("obey-robots", true, "the ground truth obeys robots.txt")
@@ -112,6 +128,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.DurationVar(&cfg.Mutate.ChangeMin, "change-min", 0, "pages change: shortest mean change interval per page (needs --change-max)")
 	fs.DurationVar(&cfg.Mutate.ChangeMax, "change-max", 0, "pages change: longest mean change interval per page (0: pages never change)")
 	changesFile := fs.String("changes-file", "", "at exit, write every page version to this file (needs --change-max)")
+	spa := fs.Bool("spa", false, "serve the single-page-app fixture (default --pages 20); --truth-file renders its truth in Chromium")
+	arrivals := fs.String("arrivals-file", "", "--spa: log every request's arrival time and host:port to this file")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, lookupEnv); err != nil {
 		return err
@@ -133,6 +151,24 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			}
 			cfg.RobotsStatus[h] = v
 		}
+	}
+	if *spa {
+		for _, f := range []string{"wide", "hosts", "links", "cross", "seed", "features", "crawl-delay", "slow-delay", "large-bytes",
+			"robots-disallow", "robots-status", "ground-truth-depth", "scope", "obey-robots", "pages-spread", "latency-median",
+			"latency-p99", "latency-max", "slow-hosts", "host-slow-delay", "dead-hosts", "reset-hosts", "timeout-hosts",
+			"crawl-delay-hosts", "rate", "max-in-flight", "bound-file", "change-min", "change-max", "changes-file"} {
+			if fs.Changed(f) {
+				return cli.Usage("--%s does not apply to --spa", f)
+			}
+		}
+		o := spaOptions{pages: testenv.SPADefaultPages, truthFile: *truthFile, arrivals: *arrivals}
+		if fs.Changed("pages") {
+			o.pages = cfg.PagesPerHost
+		}
+		return runSPA(ctx, o, log, stdout)
+	}
+	if *arrivals != "" {
+		return cli.Usage("--arrivals-file needs --spa")
 	}
 	if (*changesFile != "" || cfg.Mutate.ChangeMin != 0) && cfg.Mutate.ChangeMax == 0 {
 		return cli.Usage("--change-min and --changes-file need --change-max")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +131,55 @@ func TestRunChanges(t *testing.T) {
 	for _, args := range [][]string{{"--changes-file", changes}, {"--change-min", "1s"}, {"--change-max", "1s"}} {
 		if err := run(t.Context(), args, noEnv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "need") {
 			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// --spa serves the single-page-app fixture, prints its seed and logs each
+// request to --arrivals-file; the synthetic web's flags with --spa, and
+// --arrivals-file without it, are usage errors. (The truth's rendering is
+// testenv.TestSPATruth's.)
+func TestRunSPA(t *testing.T) {
+	arrivals := filepath.Join(t.TempDir(), "arrivals.tsv")
+	ctx, cancel := context.WithCancel(t.Context())
+	var stdout, stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--spa", "--pages", "2", "--arrivals-file", arrivals, "--log-level", "warn"}, noEnv, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.HasSuffix(stdout.String(), "/\n") {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no seed after 30s; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	seed := strings.TrimSpace(stdout.String())
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, seed+"page/1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	data, err := os.ReadFile(arrivals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(seed, "http://"), "/")
+	if f := strings.Split(strings.TrimSuffix(string(data), "\n"), "\t"); len(f) != 5 || f[1] != host || f[2] != "/page/1" || f[3] != "200" {
+		t.Errorf("arrivals file %q: want one line: time, %s, /page/1, 200, user agent", data, host)
+	}
+	for _, args := range [][]string{{"--spa", "--hosts", "3"}, {"--spa", "--wide"}, {"--arrivals-file", arrivals}} {
+		if err := run(t.Context(), args, noEnv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "spa") {
+			t.Errorf("%v: %v, want a usage error naming --spa", args, err)
 		}
 	}
 }
