@@ -262,7 +262,7 @@ func (p *Pool) start() (*instance, error) {
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(f string, a ...any) {
-		p.log.Debug("chromium: "+fmt.Sprintf(f, a...))
+		p.log.Debug("chromium: " + fmt.Sprintf(f, a...))
 	}))
 	// The first call starts the process; it must not carry a timeout
 	// (that would end the browser), so it is bounded by a timer instead.

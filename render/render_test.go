@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -129,7 +129,9 @@ func (s *spaServer) page(t *testing.T, path string, asked *[]string, mu *sync.Mu
 func newPool(t *testing.T, o Options) *Pool {
 	t.Helper()
 	needChromium(t)
-	if o.Logger == nil { o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})) }
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	p, err := New(o)
 	if err != nil {
 		t.Fatal(err)
