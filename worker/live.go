@@ -134,7 +134,7 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	if err := w.polite.SetMaxHold(time.Duration(cfg.MaxRetryAfterS) * time.Second); err != nil {
 		w.log.Error("max_retry_after_s rejected", "error", err)
 	}
-	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope,
+	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope, render: config.NewRenderMatcher(cfg),
 		claimCap: config.ClaimsPerRequest * budget})
 	w.metrics.configVersion(version)
 	if prev == nil || prev.version != version {

@@ -1,0 +1,202 @@
+package worker
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkcrawl/zkcrawl/config"
+	"github.com/zkcrawl/zkcrawl/frontier"
+	"github.com/zkcrawl/zkcrawl/render"
+	"github.com/zkcrawl/zkcrawl/storage"
+	"github.com/zkcrawl/zkcrawl/testenv"
+)
+
+// spaSite is a small single-page app on two hosts: every page of host A
+// is a shell whose script fetches JSON and builds its links and content;
+// the index moves to a route by history.pushState; each article
+// lazy-loads an image when scrolled to; every page loads a shared script
+// from host B. Each server notes every request's arrival time and
+// User-Agent.
+type spaSite struct {
+	a, b *httptest.Server
+	mu   sync.Mutex
+	hits map[string][]time.Time // host -> arrivals
+	reqs map[string]int         // host+path -> requests
+	uas  map[string]bool        // User-Agent values seen
+}
+
+// spaShell is every page of host A: an empty root and the app script.
+func spaShell(b string) string {
+	return `<!doctype html><html><head><title>spa</title><script src="/app.js"></script><script src="` + b + `/shared.js"></script></head>
+<body><div id="root"></div><div style="height:5000px"></div><div id="lazy"></div></body></html>`
+}
+
+// spaApp renders the page from JSON: /api/index.json for the index (and
+// its pushState route), /api/p/N.json for article N.
+const spaApp = `addEventListener('DOMContentLoaded', async () => {
+  const path = location.pathname;
+  const api = path.startsWith('/p/') ? '/api' + path + '.json' : '/api/index.json';
+  const data = await (await fetch(api)).json();
+  const root = document.getElementById('root');
+  for (const l of data.links) { const a = document.createElement('a'); a.href = l; a.textContent = l; root.appendChild(a); }
+  const p = document.createElement('p'); p.textContent = data.text; root.appendChild(p);
+  if (path === '/') history.pushState({}, '', '/route/home');
+  if (data.image) {
+    const io = new IntersectionObserver((es) => { if (es.some(e => e.isIntersecting)) {
+      const img = new Image(); img.src = data.image; document.getElementById('lazy').appendChild(img); io.disconnect(); } });
+    io.observe(document.getElementById('lazy'));
+  }
+});`
+
+// spaArticles is the number of articles /p/1.. linked from the index.
+const spaArticles = 3
+
+func newSPASite(t *testing.T) *spaSite {
+	t.Helper()
+	s := &spaSite{hits: map[string][]time.Time{}, reqs: map[string]int{}, uas: map[string]bool{}}
+	note := func(r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.Host] = append(s.hits[r.Host], time.Now())
+		s.reqs[r.Host+r.URL.Path]++
+		s.uas[r.UserAgent()] = true
+		s.mu.Unlock()
+	}
+	s.b = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		note(r)
+		if r.URL.Path == "/shared.js" {
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, "window.shared = true;")
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(s.b.Close)
+	s.a = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		note(r)
+		p := r.URL.Path
+		json := func(v string) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, v)
+		}
+		var n int
+		_, _ = fmt.Sscanf(p, "/api/p/%d.json", &n)
+		switch {
+		case p == "/" || p == "/route/home" || strings.HasPrefix(p, "/p/"):
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, spaShell(s.b.URL))
+		case p == "/app.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, spaApp)
+		case p == "/api/index.json":
+			var links []string
+			for i := 1; i <= spaArticles; i++ {
+				links = append(links, fmt.Sprintf(`"/p/%d"`, i))
+			}
+			json(`{"text":"index","links":[` + strings.Join(links, ",") + `]}`)
+		case n > 0:
+			json(fmt.Sprintf(`{"text":"article %d","links":["/"],"image":"/img/%d.png"}`, n, n))
+		case strings.HasPrefix(p, "/img/"):
+			w.Header().Set("Content-Type", "image/png")
+			fmt.Fprint(w, "not really a png")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(s.a.Close)
+	return s
+}
+
+// A crawl of a small single-page app with render always, by two workers:
+// every page that exists only after script (the articles, the pushState
+// route) is crawled and marked rendered; the browser's requests (the
+// JSON, the lazy images, the scripts) are in the WARC files, each with a
+// crawl-log line (hop E, via its page) and fetched once; nothing reached
+// a server but the crawler's own requests (its User-Agent), spaced by the
+// host's politeness interval as seen by the server.
+func TestCrawlRenderedSPA(t *testing.T) {
+	if _, err := render.FindChromium(""); err != nil {
+		t.Skip("!!! browser capture NOT tested: no chromium binary (make deps installs Debian's chromium) !!!")
+	}
+	zk := testenv.ZooKeeper(t)
+	site := newSPASite(t)
+	cfg := testConfig()
+	cfg.Render = config.RenderAlways
+	cfg.PerHostRatePerS = 5 // 200 ms between requests to a host
+	cfg.PerHostMaxInFlight = 1
+	cfg.MaxDepth = 3
+	cfg.Sitemaps = false
+	cfg.RenderScreenshot = true
+	c := newCrawl(t, zk.Addr(), "render", cfg, frontier.Layout{Shards: 8, Spread: 1}, []string{site.a.URL + "/"})
+	c.runWorkers(2, 150*time.Second)
+
+	logged := map[string][]storage.LogEntry{}
+	for _, e := range c.logs() {
+		logged[e.URL] = append(logged[e.URL], e)
+	}
+	a := site.a.URL
+	pages := []string{a + "/", a + "/route/home"}
+	for i := 1; i <= spaArticles; i++ {
+		pages = append(pages, fmt.Sprintf("%s/p/%d", a, i))
+	}
+	for _, p := range pages {
+		es := logged[p]
+		if len(es) == 0 {
+			t.Errorf("page %s (exists only after script) was not crawled", p)
+			continue
+		}
+		if e := es[len(es)-1]; e.Status != 200 || !e.Render {
+			t.Errorf("page %s: status %d render %v; want 200 and rendered", p, e.Status, e.Render)
+		}
+	}
+	responses := c.warcResponses()
+	subs := []string{a + "/app.js", a + "/api/index.json", site.b.URL + "/shared.js"}
+	for i := 1; i <= spaArticles; i++ {
+		subs = append(subs, fmt.Sprintf("%s/api/p/%d.json", a, i), fmt.Sprintf("%s/img/%d.png", a, i))
+	}
+	for _, u := range subs {
+		es := logged[u]
+		if len(es) != 1 {
+			t.Errorf("subrequest %s has %d crawl-log lines, want 1", u, len(es))
+		} else if e := es[0]; e.Status != 200 || !strings.HasSuffix(e.Hops, "E") || !slices.Contains(pages, e.Via) {
+			t.Errorf("subrequest %s logged status %d hops %q via %q; want 200, hop E, via a page", u, e.Status, e.Hops, e.Via)
+		}
+		if responses[u] != 1 {
+			t.Errorf("subrequest %s has %d WARC response records, want 1", u, responses[u])
+		}
+	}
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	for _, u := range subs {
+		if n := site.reqs[strings.TrimPrefix(u, "http://")]; n != 1 {
+			t.Errorf("%s reached its server %d times, want once", u, n)
+		}
+	}
+	for ua := range site.uas {
+		if ua != cfg.UserAgent {
+			t.Errorf("a request with User-Agent %q reached a server: not the crawler's fetcher", ua)
+		}
+	}
+	const interval = 200 * time.Millisecond
+	for host, times := range site.hits {
+		slices.SortFunc(times, func(x, y time.Time) int { return x.Compare(y) })
+		for i := 1; i < len(times); i++ {
+			if g := times[i].Sub(times[i-1]); g < interval-arrivalJitter {
+				t.Errorf("host %s: requests %d and %d arrived %s apart, under the %s politeness interval", host, i-1, i, g, interval)
+			}
+		}
+		t.Logf("host %s: %d requests", host, len(times))
+	}
+	shots := 0
+	for u := range responses {
+		if strings.HasPrefix(u, "urn:screenshot:") {
+			shots++
+		}
+	}
+	t.Logf("%d crawl-log URLs, %d WARC response URLs, %d screenshots", len(logged), len(responses), shots)
+}
