@@ -192,11 +192,31 @@ func TestCrawlRenderedSPA(t *testing.T) {
 		}
 		t.Logf("host %s: %d requests", host, len(times))
 	}
-	shots := 0
-	for u := range responses {
-		if strings.HasPrefix(u, "urn:screenshot:") {
-			shots++
+	// Each rendered page's screenshot: a PNG resource record concurrent to
+	// the page's response record.
+	recs, _ := warcRecords(t, c.out)
+	ids := map[string]string{} // response record id -> target
+	shots := map[string]*storage.Record{}
+	for _, byOff := range recs {
+		for _, r := range byOff {
+			switch r.Get("WARC-Type") {
+			case "response", "revisit":
+				ids[r.Get("WARC-Record-ID")] = r.Get("WARC-Target-URI")
+			case "resource":
+				shots[r.Get("WARC-Target-URI")] = r
+			}
 		}
 	}
-	t.Logf("%d crawl-log URLs, %d WARC response URLs, %d screenshots", len(logged), len(responses), shots)
+	for _, p := range pages {
+		r := shots["urn:screenshot:"+p]
+		switch {
+		case r == nil:
+			t.Errorf("no screenshot resource record of %s", p)
+		case r.Get("Content-Type") != "image/png" || len(r.Block) < 8 || string(r.Block[1:4]) != "PNG":
+			t.Errorf("screenshot of %s: Content-Type %q, %d bytes, not a PNG", p, r.Get("Content-Type"), len(r.Block))
+		case ids[r.Get("WARC-Concurrent-To")] != p:
+			t.Errorf("screenshot of %s is concurrent to %q (%s), not the page's response", p, r.Get("WARC-Concurrent-To"), ids[r.Get("WARC-Concurrent-To")])
+		}
+	}
+	t.Logf("%d crawl-log URLs, %d WARC response URLs, %d screenshots", len(logged), len(responses), len(shots))
 }
