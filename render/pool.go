@@ -217,6 +217,9 @@ func (p *Pool) release(b *instance, kill bool) {
 	p.active--
 	b.pages--
 	if kill || !alive(b.pid) {
+		if !b.dead {
+			p.log.Warn("browser killed: a render timed out or the process died; the next page starts a fresh one", "pid", b.pid, "timed_out", kill, "pages_in_it", b.pages)
+		}
 		p.stopLocked(b)
 	}
 	close(p.freed)

@@ -61,7 +61,7 @@ type spaServer struct {
 	leaked []string
 }
 
-func newSPAServer(t *testing.T) *spaServer {
+func newSPAServer(t testing.TB) *spaServer {
 	s := &spaServer{hits: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
