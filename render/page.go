@@ -36,8 +36,9 @@ type Response struct {
 }
 
 // Fetcher answers one of the page's requests. It is called concurrently,
-// once per request, with a ctx that ends with the render; an error fails
-// the request in the page (Fetch.failRequest).
+// once per request, with a ctx that ends when the render does (read,
+// timed out, failed): a request still in flight then is not needed. An
+// error fails the request in the page (Fetch.failRequest).
 type Fetcher func(ctx context.Context, r Request) (Response, error)
 
 // Page is what Render takes: the page's URL, the response to its main
@@ -65,7 +66,7 @@ type Result struct {
 	// Requests counts the requests the page made past its document;
 	// Failed counts those failed (by the Fetcher or blocked).
 	Requests, Failed int
-	// Took is the render's duration.
+	// Took is the render's duration, from its page slot (and browser) on.
 	Took time.Duration
 }
 
@@ -170,16 +171,24 @@ func (p *Pool) Render(ctx context.Context, pg Page) (*Result, error) {
 	if !strings.HasPrefix(pg.URL, "http://") && !strings.HasPrefix(pg.URL, "https://") {
 		return nil, fmt.Errorf("render: page URL %q is not http(s)", pg.URL)
 	}
+	// The wait for a page slot and a browser's start are not the page's
+	// time: a slot frees within the other pages' timeouts, and a start is
+	// bounded on its own (30 s).
+	b, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	tctx, cancelT := context.WithTimeout(ctx, p.opts.Timeout)
 	defer cancelT()
-	b, err := p.acquire(tctx)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("render: %s: no page slot within %s", pg.URL, p.opts.Timeout)
+	// A render past its deadline kills the browser at once: closing the
+	// tab of a renderer that never yields would wait on it.
+	stopKill := context.AfterFunc(tctx, func() {
+		if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			p.kill(b, "render timed out")
 		}
-		return nil, err
-	}
+	})
+	defer stopKill()
 	// A browser that dies ends the render at once (its Fetcher calls too).
 	rctx, cancelR := context.WithCancel(tctx)
 	defer cancelR()
@@ -189,11 +198,11 @@ func (p *Pool) Render(ctx context.Context, pg Page) (*Result, error) {
 	kill := false
 	switch {
 	case err == nil:
-	case b.gone.Err() != nil || !alive(b.pid):
-		err = fmt.Errorf("render: %s: %w: %v", pg.URL, ErrBrowserDied, err)
-	case tctx.Err() != nil && ctx.Err() == nil:
+	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		kill = true
 		err = fmt.Errorf("render: %s: %w after %s", pg.URL, ErrTimeout, p.opts.Timeout)
+	case b.gone.Err() != nil || !alive(b.pid):
+		err = fmt.Errorf("render: %s: %w: %v", pg.URL, ErrBrowserDied, err)
 	default:
 		err = fmt.Errorf("render: %s: %w", pg.URL, err)
 	}
@@ -220,7 +229,7 @@ func (p *Pool) render(tctx context.Context, b *instance, pg Page) (*Result, erro
 		}
 	}))
 	// Closing the tab first, then waiting for the handlers: a handler's
-	// Fetcher call ends with tctx.
+	// Fetcher call gets pctx, which ends here.
 	defer func() {
 		cancel()
 		tr.wg.Wait()
@@ -235,7 +244,12 @@ func (p *Pool) render(tctx context.Context, b *instance, pg Page) (*Result, erro
 	if _, err := chromedp.Call(pctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: hookScript}); err != nil {
 		return nil, fmt.Errorf("Page.addScriptToEvaluateOnNewDocument: %w", err)
 	}
+	// The dispatcher counts in tr.wg until it ends (with pctx), so every
+	// handler it starts is added while the count is above zero, and the
+	// deferred Wait waits for all of them.
+	tr.wg.Add(1)
 	go func() {
+		defer tr.wg.Done()
 		for {
 			select {
 			case <-pctx.Done():
@@ -252,7 +266,7 @@ func (p *Pool) render(tctx context.Context, b *instance, pg Page) (*Result, erro
 				tr.wg.Add(1)
 				go func() {
 					defer tr.wg.Done()
-					p.answer(pctx, tctx, tr, pg, e)
+					p.answer(pctx, tr, pg, e)
 				}()
 			}
 		}
@@ -329,7 +343,7 @@ var blocked = map[network.ResourceType]bool{
 // answer answers one paused request: the main document from pg.Document,
 // a later main-frame navigation with 204 (noted as a route), a blocked
 // type or a non-http(s) URL with a failure, anything else from pg.Fetch.
-func (p *Pool) answer(pctx, tctx context.Context, tr *tracker, pg Page, e *fetch.EventRequestPaused) {
+func (p *Pool) answer(pctx context.Context, tr *tracker, pg Page, e *fetch.EventRequestPaused) {
 	failed := true
 	defer func() { tr.end(failed) }()
 	fail := func(reason network.ErrorReason) {
@@ -371,7 +385,7 @@ func (p *Pool) answer(pctx, tctx context.Context, tr *tracker, pg Page, e *fetch
 			h.Set(k, s)
 		}
 	}
-	r, err := pg.Fetch(tctx, Request{URL: req.URL, Method: req.Method, Header: h, Type: string(e.ResourceType)})
+	r, err := pg.Fetch(pctx, Request{URL: req.URL, Method: req.Method, Header: h, Type: string(e.ResourceType)})
 	if err != nil {
 		fail(network.ErrorReasonFailed)
 		return

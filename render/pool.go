@@ -25,7 +25,7 @@ const (
 	DefaultViewportW   = 1280
 	DefaultViewportH   = 800
 	// DefaultExecPath is Debian's chromium; New falls back to "chromium",
-	// "chromium-browser" and "google-chrome" on $PATH.
+	// "chromium-browser", "google-chrome" and "google-chrome-stable" on $PATH.
 	DefaultExecPath = "/usr/bin/chromium"
 )
 
@@ -39,7 +39,8 @@ type Options struct {
 	// its process tree): over it one page renders at a time, and an idle
 	// browser is restarted.
 	MemoryMB int
-	// Timeout bounds one page's whole render, its Fetcher calls included.
+	// Timeout bounds one page's whole render, its Fetcher calls included,
+	// from when it has a page slot and a running browser.
 	Timeout time.Duration
 	// IdleQuiet is how long no request may be in flight or start for the
 	// network to count as idle; IdleMax bounds one wait for it (a page
@@ -60,7 +61,7 @@ var ErrNoChromium = errors.New("render: no chromium binary found (install Debian
 
 // FindChromium returns the Chromium binary to run: path if it is given and
 // exists, else DefaultExecPath, else chromium, chromium-browser or
-// google-chrome on $PATH; ErrNoChromium if none is.
+// google-chrome(-stable) on $PATH; ErrNoChromium if none is.
 func FindChromium(path string) (string, error) {
 	if path != "" {
 		if p, err := exec.LookPath(path); err == nil {
@@ -68,7 +69,7 @@ func FindChromium(path string) (string, error) {
 		}
 		return "", fmt.Errorf("%w: %s is not an executable", ErrNoChromium, path)
 	}
-	for _, name := range []string{DefaultExecPath, "chromium", "chromium-browser", "google-chrome"} {
+	for _, name := range []string{DefaultExecPath, "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
@@ -217,13 +218,25 @@ func (p *Pool) release(b *instance, kill bool) {
 	p.active--
 	b.pages--
 	if kill || !alive(b.pid) {
-		if !b.dead {
-			p.log.Warn("browser killed: a render timed out or the process died; the next page starts a fresh one", "pid", b.pid, "timed_out", kill, "pages_in_it", b.pages)
-		}
-		p.stopLocked(b)
+		p.killLocked(b, "its process died")
 	}
 	close(p.freed)
 	p.freed = make(chan struct{})
+}
+
+// kill kills b's process tree (killLocked).
+func (p *Pool) kill(b *instance, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.killLocked(b, why)
+}
+
+// killLocked logs why and stops b (stopLocked), once; p.mu held.
+func (p *Pool) killLocked(b *instance, why string) {
+	if !b.dead {
+		p.log.Warn("browser killed: "+why+"; the next page starts a fresh one", "pid", b.pid, "pages_in_it", b.pages)
+	}
+	p.stopLocked(b)
 }
 
 // stopLocked kills b's process tree (once) and forgets it; p.mu held.

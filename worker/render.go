@@ -367,13 +367,21 @@ func (a *attempt) storeSub(res *fetch.Result) error {
 		a.entry.Revisit = storage.RevisitName(info.Profile)
 	}
 	w.counters.bytes.Add(int64(len(res.Body)))
-	if err := w.record(a.ctx, a.entry); err != nil {
-		w.outputFailed(a.ctx, err)
+	// Its records are written: the line is too, also when the render
+	// ends meanwhile (a.ctx is the render's), within subLogTimeout.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), subLogTimeout)
+	defer cancel()
+	if err := w.record(lctx, a.entry); err != nil {
+		w.outputFailed(lctx, err)
 		return fmt.Errorf("%s: crawl-log line: %w", a.it.URL, err)
 	}
 	a.dedupConfirm()
 	return nil
 }
+
+// subLogTimeout bounds the wait for a subrequest's crawl-log line to be
+// fsynced once its WARC records are written.
+const subLogTimeout = 30 * time.Second
 
 // resourceStore is implemented by an exchangeStore that can write a WARC
 // resource record (storage.Writer.WriteResource); diskStore does.
