@@ -220,3 +220,59 @@ func TestCrawlRenderedSPA(t *testing.T) {
 	}
 	t.Logf("%d crawl-log URLs, %d WARC response URLs, %d screenshots", len(logged), len(responses), len(shots))
 }
+
+// A page whose script never yields on its first fetch: the render times
+// out, the browser is killed, the attempt fails (status -5, render: ...)
+// and is retried; the second attempt renders and finds the script's link.
+// Nothing is lost.
+func TestCrawlRenderHangRetried(t *testing.T) {
+	if _, err := render.FindChromium(""); err != nil {
+		t.Skip("!!! browser capture NOT tested: no chromium binary (make deps installs Debian's chromium) !!!")
+	}
+	zk := testenv.ZooKeeper(t)
+	var mu sync.Mutex
+	served := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			mu.Lock()
+			served++
+			first := served == 1
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/html")
+			if first {
+				fmt.Fprint(w, `<!doctype html><body><div id="root"></div><script>for(;;){}</script></body>`)
+				return
+			}
+			fmt.Fprint(w, `<!doctype html><body><div id="root"></div><script>const a = document.createElement('a'); a.href = '/after'; document.getElementById('root').appendChild(a);</script></body>`)
+		case "/after":
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, "found by script")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig()
+	cfg.Render = config.RenderAuto
+	cfg.RenderTimeoutMS = 4000
+	cfg.Sitemaps = false
+	c := newCrawl(t, zk.Addr(), "renderhang", cfg, frontier.Layout{Shards: 4, Spread: 1}, []string{srv.URL + "/"})
+	c.runWorkers(1, 90*time.Second)
+	var page []storage.LogEntry
+	after := 0
+	for _, e := range c.logs() {
+		switch e.URL {
+		case srv.URL + "/":
+			page = append(page, e)
+		case srv.URL + "/after":
+			after++
+		}
+	}
+	if len(page) != 2 || page[0].Status != -5 || !strings.HasPrefix(page[0].Error, "render: ") || page[1].Status != 200 || !page[1].Render || page[1].Attempt != 2 {
+		t.Fatalf("the page's lines: %+v; want a failed render (-5, attempt 1) and a rendered 200 (attempt 2)", page)
+	}
+	if after != 1 {
+		t.Errorf("/after (linked only by script) logged %d times, want once", after)
+	}
+}
