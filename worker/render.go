@@ -179,6 +179,8 @@ func (a *attempt) render(res *fetch.Result) (links []frontier.Item, served map[s
 		return nil, nil, false
 	}
 	a.entry.Render = true
+	w.log.Debug("page rendered", "url", a.it.URL, "took", out.Took, "requests", out.Requests, "failed", out.Failed,
+		"links", len(out.Links), "routes", len(out.Routes))
 	if out.Screenshot != nil && !a.storeScreenshot(out.Screenshot) {
 		return nil, nil, false
 	}
