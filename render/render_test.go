@@ -28,7 +28,8 @@ func needChromium(t testing.TB) {
 
 // spaPages is a tiny script-built site: links only after script runs
 // (from a fetch() of JSON), a pushState route, a lazy image that loads on
-// scroll, a WebSocket and an EventSource that must never reach the server.
+// scroll, a WebSocket, an EventSource and a service worker that must never
+// reach the server.
 var spaPages = map[string]string{
 	"/": `<!doctype html><html><head><title>shell</title><script src="/app.js"></script></head>
 <body><div id="root"></div><div style="height:6000px"></div><div id="lazy"></div></body></html>`,
@@ -40,12 +41,14 @@ var spaPages = map[string]string{
   history.pushState({}, '', '/route/one');
   try { new WebSocket('ws://' + location.host + '/ws'); } catch (e) {}
   try { new EventSource('/events'); } catch (e) {}
+  try { navigator.serviceWorker.register('/sw.js').catch(() => {}); } catch (e) {}
   const io = new IntersectionObserver((es) => { for (const e of es) if (e.isIntersecting) {
     const img = new Image(); img.src = '/lazy.png'; document.getElementById('lazy').appendChild(img); io.disconnect(); } });
   io.observe(document.getElementById('lazy'));
 });`,
 	"/api/links.json": `["/page/a", "/page/b", "https://example.org/x"]`,
 	"/lazy.png":       "PNG",
+	"/sw.js":          "self.addEventListener('fetch', () => {});",
 	"/hang":           `<!doctype html><html><body><script>for(;;){}</script></body></html>`,
 	"/slow":           `<!doctype html><html><body><script>fetch('/slow.json')</script></body></html>`,
 	"/slow.json":      `{}`,
@@ -175,8 +178,8 @@ func TestRenderScriptPage(t *testing.T) {
 	if len(s.leaked) > 0 {
 		t.Errorf("requests reached the server past the Fetcher: %q", s.leaked)
 	}
-	if s.hits["/ws"] > 0 || s.hits["/events"] > 0 {
-		t.Errorf("WebSocket or EventSource reached the server: %v", s.hits)
+	if s.hits["/ws"] > 0 || s.hits["/events"] > 0 || s.hits["/sw.js"] > 0 {
+		t.Errorf("a WebSocket, EventSource or service worker script reached the server: %v", s.hits)
 	}
 	if s.hits["/"] != 1 {
 		t.Errorf("the document was fetched %d times, want once (by the test)", s.hits["/"])

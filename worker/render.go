@@ -20,8 +20,8 @@ import (
 	"github.com/zkcrawl/zkcrawl/storage"
 )
 
-// Bounds of the render path's shared-response cache: a 2xx response of at
-// most renderCacheBodyMax decoded bytes that one render fetched is served
+// Bounds of the render path's shared-response cache: a 2xx or final 4xx
+// response of at most renderCacheBodyMax decoded bytes that one render fetched is served
 // to later renders of this worker from memory (a site's script bundle,
 // style sheet or JSON used by many pages) instead of being fetched again;
 // at most renderCacheEntries responses, so at most 64 MiB.
@@ -98,12 +98,15 @@ func (s *renderState) cached(u string) (render.Response, bool) {
 	return c.Get(u)
 }
 
-// remember caches a 2xx response of at most renderCacheBodyMax bytes.
+// remember caches a 2xx or a final 4xx response (not 408 or 429: a
+// missing favicon.ico is asked for by every page) of at most
+// renderCacheBodyMax bytes.
 func (s *renderState) remember(u string, r render.Response) {
 	s.mu.Lock()
 	c := s.cache
 	s.mu.Unlock()
-	if c != nil && r.Status >= 200 && r.Status <= 299 && len(r.Body) <= renderCacheBodyMax {
+	final := (r.Status >= 200 && r.Status <= 299) || (r.Status >= 400 && r.Status <= 499 && !fetch.Retryable(r.Status))
+	if c != nil && final && len(r.Body) <= renderCacheBodyMax {
 		c.Add(u, r)
 	}
 }
@@ -127,9 +130,10 @@ func (a *attempt) wantsRender(res *fetch.Result) bool {
 // renderRun is what one page's render collects from its subrequests.
 type renderRun struct {
 	mu      sync.Mutex
-	served  map[string]bool // normalized URLs the browser got (fetched here or from the cache)
-	foreign []frontier.Item // requests to keys other workers own: queued as requisites
-	failed  error           // a WARC or crawl-log write that failed: the render fails
+	served  map[string]bool            // normalized URLs the browser got (fetched here or from the cache)
+	got     map[string]render.Response // what this render fetched (bodies up to renderCacheBodyMax), any status: asked again, served again
+	foreign []frontier.Item            // requests to keys other workers own: queued as requisites
+	failed  error                      // a WARC or crawl-log write that failed: the render fails
 }
 
 // render renders the attempt's stored page (res) in the browser and
@@ -148,7 +152,7 @@ func (a *attempt) render(res *fetch.Result) (links []frontier.Item, served map[s
 	if err != nil {
 		return nil, nil, true
 	}
-	run := &renderRun{served: map[string]bool{}}
+	run := &renderRun{served: map[string]bool{}, got: map[string]render.Response{}}
 	out, err := pool.Render(a.ctx, render.Page{
 		URL:      a.it.URL,
 		Document: render.Response{Status: res.Status, Header: res.Header, Body: body},
@@ -238,8 +242,9 @@ func (a *attempt) renderedLinks(out *render.Result, run *renderRun) []frontier.I
 
 // subrequest answers one request of the page's browser through the
 // worker's own fetch path, under the render's ctx: only GET; the page's
-// own URL from its fetched response (res, body decoded); a URL another
-// render fetched from the cache; else normalized, judged by
+// own URL from its fetched response (res, body decoded); a URL this render
+// fetched already from that response, one another render fetched from
+// the cache; else normalized, judged by
 // requisites_scope against the page, and, when its politeness key's shard
 // group is owned by this worker, fetched (robots.txt when obey_robots,
 // the key's politeness slot, the fetcher with its SSRF guard, the key's
@@ -259,6 +264,12 @@ func (a *attempt) subrequest(ctx context.Context, r render.Request, res *fetch.R
 	}
 	if u == a.it.URL {
 		return render.Response{Status: res.Status, Header: res.Header, Body: body}, nil
+	}
+	run.mu.Lock()
+	again, seen := run.got[u]
+	run.mu.Unlock()
+	if seen {
+		return again, nil
 	}
 	if c, hit := w.renders.cached(u); hit {
 		run.mu.Lock()
@@ -310,6 +321,11 @@ func (a *attempt) subrequest(ctx context.Context, r render.Request, res *fetch.R
 	out := render.Response{Status: fres.Status, Header: fres.Header, Body: decoded}
 	if !fres.Truncated && fres.Redirect == "" {
 		w.renders.remember(u, out)
+	}
+	if len(out.Body) <= renderCacheBodyMax {
+		run.mu.Lock()
+		run.got[u] = out
+		run.mu.Unlock()
 	}
 	return out, nil
 }
