@@ -276,3 +276,61 @@ func TestCrawlRenderHangRetried(t *testing.T) {
 		t.Errorf("/after (linked only by script) logged %d times, want once", after)
 	}
 }
+
+// In the pipeline (in-memory seams, a real browser): a rendered page's
+// script on its own host is fetched through the worker's fetcher and
+// stored with its own crawl-log line (hop E, via the page); a script on a
+// host whose shard group another worker owns is not fetched here but
+// queued as a requisite for its owner; the link the script builds is
+// enqueued (hop L, one depth on).
+func TestProcessRenderForeignKey(t *testing.T) {
+	if _, err := render.FindChromium(""); err != nil {
+		t.Skip("!!! browser capture NOT tested: no chromium binary (make deps installs Debian's chromium) !!!")
+	}
+	const page, own, foreign = "http://a.example/spa", "http://a.example/app.js", "http://b.example/shared.js"
+	cfg := config.Default()
+	cfg.Render = config.RenderAlways
+	p := newPipeline(t, cfg, map[string]memPage{
+		page: {status: 200, mime: "text/html", body: `<!doctype html><body><div id="root"></div>
+<script src="/app.js"></script><script src="` + foreign + `"></script></body>`},
+		own:     {status: 200, mime: "text/javascript", body: `const a = document.createElement('a'); a.href = '/built'; document.getElementById('root').appendChild(a);`},
+		foreign: {status: 200, mime: "text/javascript", body: `window.shared = 1;`},
+	})
+	t.Cleanup(p.w.renders.close)
+	shards := p.w.layout.GroupShards(p.w.layout.Group(page))
+	slices.Sort(shards)
+	p.w.owned.Store(&shards)
+	if !p.w.ownsURL(own) || p.w.ownsURL(foreign) {
+		t.Fatalf("test layout: a.example owned %v, b.example owned %v; want true, false", p.w.ownsURL(own), p.w.ownsURL(foreign))
+	}
+	p.run(t, frontier.Item{URL: page, Depth: 0, Hops: ""}, nil)
+	calls := p.calls.get()
+	if !slices.Contains(calls, "fetch "+own) || slices.Contains(calls, "fetch "+foreign) {
+		t.Errorf("calls %q: want %s fetched, %s not", calls, own, foreign)
+	}
+	var pageLine, ownLine *storage.LogEntry
+	for i, l := range p.store.lines {
+		switch l.URL {
+		case page:
+			pageLine = &p.store.lines[i]
+		case own:
+			ownLine = &p.store.lines[i]
+		}
+	}
+	if pageLine == nil || !pageLine.Render || pageLine.Status != 200 {
+		t.Errorf("page line %+v: want status 200, render true", pageLine)
+	}
+	if ownLine == nil || ownLine.Hops != "E" || ownLine.Via != page || ownLine.Status != 200 || ownLine.WARCFile == "" {
+		t.Errorf("app.js line %+v: want hop E via the page, stored", ownLine)
+	}
+	got := map[string]string{}
+	for _, it := range p.links.items {
+		got[it.URL] = fmt.Sprintf("%s %d", it.Hops, it.Depth)
+	}
+	if got[foreign] != "E 0" || got["http://a.example/built"] != "L 1" {
+		t.Errorf("enqueued %v: want %s as a requisite (E 0) and /built as a link (L 1)", got, foreign)
+	}
+	if _, again := got[own]; again {
+		t.Errorf("%s was fetched by the browser and enqueued again", own)
+	}
+}
