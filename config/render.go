@@ -26,12 +26,18 @@ type RenderRule struct {
 
 // Bounds of the render keys.
 const (
-	MaxRenderRules       = 1000
+	// MaxRenderRules bounds Config.RenderRules.
+	MaxRenderRules = 1000
+	// MaxRenderConcurrency bounds Config.RenderConcurrency (pages).
 	MaxRenderConcurrency = 64
-	MinRenderMemoryMB    = 64
-	MaxRenderMemoryMB    = 1 << 20
-	MinRenderTimeoutMS   = 1000
-	MaxRenderTimeoutMS   = 600000
+	// MinRenderMemoryMB and MaxRenderMemoryMB bound Config.RenderMemoryMB
+	// (MiB).
+	MinRenderMemoryMB = 64
+	MaxRenderMemoryMB = 1 << 20
+	// MinRenderTimeoutMS and MaxRenderTimeoutMS bound
+	// Config.RenderTimeoutMS (milliseconds).
+	MinRenderTimeoutMS = 1000
+	MaxRenderTimeoutMS = 600000
 )
 
 func renderMode(m string) bool { return m == RenderNever || m == RenderAlways || m == RenderAuto }

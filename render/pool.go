@@ -16,14 +16,24 @@ import (
 
 // Defaults of Options, applied by New to zero fields.
 const (
+	// DefaultConcurrency is Options.Concurrency's default: pages at once.
 	DefaultConcurrency = 2
-	DefaultMemoryMB    = 1024
-	DefaultTimeout     = 30 * time.Second
-	DefaultIdleQuiet   = 500 * time.Millisecond
-	DefaultIdleMax     = 5 * time.Second
-	DefaultMaxScrolls  = 20
-	DefaultViewportW   = 1280
-	DefaultViewportH   = 800
+	// DefaultMemoryMB is Options.MemoryMB's default, in MiB.
+	DefaultMemoryMB = 1024
+	// DefaultTimeout is Options.Timeout's default: one page's render.
+	DefaultTimeout = 30 * time.Second
+	// DefaultIdleQuiet is Options.IdleQuiet's default: no request for
+	// this long is network idle.
+	DefaultIdleQuiet = 500 * time.Millisecond
+	// DefaultIdleMax is Options.IdleMax's default: one idle wait's bound.
+	DefaultIdleMax = 5 * time.Second
+	// DefaultMaxScrolls is Options.MaxScrolls's default: viewport-high
+	// scroll steps.
+	DefaultMaxScrolls = 20
+	// DefaultViewportW and DefaultViewportH are the window's default
+	// size in CSS pixels.
+	DefaultViewportW = 1280
+	DefaultViewportH = 800
 	// DefaultExecPath is Debian's chromium; New falls back to "chromium",
 	// "chromium-browser", "google-chrome" and "google-chrome-stable" on $PATH.
 	DefaultExecPath = "/usr/bin/chromium"
