@@ -346,14 +346,19 @@ func (p *Pool) Active() int {
 	return p.active
 }
 
-// Close stops the browser; renders in progress fail, later ones return
-// ErrClosed.
+// Close stops the browser and returns once its process has exited and its
+// profile directory is removed; renders in progress fail, later ones
+// return ErrClosed.
 func (p *Pool) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	b := p.b
 	p.closed = true
-	if p.b != nil {
-		p.stopLocked(p.b)
+	if b != nil {
+		p.stopLocked(b)
+	}
+	p.mu.Unlock()
+	if b != nil {
+		b.cancelAlloc()
 	}
 	return nil
 }
