@@ -140,8 +140,11 @@ type renderRun struct {
 // returns links to enqueue besides the HTML's (rendered links and routes,
 // hop L, depth+1; the requisites other workers own, hop E) and the URLs
 // the browser was served, which the HTML's requisites drop. If the render
-// fails it ends the attempt (a retry, as a network error; ok false).
-// Without a browser it returns nothing and ok true.
+// fails it ends the attempt (a retry, as a network error; ok false),
+// unless this is the item's last attempt under max_attempts: then the
+// page is kept as fetched (its line's error says "unrendered: ...", its
+// HTML's links are enqueued) and ok is true. Without a browser it
+// returns nothing and ok true.
 func (a *attempt) render(res *fetch.Result) (links []frontier.Item, served map[string]bool, ok bool) {
 	w := a.w
 	pool := w.renderPool(&a.live.cfg)
@@ -174,6 +177,13 @@ func (a *attempt) render(res *fetch.Result) (links []frontier.Item, served map[s
 	if a.ctx.Err() != nil {
 		a.abandon(a.ctx.Err())
 		return nil, nil, false
+	}
+	if err != nil && a.it.Attempts+1 >= a.w.current().cfg.MaxAttempts {
+		// The last attempt: the page is kept as fetched, with its HTML's
+		// links, rather than dead-lettered for its script.
+		w.log.Warn("render failed on the item's last attempt: the page is kept unrendered", "url", a.it.URL, "error", err)
+		a.entry.Error = "unrendered: " + err.Error()
+		return nil, run.served, true
 	}
 	if err != nil {
 		w.log.Warn("render failed; the item is retried", "url", a.it.URL, "error", err)

@@ -224,7 +224,8 @@ func TestCrawlRenderedSPA(t *testing.T) {
 // A page whose script never yields on its first fetch: the render times
 // out, the browser is killed, the attempt fails (status -5, render: ...)
 // and is retried; the second attempt renders and finds the script's link.
-// Nothing is lost.
+// A page that never yields is kept unrendered on its last attempt, its
+// HTML's link followed. Nothing is lost.
 func TestCrawlRenderHangRetried(t *testing.T) {
 	if _, err := render.FindChromium(""); err != nil {
 		t.Skip("!!! browser capture NOT tested: no chromium binary (make deps installs Debian's chromium) !!!")
@@ -245,6 +246,12 @@ func TestCrawlRenderHangRetried(t *testing.T) {
 				return
 			}
 			fmt.Fprint(w, `<!doctype html><body><div id="root"></div><script>const a = document.createElement('a'); a.href = '/after'; document.getElementById('root').appendChild(a);</script></body>`)
+		case "/always":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<!doctype html><body><div id="root"></div><a href="/plain">plain</a><script>for(;;){}</script></body>`)
+		case "/plain":
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, "linked by the HTML")
 		case "/after":
 			w.Header().Set("Content-Type", "text/plain")
 			fmt.Fprint(w, "found by script")
@@ -256,18 +263,31 @@ func TestCrawlRenderHangRetried(t *testing.T) {
 	cfg := testConfig()
 	cfg.Render = config.RenderAuto
 	cfg.RenderTimeoutMS = 4000
+	cfg.MaxAttempts = 2
 	cfg.Sitemaps = false
-	c := newCrawl(t, zk.Addr(), "renderhang", cfg, frontier.Layout{Shards: 4, Spread: 1}, []string{srv.URL + "/"})
+	c := newCrawl(t, zk.Addr(), "renderhang", cfg, frontier.Layout{Shards: 4, Spread: 1}, []string{srv.URL + "/", srv.URL + "/always"})
 	c.runWorkers(1, 90*time.Second)
-	var page []storage.LogEntry
-	after := 0
+	var page, always []storage.LogEntry
+	after, plain := 0, 0
 	for _, e := range c.logs() {
 		switch e.URL {
 		case srv.URL + "/":
 			page = append(page, e)
+		case srv.URL + "/always":
+			always = append(always, e)
 		case srv.URL + "/after":
 			after++
+		case srv.URL + "/plain":
+			plain++
 		}
+	}
+	// A page whose render fails on every attempt is kept unrendered on
+	// the last one, with its HTML's links.
+	if len(always) != 2 || always[0].Status != -5 || always[1].Status != 200 || always[1].Render || !strings.HasPrefix(always[1].Error, "unrendered: ") {
+		t.Errorf("/always lines: %+v; want a failed render, then 200 kept unrendered", always)
+	}
+	if plain != 1 {
+		t.Errorf("/plain (linked by /always's HTML) logged %d times, want once", plain)
 	}
 	if len(page) != 2 || page[0].Status != -5 || !strings.HasPrefix(page[0].Error, "render: ") || page[1].Status != 200 || !page[1].Render || page[1].Attempt != 2 {
 		t.Fatalf("the page's lines: %+v; want a failed render (-5, attempt 1) and a rendered 200 (attempt 2)", page)
