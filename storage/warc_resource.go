@@ -29,7 +29,8 @@ type Resource struct {
 // WriteResource appends r as a resource record to the current file
 // (opening one first when none is open) and returns where it went
 // (ResponseInfo, with Profile empty; its PayloadDigest is the block's
-// digest). It is not added to the CDXJ index. Errors wrap ErrBadExchange
+// digest), and adds its line to the file's CDXJ index as warcio.js
+// indexes a resource record (the media type, no status). Errors wrap ErrBadExchange
 // for invalid input (nothing written), ErrClosed after Close, or the I/O
 // error (the file is cut back to its last complete record).
 func (w *Writer) WriteResource(r Resource) (ResponseInfo, error) {
@@ -72,10 +73,25 @@ func (w *Writer) WriteResource(r Resource) (ResponseInfo, error) {
 		return ResponseInfo{}, w.abandon(start, fmt.Errorf("write WARC resource record for %q to %s: %w", r.TargetURI, w.cur.name, err))
 	}
 	info := ResponseInfo{File: w.cur.name, Offset: start, Length: w.cur.cw.n - start, RecordID: id, PayloadDigest: digest}
+	cdx := resourceCDXJ(r.TargetURI, formatDate(date), r.ContentType, digest)
+	if err := w.cur.index.add(cdx.line(TypeResource, info.Offset, info.Length, info.File)); err != nil {
+		w.log.Error("CDXJ index of WARC file abandoned: rebuild it with `warcio cdx-index`", "file", w.cur.name, "err", err)
+	}
 	if w.cur.cw.n >= w.opts.MaxFileBytes {
 		if err := w.closeFile(); err != nil {
 			return info, err
 		}
 	}
 	return info, nil
+}
+
+// resourceCDXJ is the CDXJ entry of a resource record: warcio.js gives it
+// the record's Content-Type (cut at ';') as mime and no status.
+func resourceCDXJ(target, date, contentType, payloadDigest string) cdxjEntry {
+	e := newCDXJEntry(target, date, nil, payloadDigest)
+	e.noStatus = true
+	e.mime, _, _ = strings.Cut(contentType, ";")
+	e.mime = strings.TrimSpace(e.mime)
+	e.hasMime = e.mime != ""
+	return e
 }

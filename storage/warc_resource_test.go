@@ -3,6 +3,9 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -50,6 +53,16 @@ func TestWriteResource(t *testing.T) {
 		if got := last.Get(k); got != v {
 			t.Errorf("%s = %q, want %q", k, got, v)
 		}
+	}
+	idx, err := os.ReadFile(strings.TrimSuffix(files[0], ".warc.gz") + ".cdxj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `urn:screenshot:http://example.com/0 ` + strings.TrimRight(strings.NewReplacer("-", "", ":", "", "T", "").Replace(last.Get("WARC-Date")), "Z")[:14] +
+		` {"url":"urn:screenshot:http://example.com/0","mime":"image/png","digest":"` + strings.TrimPrefix(Digest(png), "sha1:") + `","length":"` +
+		strconv.FormatInt(info.Length, 10) + `","offset":"` + strconv.FormatInt(info.Offset, 10) + `","filename":"` + info.File + `"}`
+	if !strings.Contains(string(idx), want+"\n") {
+		t.Errorf("CDXJ index lacks the resource's line (as warcio.js writes it)\n%s\nwant\n%s", idx, want)
 	}
 	if !bytes.Equal(last.Block, png) {
 		t.Errorf("block %q, want %q", last.Block, png)

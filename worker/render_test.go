@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -194,7 +196,21 @@ func TestCrawlRenderedSPA(t *testing.T) {
 	}
 	// Each rendered page's screenshot: a PNG resource record concurrent to
 	// the page's response record.
-	recs, _ := warcRecords(t, c.out)
+	recs, files := warcRecords(t, c.out)
+	// The CDXJ index beside each file, screenshots included, is warcio.js's.
+	for _, f := range files {
+		want, err := testenv.WarcioCDXJLines(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(strings.TrimSuffix(f, ".warc.gz") + ".cdxj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"); !slices.Equal(got, want) {
+			t.Errorf("%s: .cdxj differs from warcio cdx-index:\nours:\n%s\nwarcio:\n%s", f, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
 	ids := map[string]string{} // response record id -> target
 	shots := map[string]*storage.Record{}
 	for _, byOff := range recs {
