@@ -256,8 +256,8 @@ func (a *attempt) renderedLinks(out *render.Result, run *renderRun) []frontier.I
 // fetched already from that response, one another render fetched from
 // the cache; else normalized, judged by
 // requisites_scope against the page, and, when its politeness key's shard
-// group is owned by this worker, fetched (robots.txt when obey_robots,
-// the key's politeness slot, the fetcher with its SSRF guard, the key's
+// group is owned by this worker, fetched (robots.txt and Crawl-delay when
+// obey_robots, a handed-over key's cooling, the key's politeness slot, the fetcher with its SSRF guard, the key's
 // cookie jar) and stored as a requisite of the page would be (WARC
 // records, dedup, a crawl-log line with hop E and via the page). A key
 // another worker owns is not fetched here (only its owner's politeness is
@@ -300,17 +300,18 @@ func (a *attempt) subrequest(ctx context.Context, r render.Request, res *fetch.R
 		run.mu.Unlock()
 		return render.Response{}, fmt.Errorf("%s: its key is another worker's: queued as a requisite", u)
 	}
-	key := w.layout.Key(u)
+	sub := &attempt{w: w, ctx: ctx, it: child, key: w.layout.Key(u), live: live, entry: storage.LogEntry{
+		URL: u, Depth: child.Depth, Via: a.it.URL, Hops: child.Hops, Worker: w.opts.ID,
+		Attempt: 1, ConfigVersion: int64(live.version),
+	}}
 	if live.cfg.ObeyRobots {
-		ok, err := w.robots.Allowed(ctx, u, live.cfg.UserAgent)
+		// As a page: robots.txt asked (and the key's Crawl-delay set).
+		ok, err := sub.robotsAllowed()
 		if err != nil || !ok {
 			return render.Response{}, fmt.Errorf("%s: robots.txt does not allow it (%v)", u, err)
 		}
 	}
-	sub := &attempt{w: w, ctx: ctx, it: child, key: key, live: live, entry: storage.LogEntry{
-		URL: u, Depth: child.Depth, Via: a.it.URL, Hops: child.Hops, Worker: w.opts.ID,
-		Attempt: 1, ConfigVersion: int64(live.version),
-	}}
+	sub.coolShard(w.layout.Shard(u)) // a key just handed over waits its interval, as a page's
 	fres, err := sub.fetchSub()
 	if err != nil {
 		return render.Response{}, err
