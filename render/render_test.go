@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,9 +19,7 @@ import (
 func needChromium(t testing.TB) {
 	t.Helper()
 	if _, err := FindChromium(""); err != nil {
-		if _, lerr := exec.LookPath("chromium"); lerr != nil {
-			t.Skip("!!! browser capture NOT tested: no chromium binary (make deps installs Debian's chromium) !!!")
-		}
+		t.Skip("!!! browser capture NOT tested: " + err.Error() + " !!!")
 	}
 }
 
