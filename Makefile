@@ -58,7 +58,7 @@ deps: ## install ZooKeeper, redis-server and Chromium (Debian packages), warcio.
 	  echo "WARNING: could not fetch ReplayWeb.page: the replay test will be skipped (run make deps again when npm's registry is reachable)"; \
 	fi
 	@if [ "$(CHROMIUM)" = yes ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null && ! command -v google-chrome-stable >/dev/null; then \
-	  echo "installing Debian's chromium (headless browser of the replay and dashboard tests; CHROMIUM=no skips it)"; \
+	  echo "installing Debian's chromium (headless browser of the replay, dashboard and browser capture tests; CHROMIUM=no skips it)"; \
 	  { $(APT) update -qq && $(APT) install -y -qq --no-install-recommends chromium; } || \
 	  echo "WARNING: could not install chromium: the browser tests will be skipped (apt-get install chromium, or CHROMIUM=no to stop trying)"; \
 	fi

@@ -262,6 +262,24 @@ type Config struct {
 	// (fetch.ExtractPDFLinks, Heritrix's ExtractorPDF), as links (hop
 	// "L", one depth); default false.
 	ExtractPDFLinks bool `json:"extract_pdf_links"`
+
+	// Render says which HTML pages are rendered in a headless browser
+	// after their fetch (RenderNever, RenderAlways, RenderAuto; default
+	// never); RenderRules override it per URL (render.go).
+	Render      string       `json:"render"`
+	RenderRules []RenderRule `json:"render_rules"`
+	// RenderConcurrency is the browser pages one worker renders at once.
+	RenderConcurrency int `json:"render_concurrency"`
+	// RenderMemoryMB is the browser's memory budget per worker in MiB (the
+	// proportional set size of its process tree): over it, one page at a
+	// time.
+	RenderMemoryMB int `json:"render_memory_mb"`
+	// RenderTimeoutMS bounds one page's whole render, its subrequests
+	// included, in milliseconds.
+	RenderTimeoutMS int `json:"render_timeout_ms"`
+	// RenderScreenshot stores a PNG of each rendered page's viewport as a
+	// WARC resource record (WARC-Target-URI urn:screenshot:<page URL>).
+	RenderScreenshot bool `json:"render_screenshot"`
 }
 
 // RecrawlRule is one entry of Config.RecrawlRules: URLs matching Match get
@@ -365,6 +383,11 @@ func Default() Config {
 
 		Cookies: true,
 		HTTP2:   true,
+
+		Render:            RenderNever,
+		RenderConcurrency: 2,
+		RenderMemoryMB:    1024,
+		RenderTimeoutMS:   30000,
 	}
 }
 
@@ -495,6 +518,9 @@ func (c Config) Validate() error {
 	if err := c.validateContent(bad); err != nil {
 		return err
 	}
+	if err := c.validateRender(bad); err != nil {
+		return err
+	}
 	for key, list := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
 		for i, p := range list {
 			if _, err := regexp.Compile(p); err != nil {
@@ -529,7 +555,7 @@ func (c Config) RetryDelay(attempt int) time.Duration {
 
 // Encode returns the document as indented JSON, the form written to R/config.
 // Empty lists (include, exclude, recrawl_rules, proxy_rules, cookies_seed,
-// accept_mime, reject_mime, max_body_bytes_rules) are written as [] (never
+// accept_mime, reject_mime, max_body_bytes_rules, render_rules) are written as [] (never
 // null). Seed cookie values are written as they are: the znode is where
 // they live (Redacted is the form to show).
 func (c Config) Encode() []byte {
@@ -553,6 +579,9 @@ func (c Config) Encode() []byte {
 	}
 	if c.RejectMIME == nil {
 		c.RejectMIME = []string{}
+	}
+	if c.RenderRules == nil {
+		c.RenderRules = []RenderRule{}
 	}
 	if c.MaxBodyBytesRules == nil {
 		c.MaxBodyBytesRules = []BodyRule{}

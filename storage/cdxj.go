@@ -18,8 +18,9 @@ import (
 // warcio.js indexes response, revisit, resource and metadata records
 // (not warcinfo, not request: a request only lends its method to the
 // response of the same URL that it precedes or follows). The writer
-// writes warcinfo, request, response and revisit records, so its index
-// holds one line per exchange. warcio.js turns the URL of a non-GET
+// writes warcinfo, request, response, revisit and resource records, so
+// its index holds one line per exchange and one per resource
+// (resourceCDXJ). warcio.js turns the URL of a non-GET
 // exchange into a query with "__wb_method" and the request body; the
 // fetcher sends GET only, and the index follows warcio.js for GET.
 type cdxjEntry struct {

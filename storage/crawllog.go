@@ -67,6 +67,9 @@ type LogEntry struct {
 	// Heritrix's crawl.log annotates it); absent for HTTP/1.x and for
 	// failures.
 	Protocol string `json:"protocol,omitempty"`
+	// Render is true for a page rendered in the browser (config render);
+	// absent otherwise.
+	Render bool `json:"render,omitempty"`
 }
 
 // The values of LogEntry.Revisit, the last path segment of the revisit

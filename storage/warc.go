@@ -44,6 +44,8 @@ const (
 	TypeWarcinfo = "warcinfo"
 	TypeRequest  = "request"
 	TypeResponse = "response"
+	// TypeResource is a resource record (WARC 1.1 section 6.6).
+	TypeResource = "resource"
 	TypeRevisit  = "revisit"
 )
 

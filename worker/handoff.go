@@ -47,9 +47,13 @@ func (h *handoffState) handedOver(shard int, t time.Time) { h.gained.Add(shard, 
 // the handoff of the item's shard, once per handoff, so the first request
 // to the key after a handoff waits the effective interval from it. A cached
 // robots.txt Crawl-delay is set first, so it counts.
-func (a *attempt) coolAfterHandoff() {
+func (a *attempt) coolAfterHandoff() { a.coolShard(a.claim.Shard()) }
+
+// coolShard is coolAfterHandoff for the attempt's key in shard (a browser
+// subrequest's, whose shard is not its page's).
+func (a *attempt) coolShard(shard int) {
 	w, cfg := a.w, a.live.cfg
-	at, ok := w.handoffs.gained.Get(a.claim.Shard())
+	at, ok := w.handoffs.gained.Get(shard)
 	if !ok {
 		return
 	}

@@ -134,7 +134,11 @@ func (w *Worker) applyConfig(data []byte, version int32) {
 	if err := w.polite.SetMaxHold(time.Duration(cfg.MaxRetryAfterS) * time.Second); err != nil {
 		w.log.Error("max_retry_after_s rejected", "error", err)
 	}
-	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope,
+	matcher := config.NewRenderMatcher(cfg)
+	if !matcher.Renders() {
+		w.renders.close() // no page renders under this version: the browser's memory is freed
+	}
+	prev := w.live.Swap(&liveConfig{cfg: cfg, version: version, scope: scope, reqScope: reqScope, render: matcher,
 		claimCap: config.ClaimsPerRequest * budget})
 	w.metrics.configVersion(version)
 	if prev == nil || prev.version != version {

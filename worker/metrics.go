@@ -33,6 +33,9 @@ type Metrics struct {
 	retryAfters    prometheus.Counter     // 429/503 answers whose Retry-After held their key (retryafter.go)
 	outputSyncs    prometheus.Histogram   // fsync batches of the crawl log and WARC file (storage.SyncBatch)
 	itemStages     *prometheus.HistogramVec
+	renders        *prometheus.CounterVec // browser renders by outcome (render.go)
+	renderSeconds  prometheus.Histogram
+	browserBytes   prometheus.Gauge               // the browser's memory after the last render
 	stages         [numStages]prometheus.Observer // itemStages by stage (stages.go)
 
 	gaugeMu sync.Mutex
@@ -115,6 +118,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "fsync batches of crawl.log and the WARC file (one batch serves every page finished in its 2 ms gather window; an item is completed in ZooKeeper only after its batch), in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
+		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "zkcrawl", Name: "renders_total", Help: "Pages rendered in the browser (config render), by outcome: ok or error (the item retried).",
+		}, []string{"outcome"}),
+		renderSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "zkcrawl", Name: "render_duration_seconds",
+			Help:    "One page's render in the browser, its subrequests' politeness waits and fetches included, in seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 1.6, 14),
+		}),
+		browserBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "zkcrawl", Name: "browser_memory_bytes",
+			Help: "The render browser's memory after its last render: the proportional set size of its process tree, in bytes (0: none runs).",
+		}),
 		zkOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "zkcrawl", Name: "zk_op_duration_seconds",
 			Help:    "ZooKeeper requests (get, children, exists, create, set, delete, multi, auth) and queue steps (queue_claim, queue_complete, queue_retry, queue_fail, queue_release, group_step, backlog_post), in seconds.",
@@ -157,7 +172,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	deadLetters := gauge("dead_letters", "Dead letters of the whole crawl, R/failed (refreshed every few seconds).",
 		func(v GaugeValues) int { return v.DeadLetters })
 	dns := m.dnsCollectors()
-	for _, c := range []prometheus.Collector{dns[0], dns[1], dns[2], dns[3], dns[4], m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, m.revisits, m.retryAfters, queueDepth, claimsHeld, deadLetters} {
+	for _, c := range []prometheus.Collector{dns[0], dns[1], dns[2], dns[3], dns[4], m.fetches, m.fetchBytes, m.fetchLatency, m.claims, m.completions, m.enqueuedLinks, m.sessionExpiry, m.configVersionG, m.zkOps, m.zkErrors, m.zkExpected, m.sessionState, m.linksDropped, m.outputSyncs, m.itemStages, m.revisits, m.retryAfters, m.renders, m.renderSeconds, m.browserBytes, queueDepth, claimsHeld, deadLetters} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("worker: register metrics"), err)
 		}
@@ -222,6 +237,21 @@ func (m *Metrics) fetched(res *fetch.Result, err error, d time.Duration) {
 	}
 	m.fetches.WithLabelValues(class).Inc()
 	m.fetchLatency.Observe(d.Seconds())
+}
+
+// rendered records one render of d: ok or not, and the browser's memory
+// after it in bytes.
+func (m *Metrics) rendered(ok bool, d time.Duration, browserBytes int64) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	if !ok {
+		outcome = "error"
+	}
+	m.renders.WithLabelValues(outcome).Inc()
+	m.renderSeconds.Observe(d.Seconds())
+	m.browserBytes.Set(float64(browserBytes))
 }
 
 // outputSynced records one fsync batch that took d.

@@ -82,6 +82,11 @@ func (d *diskStore) WriteExchange(ex storage.Exchange) (storage.ResponseInfo, er
 	return d.warc.WriteExchange(ex)
 }
 
+// WriteResource writes a resource record (storage.Writer.WriteResource).
+func (d *diskStore) WriteResource(r storage.Resource) (storage.ResponseInfo, error) {
+	return d.warc.WriteResource(r)
+}
+
 // Record writes the crawl-log line e and waits for the next fsync batch of
 // the crawl log and the WARC file. It fails when that round fails, when a
 // round failed after the line was written (the mark is taken before), and

@@ -62,6 +62,9 @@ type attempt struct {
 	// with config recrawl on (noteCapture); nil otherwise.
 	next  *frontier.Item
 	dedup *dedupHeld // the digest index reservation to confirm (dedup.go)
+	// respID is the WARC-Record-ID of the response (or revisit) record
+	// store wrote, for a screenshot's WARC-Concurrent-To.
+	respID string
 }
 
 // run takes the attempt through its steps; fetched is process's.
@@ -89,6 +92,13 @@ func (a *attempt) run(fetched func()) {
 	}
 	links, title := a.w.outlinks(a.ctx, a.it, res, a.live)
 	a.entry.Title = title
+	if a.wantsRender(res) {
+		rendered, served, ok := a.render(res)
+		if !ok {
+			return
+		}
+		links = append(dropServed(links, served), rendered...)
+	}
 	links = append(links, a.w.seedSitemaps(a.ctx, a.it, a.live)...)
 	if a.next != nil {
 		links = append(links, *a.next)
@@ -215,6 +225,7 @@ func (a *attempt) store(res *fetch.Result) bool {
 		return false
 	}
 	a.dedupWritten(info)
+	a.respID = info.RecordID
 	a.entry.Status, a.entry.Bytes, a.entry.MIME = res.Status, int64(len(res.Body)), res.MIME
 	a.entry.Digest, a.entry.WARCFile, a.entry.WARCOffset = info.PayloadDigest, info.File, info.Offset
 	a.entry.Protocol = logProtocol(res)

@@ -170,6 +170,7 @@ type fetchPipeline struct {
 	handoffs *handoffState     // shards handed over to us, keys already cooled for them
 	norm     *normCache        // link URL -> normalized (outlinks)
 	dedup    dedupState        // the crawl's digest index, dedup_index (dedup.go)
+	renders  renderState       // the browser pool and its response cache (render.go)
 }
 
 // liveState is the crawl config in force and what waits for it to change.
@@ -212,6 +213,8 @@ type liveConfig struct {
 	// reqScope judges page requisites: mode requisites_scope, the same
 	// include/exclude/max_depth as scope.
 	reqScope *frontier.Scope
+	// render says which URLs are rendered (config render, render_rules).
+	render *config.RenderMatcher
 	// claimCap is claimCap(cfg), the claims this worker may hold, computed
 	// once per version: tryClaimSlot reads it per admission, and
 	// RequestBudget makes two system calls.
@@ -472,6 +475,7 @@ func (w *Worker) openOutputs() error {
 // idle connections (fetcherCloser) and the digest index's.
 func (w *Worker) closeOutputs() error {
 	w.dedup.close()
+	w.renders.close()
 	if f, ok := w.fetcher.(fetcherCloser); ok {
 		f.Close()
 	}
