@@ -20,8 +20,9 @@
 // Behaviours, in order: load the document (the load event), wait for
 // network idle (no request in flight and none started for Options.IdleQuiet,
 // at most Options.IdleMax), scroll to the bottom one viewport at a time to
-// trigger lazy content (at most Options.MaxScrolls steps), wait for idle
-// again, then read the rendered DOM (document.documentElement.outerHTML),
+// trigger lazy content, and at the bottom wait for idle and scroll on if
+// what arrived made the page longer (at most Options.MaxScrolls steps in
+// all), wait for idle again, then read the rendered DOM (document.documentElement.outerHTML),
 // the links of the rendered DOM (a[href], area[href], absolute), the URLs
 // the page moved to with history.pushState, history.replaceState or a
 // main-frame navigation (answered with 204 so the page stays; they count

@@ -121,6 +121,12 @@ const scrollScript = `(() => {
   return window.scrollY + window.innerHeight >= el.scrollHeight - 2;
 })()`
 
+// atBottomScript reports whether the viewport shows the page's bottom.
+const atBottomScript = `(() => {
+  const el = document.scrollingElement || document.documentElement;
+  return window.scrollY + window.innerHeight >= el.scrollHeight - 2;
+})()`
+
 // tracker follows the page's requests for the idle wait.
 type tracker struct {
 	mu       sync.Mutex
@@ -277,6 +283,11 @@ func (p *Pool) render(tctx context.Context, b *instance, pg Page) (*Result, erro
 	t0 := time.Now()
 	p.waitIdle(pctx, tr)
 	p.log.Debug("render: idle", "after", time.Since(t0))
+	// Scroll to the bottom; once there, wait for idle and look again: what
+	// the idle wait brought in (a JSON answer that waited for its
+	// politeness slot, then the content built from it) may have made the
+	// page longer, with lazy content below the fold, and the scroll goes
+	// on. At most MaxScrolls steps in all.
 	for i := 0; i < p.opts.MaxScrolls; i++ {
 		bottom, err := chromedp.Run(pctx, chromedp.Evaluate[bool](scrollScript))
 		if err != nil {
@@ -287,7 +298,11 @@ func (p *Pool) render(tctx context.Context, b *instance, pg Page) (*Result, erro
 		if err := chromedp.Do(pctx, chromedp.Sleep(100*time.Millisecond)); err != nil {
 			return nil, err
 		}
-		if bottom {
+		if !bottom {
+			continue
+		}
+		p.waitIdle(pctx, tr)
+		if still, err := chromedp.Run(pctx, chromedp.Evaluate[bool](atBottomScript)); err != nil || still {
 			break
 		}
 	}

@@ -285,6 +285,7 @@ func (p *Pool) start() (*instance, error) {
 		chromedp.Flag("no-pings", true),
 		chromedp.Flag("dns-prefetch-disable", true),
 		chromedp.Flag("js-flags", "--max-old-space-size=512"),
+		chromedp.ModifyCmdFunc(browserCmd),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(f string, a ...any) {

@@ -39,9 +39,8 @@
 #                not replayed (screenshots of both in OUT/shots)
 #
 # and prints a table (also written to OUT/table.md, figures in
-# OUT/score.json). Until the crawler knows config "render", the seeder
-# refuses the key: the script says so loudly and crawls without it (an
-# HTML-only crawl: the shell, its script and style sheet only).
+# OUT/score.json). RENDER=never scores an HTML-only crawl (the shell, its
+# script and style sheet only) against the same truth.
 #
 # Needs make build (zkserver seeder crawler crawlctl testweb), Chromium
 # (make deps), python3, warcio.js (tools/warcio or $ZKCRAWL_WARCIO) and,
@@ -106,10 +105,12 @@ start_zk "$OUT/zk" 2000ms
 ok "ZooKeeper serving at $ZK"
 
 banner "Serve the SPA fixture and render its ground truth in Chromium (bin/testweb --spa --truth)"
+rm -f "$OUT/seeds.txt" "$OUT/truth.json" "$OUT/arrivals.tsv" # a rerun's: the waits below read these
 start_bg testweb "$OUT/testweb.log" bash -c 'exec "$0" --spa --pages "$1" --truth "$2" --arrivals-file "$3" >"$4"' \
 	"$BIN/testweb" "$PAGES" "$OUT/truth.json" "$OUT/arrivals.tsv" "$OUT/seeds.txt"
 WEB_PID=$LAST_PID
-wait_until 600 "testweb to render the truth and print its seed (log $OUT/testweb.log)" test -s "$OUT/seeds.txt" ||
+wait_until 600 "testweb to render the truth and print its seed (log $OUT/testweb.log)" \
+	bash -c 'test -s "$0" || ! kill -0 "$1"' "$OUT/seeds.txt" "$WEB_PID" && test -s "$OUT/seeds.txt" ||
 	die "testweb did not start: $(tail -5 "$OUT/testweb.log")"
 SEED=$(head -1 "$OUT/seeds.txt")
 read -r TRUTH_PAGES TRUTH_RES < <(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(len(t["pages"]), len(t["resources"]))' "$OUT/truth.json")
@@ -130,13 +131,8 @@ if [ -n "${SEED_ALL:-}" ]; then
 	SEEDED_BY_LIST=1
 	say "SEED_ALL=1: seeding all $(wc -l <"$OUT/seeds.txt") URLs of the truth (a capture by list: checks the fixture's replay and this scoring, not a renderer)"
 fi
-if ! show "$BIN/seeder" --zk "$ZK" --crawl "$CRAWL" --config "$OUT/config.json" --log-level warn --seeds "$OUT/seeds.txt"; then
-	grep -q '"render"' "$OUT/config.json" || die "seeder failed"
-	warn "the seeder refused config \"render\" (this build cannot render): crawling WITHOUT a browser, HTML only"
-	RENDERED=none
-	write_config ""
-	show "$BIN/seeder" --zk "$ZK" --crawl "$CRAWL" --config "$OUT/config.json" --log-level warn --seeds "$OUT/seeds.txt" || die "seeder failed"
-fi
+show "$BIN/seeder" --zk "$ZK" --crawl "$CRAWL" --config "$OUT/config.json" --log-level warn --seeds "$OUT/seeds.txt" ||
+	die "seeder failed (see above)"
 [ -n "${SEEDED_BY_LIST:-}" ] && RENDERED="$RENDERED, all truth URLs seeded"
 T0=$(date +%s.%N)
 pids=() dirs=()

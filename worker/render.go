@@ -132,7 +132,7 @@ type renderRun struct {
 	mu      sync.Mutex
 	served  map[string]bool            // normalized URLs the browser got (fetched here or from the cache)
 	got     map[string]render.Response // what this render fetched (bodies up to renderCacheBodyMax), any status: asked again, served again
-	foreign []frontier.Item            // requests to keys other workers own: queued as requisites
+	foreign []frontier.Item            // requests not fetched here (keys other workers own, requests the render's end cut off): queued as requisites
 	failed  error                      // a WARC or crawl-log write that failed: the render fails
 }
 
@@ -291,14 +291,22 @@ func (a *attempt) subrequest(ctx context.Context, r render.Request, res *fetch.R
 		return render.Response{}, fmt.Errorf("%s: out of requisites_scope", u)
 	}
 	child := a.it.Child(u, frontier.HopEmbed, a.it.Depth)
-	if !w.ownsURL(u) {
+	queue := func(why string) (render.Response, error) {
 		run.mu.Lock()
 		if !run.served[u] {
 			run.served[u] = true // queued: not taken again from the HTML
 			run.foreign = append(run.foreign, child)
 		}
 		run.mu.Unlock()
-		return render.Response{}, fmt.Errorf("%s: its key is another worker's: queued as a requisite", u)
+		return render.Response{}, fmt.Errorf("%s: %s: queued as a requisite", u, why)
+	}
+	// cutOff: the render ended (read, timed out) while this request waited
+	// for robots.txt or its politeness slot, or was on the wire, but the
+	// page's attempt goes on: the requisite is still captured, by its own
+	// item.
+	cutOff := func() bool { return ctx.Err() != nil && a.ctx.Err() == nil }
+	if !w.ownsURL(u) {
+		return queue("its key is another worker's")
 	}
 	sub := &attempt{w: w, ctx: ctx, it: child, key: w.layout.Key(u), live: live, entry: storage.LogEntry{
 		URL: u, Depth: child.Depth, Via: a.it.URL, Hops: child.Hops, Worker: w.opts.ID,
@@ -307,6 +315,9 @@ func (a *attempt) subrequest(ctx context.Context, r render.Request, res *fetch.R
 	if live.cfg.ObeyRobots {
 		// As a page: robots.txt asked (and the key's Crawl-delay set).
 		ok, err := sub.robotsAllowed()
+		if cutOff() {
+			return queue("the render ended before robots.txt answered")
+		}
 		if err != nil || !ok {
 			return render.Response{}, fmt.Errorf("%s: robots.txt does not allow it (%v)", u, err)
 		}
@@ -314,6 +325,9 @@ func (a *attempt) subrequest(ctx context.Context, r render.Request, res *fetch.R
 	sub.coolShard(w.layout.Shard(u)) // a key just handed over waits its interval, as a page's
 	fres, err := sub.fetchSub()
 	if err != nil {
+		if cutOff() {
+			return queue("the render ended before its response")
+		}
 		return render.Response{}, err
 	}
 	if err := sub.storeSub(fres); err != nil {
