@@ -13,6 +13,8 @@ import (
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
+
+	"github.com/zkcrawl/zkcrawl/internal/plainurl"
 )
 
 // Link extraction limits.
@@ -305,6 +307,35 @@ func resolveLink(base *whatwg.Url, ref string) (string, bool) {
 	if len(ref) > 4*MaxLinkLength {
 		return "", false // cannot shrink below the limit; skip the parse
 	}
+	if abs, ok := resolvePlain(base, ref); ok {
+		return abs, len(abs) <= MaxLinkLength
+	}
+	return resolveParsed(base, ref)
+}
+
+// resolvePlain is resolveLink without a parse for the two commonest refs,
+// either with a fragment (dropped): a plain absolute http(s) URL
+// (internal/plainurl: its own WHATWG serialization) and a plain path
+// starting with a single '/' against an http(s) base without userinfo
+// (the base's scheme and host, then the ref). ok false: parse it.
+// FuzzResolvePlain checks it against resolveParsed.
+func resolvePlain(base *whatwg.Url, ref string) (string, bool) {
+	ref, _, _ = strings.Cut(ref, "#")
+	if !strings.HasPrefix(ref, "/") {
+		_, ok := plainurl.Split(ref)
+		return ref, ok
+	}
+	if strings.HasPrefix(ref, "//") || !isHTTPScheme(base.Scheme()) || base.Hostname() == "" || base.Username() != "" || base.Password() != "" {
+		return "", false
+	}
+	if _, _, ok := plainurl.PathQuery(ref); !ok {
+		return "", false
+	}
+	return base.Protocol() + "//" + base.Host() + ref, true
+}
+
+// resolveParsed is resolveLink by a full WHATWG parse.
+func resolveParsed(base *whatwg.Url, ref string) (string, bool) {
 	u, err := base.Parse(ref)
 	if err != nil || !isHTTPScheme(u.Scheme()) || u.Hostname() == "" {
 		return "", false
