@@ -4,7 +4,8 @@
 # forceSync=yes server). It runs `crawlbench --only synth --workers 1`
 # with every crawler's --pprof on (ZKCRAWL_PPROF), waits for the
 # one-worker run's log to name its metrics address, takes SECONDS of CPU
-# profile from it and prints the profile's top (flat and cumulative).
+# profile from it (OUT/cpu.pprof, then the allocations since the start in
+# OUT/allocs.pprof) and prints the CPU profile's top (flat and cumulative).
 #
 #   ./scripts/cpuprofile.sh              # bin/ built by make build; profile in OUT/cpu.pprof
 #   BIN=/tmp/old SECONDS_=6 ./scripts/cpuprofile.sh
@@ -40,6 +41,7 @@ done
 [ -n "$url" ] || { echo "cpuprofile: no metrics address in $log" >&2; exit 1; }
 sleep 1 # the worker joins and claims its first pages
 curl -sf -o "$OUT/cpu.pprof" "$url/debug/pprof/profile?seconds=$SECS"
+curl -sf -o "$OUT/allocs.pprof" "$url/debug/pprof/allocs" || true # since the start
 wait "$bench" || true
 trap - EXIT
 grep -E 'part 1 run done' "$OUT/crawlbench.log" || true
