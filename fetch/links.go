@@ -313,25 +313,38 @@ func resolveLink(base *whatwg.Url, ref string) (string, bool) {
 	return resolveParsed(base, ref)
 }
 
-// resolvePlain is resolveLink without a parse for the two commonest refs,
-// either with a fragment (dropped): a plain absolute http(s) URL
-// (internal/plainurl: its own WHATWG serialization) and a plain path
-// starting with a single '/' against an http(s) base without userinfo
-// (the base's scheme and host, then the ref). ok false: parse it.
-// FuzzResolvePlain checks it against resolveParsed.
+// resolvePlain is resolveLink without a parse for the commonest refs,
+// each with or without a fragment (dropped): a plain absolute http(s) URL
+// (internal/plainurl: its own WHATWG serialization), and, against an
+// http(s) base without userinfo, a plain path starting with a single '/'
+// (the base's scheme and host, then the ref) or a plain relative path
+// without ':' in its first segment (the base's directory, then the ref).
+// ok false: parse it. FuzzResolvePlain checks it against resolveParsed.
 func resolvePlain(base *whatwg.Url, ref string) (string, bool) {
 	ref, _, _ = strings.Cut(ref, "#")
-	if !strings.HasPrefix(ref, "/") {
+	if strings.HasPrefix(ref, "http") {
 		_, ok := plainurl.Split(ref)
 		return ref, ok
 	}
-	if strings.HasPrefix(ref, "//") || !isHTTPScheme(base.Scheme()) || base.Hostname() == "" || base.Username() != "" || base.Password() != "" {
+	if ref == "" || strings.HasPrefix(ref, "//") || ref[0] == '?' || !isHTTPScheme(base.Scheme()) || base.Hostname() == "" || base.Username() != "" || base.Password() != "" {
 		return "", false
 	}
-	if _, _, ok := plainurl.PathQuery(ref); !ok {
+	dir := ""
+	if ref[0] != '/' {
+		first, _, _ := strings.Cut(ref, "/")
+		if strings.IndexByte(first, ':') >= 0 {
+			return "", false // a scheme, or a ':' the parser may read as one
+		}
+		p := base.Pathname()
+		dir = p[:strings.LastIndexByte(p, '/')+1]
+		if dir == "" {
+			return "", false
+		}
+	}
+	if _, _, ok := plainurl.PathQuery(dir + ref); !ok {
 		return "", false
 	}
-	return base.Protocol() + "//" + base.Host() + ref, true
+	return base.Protocol() + "//" + base.Host() + dir + ref, true
 }
 
 // resolveParsed is resolveLink by a full WHATWG parse.
