@@ -318,7 +318,8 @@ func resolveLink(base *whatwg.Url, ref string) (string, bool) {
 // (internal/plainurl: its own WHATWG serialization), and, against an
 // http(s) base without userinfo, a plain path starting with a single '/'
 // (the base's scheme and host, then the ref) or a plain relative path
-// without ':' in its first segment (the base's directory, then the ref).
+// without ':' in its first segment, after leading "./" and "../" (the
+// base's directory, or its parents, then the ref).
 // ok false: parse it. FuzzResolvePlain checks it against resolveParsed.
 func resolvePlain(base *whatwg.Url, ref string) (string, bool) {
 	ref, _, _ = strings.Cut(ref, "#")
@@ -339,6 +340,15 @@ func resolvePlain(base *whatwg.Url, ref string) (string, bool) {
 		dir = p[:strings.LastIndexByte(p, '/')+1]
 		if dir == "" {
 			return "", false
+		}
+		for { // leading dot segments: "./" stays in dir, "../" goes up one (not above "/")
+			if rest, ok := strings.CutPrefix(ref, "./"); ok {
+				ref = rest
+			} else if rest, ok := strings.CutPrefix(ref, "../"); ok {
+				ref, dir = rest, dir[:strings.LastIndexByte(dir[:max(len(dir)-1, 1)], '/')+1]
+			} else {
+				break
+			}
 		}
 	}
 	if _, _, ok := plainurl.PathQuery(dir + ref); !ok {

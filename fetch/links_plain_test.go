@@ -20,6 +20,9 @@ func FuzzResolvePlain(f *testing.F) {
 		{"http://example.com/a/b.html?q", "c.html#x"}, {"http://example.com/a/", "c/d?e=f"}, {"http://example.com/a/b", "mailto:x@y"},
 		{"http://example.com/a/b", "./c"}, {"http://example.com/a/b", "../c"}, {"http://example.com/a/b", "?q=1"}, {"http://example.com/a/b", "c:d/e"},
 		{"http://example.com/%7e/b", "c"}, {"http://example.com/a^b/c", "d"}, {"http://example.com/a/b", "httpd/x"}, {"http://example.com/", ""},
+		{"http://example.com/p/3", "./7"}, {"http://example.com/p/3", "../p/7"}, {"http://example.com/a/b/c", "../../x"}, {"http://example.com/a", "../../x"},
+		{"http://example.com/a/b/c", "..//x"}, {"http://example.com/a/b", "./"}, {"http://example.com/a/b", "../"}, {"http://example.com/a/b", "./a:b"},
+		{"http://example.com/a/b", ".././x"}, {"http://example.com/a/b", "./../x/.."},
 	} {
 		f.Add(c[0], c[1])
 	}
