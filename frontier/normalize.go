@@ -88,12 +88,23 @@ func Normalize(raw string) (string, error) {
 	if len(raw) > MaxRawURLLength {
 		return "", fmt.Errorf("normalize %s: %w (%d bytes, limit %d before normalization)", quote(raw), ErrTooLong, len(raw), MaxRawURLLength)
 	}
-	if len(raw) <= MaxURLLength && !strings.Contains(raw, "%") {
-		if _, plain := plainurl.Split(raw); plain {
-			return raw, nil // already its own normal form: links and queued URLs nearly always are
-		}
+	if IsPlainNormal(raw) {
+		return raw, nil // links and queued URLs nearly always are
 	}
 	return normalizeSlow(raw)
+}
+
+// IsPlainNormal reports, without parsing, that raw is its own normal form
+// (Normalize returns it unchanged): a plain URL (internal/plainurl: http or
+// https, a lowercase DNS name or dotted quad, a small character set, no dot
+// segment, no fragment) without '%' and at most MaxURLLength bytes. false
+// means only "not known": call Normalize.
+func IsPlainNormal(raw string) bool {
+	if len(raw) > MaxURLLength || strings.Contains(raw, "%") {
+		return false
+	}
+	_, plain := plainurl.Split(raw)
+	return plain
 }
 
 // normalizeSlow is Normalize by a full WHATWG parse. FuzzNormalizeFast
