@@ -30,9 +30,6 @@ func newMembers(level int) members {
 // compress returns r as one gzip member.
 func (m *members) compress(r *record) ([]byte, error) {
 	var buf bytes.Buffer
-	// Room for the member at about a 2:1 ratio (HTML compresses better,
-	// images not at all): most records then fit without regrowing.
-	buf.Grow(int(min(r.blockLen(), 1<<20))/2 + 1024)
 	var zw *gzip.Writer
 	select {
 	case zw = <-m.free:
