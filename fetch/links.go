@@ -13,6 +13,8 @@ import (
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
+
+	"github.com/zkcrawl/zkcrawl/internal/plainurl"
 )
 
 // Link extraction limits.
@@ -305,6 +307,58 @@ func resolveLink(base *whatwg.Url, ref string) (string, bool) {
 	if len(ref) > 4*MaxLinkLength {
 		return "", false // cannot shrink below the limit; skip the parse
 	}
+	if abs, ok := resolvePlain(base, ref); ok {
+		return abs, len(abs) <= MaxLinkLength
+	}
+	return resolveParsed(base, ref)
+}
+
+// resolvePlain is resolveLink without a parse for the commonest refs,
+// each with or without a fragment (dropped): a plain absolute http(s) URL
+// (internal/plainurl: its own WHATWG serialization), and, against an
+// http(s) base without userinfo, a plain path starting with a single '/'
+// (the base's scheme and host, then the ref) or a plain relative path
+// without ':' in its first segment, after leading "./" and "../" (the
+// base's directory, or its parents, then the ref).
+// ok false: parse it. FuzzResolvePlain checks it against resolveParsed.
+func resolvePlain(base *whatwg.Url, ref string) (string, bool) {
+	ref, _, _ = strings.Cut(ref, "#")
+	if strings.HasPrefix(ref, "http") {
+		_, ok := plainurl.Split(ref)
+		return ref, ok
+	}
+	if ref == "" || strings.HasPrefix(ref, "//") || ref[0] == '?' || !isHTTPScheme(base.Scheme()) || base.Hostname() == "" || base.Username() != "" || base.Password() != "" {
+		return "", false
+	}
+	dir := ""
+	if ref[0] != '/' {
+		first, _, _ := strings.Cut(ref, "/")
+		if strings.IndexByte(first, ':') >= 0 {
+			return "", false // a scheme, or a ':' the parser may read as one
+		}
+		p := base.Pathname()
+		dir = p[:strings.LastIndexByte(p, '/')+1]
+		if dir == "" {
+			return "", false
+		}
+		for { // leading dot segments: "./" stays in dir, "../" goes up one (not above "/")
+			if rest, ok := strings.CutPrefix(ref, "./"); ok {
+				ref = rest
+			} else if rest, ok := strings.CutPrefix(ref, "../"); ok {
+				ref, dir = rest, dir[:strings.LastIndexByte(dir[:max(len(dir)-1, 1)], '/')+1]
+			} else {
+				break
+			}
+		}
+	}
+	if _, _, ok := plainurl.PathQuery(dir + ref); !ok {
+		return "", false
+	}
+	return base.Protocol() + "//" + base.Host() + dir + ref, true
+}
+
+// resolveParsed is resolveLink by a full WHATWG parse.
+func resolveParsed(base *whatwg.Url, ref string) (string, bool) {
 	u, err := base.Parse(ref)
 	if err != nil || !isHTTPScheme(u.Scheme()) || u.Hostname() == "" {
 		return "", false

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/nlnwa/whatwg-url/canonicalizer"
 	whatwgerrors "github.com/nlnwa/whatwg-url/errors"
 	whatwgurl "github.com/nlnwa/whatwg-url/url"
+
+	"github.com/zkcrawl/zkcrawl/internal/plainurl"
 )
 
 // MaxURLLength is the longest normalized URL, in bytes, that Normalize and
@@ -87,6 +88,28 @@ func Normalize(raw string) (string, error) {
 	if len(raw) > MaxRawURLLength {
 		return "", fmt.Errorf("normalize %s: %w (%d bytes, limit %d before normalization)", quote(raw), ErrTooLong, len(raw), MaxRawURLLength)
 	}
+	if IsPlainNormal(raw) {
+		return raw, nil // links and queued URLs nearly always are
+	}
+	return normalizeSlow(raw)
+}
+
+// IsPlainNormal reports, without parsing, that raw is its own normal form
+// (Normalize returns it unchanged): a plain URL (internal/plainurl: http or
+// https, a lowercase DNS name or dotted quad, a small character set, no dot
+// segment, no fragment) without '%' and at most MaxURLLength bytes. false
+// means only "not known": call Normalize.
+func IsPlainNormal(raw string) bool {
+	if len(raw) > MaxURLLength || strings.Contains(raw, "%") {
+		return false
+	}
+	_, plain := plainurl.Split(raw)
+	return plain
+}
+
+// normalizeSlow is Normalize by a full WHATWG parse. FuzzNormalizeFast
+// checks that it returns every plain URL without '%' unchanged.
+func normalizeSlow(raw string) (string, error) {
 	u, err := canon.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("normalize %s: %w: %s", quote(raw), ErrInvalidURL, describe(err))
@@ -174,57 +197,10 @@ func hostFast(u string) (host string, ok bool) {
 	if end < 0 {
 		return "", false // a normalized URL has at least the "/" path
 	}
-	auth := rest[:end]
-	name, port, hasPort := strings.Cut(auth, ":")
-	if hasPort {
-		if port == "" || port == def || port[0] == '0' || len(port) > 5 {
-			return "", false
-		}
-		for i := 0; i < len(port); i++ {
-			if port[i] < '0' || port[i] > '9' {
-				return "", false
-			}
-		}
-		if n, _ := strconv.Atoi(port); n > 65535 {
-			return "", false
-		}
-	}
-	if name == "" || len(name) > 253 || strings.Contains(name, "xn--") {
+	if _, _, ok := plainurl.Authority(rest[:end], def); !ok {
 		return "", false
 	}
-	labels, numeric := 0, true
-	for _, label := range strings.Split(name, ".") {
-		labels++
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return "", false
-		}
-		allDigits := true
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			switch {
-			case c >= '0' && c <= '9':
-			case c >= 'a' && c <= 'z' || c == '-':
-				allDigits = false
-			default:
-				return "", false
-			}
-		}
-		if allDigits {
-			if n, err := strconv.Atoi(label); err != nil || n > 255 || (len(label) > 1 && label[0] == '0') {
-				numeric = false
-				if labels > 0 {
-					return "", false // a number WHATWG may rewrite
-				}
-			}
-		} else {
-			numeric = false
-		}
-	}
-	last := name[strings.LastIndexByte(name, '.')+1:]
-	if lastDigits := strings.Trim(last, "0123456789") == ""; lastDigits && !(numeric && labels == 4) {
-		return "", false // an IPv4 form other than a dotted quad
-	}
-	return auth, true
+	return rest[:end], true
 }
 
 // finish applies the rules WHATWG parsing does not cover and checks the

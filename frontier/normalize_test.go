@@ -206,6 +206,24 @@ func FuzzHostFast(f *testing.F) {
 	})
 }
 
+// FuzzNormalizeFast: the full parse returns every URL that Normalize's fast
+// path returns unchanged (plain, no '%') unchanged too.
+func FuzzNormalizeFast(f *testing.F) {
+	for _, s := range []string{"http://example.com/", "https://a.b.c:8443/x?y", "http://127.0.0.1:8080/p/1", "http://h1.test/p/0?a=1&b",
+		"http://example.com/a/b/", "http://example.com/a;b=c/d:e@f", "http://example.com/?q", "http://example.com/a?b?c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		fast, err := Normalize(raw)
+		if err != nil || fast != raw {
+			return
+		}
+		if slow, err := normalizeSlow(raw); err != nil || slow != raw {
+			t.Fatalf("Normalize(%q): fast path %q, full parse %q (%v)", raw, fast, slow, err)
+		}
+	})
+}
+
 func mustNormalize(raw string) string {
 	u, err := Normalize(raw)
 	if err != nil {

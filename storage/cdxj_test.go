@@ -165,8 +165,8 @@ func TestCDXJIndexSpillsAndMerges(t *testing.T) {
 	}
 }
 
-// BenchmarkCDXJLine is the index's cost per exchange: the SURT key (a
-// WHATWG parse), the HTTP header scan and the line.
+// BenchmarkCDXJLine is the index's cost per exchange: the SURT key (read
+// off the plain URL, internal/plainurl), the HTTP header scan and the line.
 func BenchmarkCDXJLine(b *testing.B) {
 	hdr := []byte("HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 20:14:39 GMT\r\nServer: nginx\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 12345\r\nCache-Control: max-age=600\r\n\r\n")
 	date := formatDate(time.Now())

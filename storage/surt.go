@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	whatwgurl "github.com/nlnwa/whatwg-url/url"
+
+	"github.com/zkcrawl/zkcrawl/internal/plainurl"
 )
 
 // surtKey returns the SURT (Sort-friendly URI Reordering Transform) key of
@@ -32,27 +34,49 @@ func surtKey(url string) string {
 		return url
 	}
 	url = stripWWW(url)
-	u, err := whatwgurl.Parse(jsLower(url))
+	lower := jsLower(url)
+	if p, ok := plainurl.Split(lower); ok {
+		return surtJoin(p.Host, p.Port, p.Path, p.Query) // what surtSlow gives, unparsed
+	}
+	return surtSlow(url, lower)
+}
+
+// surtSlow is surtKey by a full WHATWG parse of lower, the lowercased
+// www-stripped url. FuzzSURTKeyFast checks that both agree.
+func surtSlow(url, lower string) string {
+	u, err := whatwgurl.Parse(lower)
 	if err != nil {
 		return url
 	}
+	q := u.Search()
+	if q != "" {
+		q = q[1:]
+	}
+	return surtJoin(u.Hostname(), u.Port(), u.Pathname(), q)
+}
+
+// surtJoin writes the key of surtKey from a parsed URL's host, port ("" for
+// the default), path and query (without '?').
+func surtJoin(host, port, path, query string) string {
 	var b strings.Builder
-	labels := strings.Split(u.Hostname(), ".")
+	b.Grow(len(host) + len(port) + len(path) + len(query) + 3)
+	labels := strings.Split(host, ".")
 	for i := len(labels) - 1; i >= 0; i-- {
 		b.WriteString(labels[i])
 		if i > 0 {
 			b.WriteByte(',')
 		}
 	}
-	if p := u.Port(); p != "" {
-		b.WriteString(":" + p)
+	if port != "" {
+		b.WriteString(":" + port)
 	}
 	b.WriteByte(')')
-	b.WriteString(u.Pathname())
-	if q := u.Search(); q != "" {
-		args := strings.Split(q[1:], "&")
+	b.WriteString(path)
+	if query != "" {
+		args := strings.Split(query, "&")
 		sort.Strings(args)
-		b.WriteString("?" + strings.Join(args, "&"))
+		b.WriteByte('?')
+		b.WriteString(strings.Join(args, "&"))
 	}
 	return b.String()
 }

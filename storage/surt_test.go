@@ -1,6 +1,9 @@
 package storage
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestSURTKey checks surtKey against warcio.js 2.4.11's getSurt. The inputs
 // are those of warcio.js's test/testUtils.test.ts ("surt with www" ...),
@@ -55,4 +58,22 @@ func TestSURTKey(t *testing.T) {
 			t.Errorf("surtKey(%q) = %q, want %q (warcio.js getSurt)", c.url, got, c.want)
 		}
 	}
+}
+
+// FuzzSURTKeyFast: surtKey's unparsed path for plain URLs gives the full
+// parse's key.
+func FuzzSURTKeyFast(f *testing.F) {
+	for _, s := range []string{"http://www.example.com/a/b?z=1&a=2", "https://h1.test:8443/p/0", "http://127.0.0.1:8080/x?b=2&a=1",
+		"http://example.com/%7Efoo?Q=%2F", "http://WWW2.Example.com/A?b&a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, url string) {
+		if !strings.HasPrefix(url, "http:") && !strings.HasPrefix(url, "https:") {
+			return
+		}
+		stripped := stripWWW(url)
+		if fast, slow := surtKey(url), surtSlow(stripped, jsLower(stripped)); fast != slow {
+			t.Fatalf("surtKey(%q) = %q, full parse %q", url, fast, slow)
+		}
+	})
 }

@@ -3,7 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
-	"sync"
+	"runtime"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -15,20 +15,30 @@ import (
 // bytes is serialized. Safe for concurrent use.
 type members struct {
 	level int
-	pool  sync.Pool // *gzip.Writer of level
+	// free holds idle writers of level, at most GOMAXPROCS (about 1 MB
+	// each at the default level, its match tables and window): unlike a
+	// sync.Pool, which every garbage collection empties, it keeps them,
+	// so a busy worker does not allocate and clear a writer per record.
+	free chan *gzip.Writer
+}
+
+// newMembers returns members compressing at level (checked by the caller).
+func newMembers(level int) members {
+	return members{level: level, free: make(chan *gzip.Writer, runtime.GOMAXPROCS(0))}
 }
 
 // compress returns r as one gzip member.
 func (m *members) compress(r *record) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, _ := m.pool.Get().(*gzip.Writer)
-	if zw == nil {
+	var zw *gzip.Writer
+	select {
+	case zw = <-m.free:
+		zw.Reset(&buf)
+	default:
 		var err error
 		if zw, err = gzip.NewWriterLevel(&buf, m.level); err != nil {
 			return nil, fmt.Errorf("storage: WARC gzip level %d: %w", m.level, err)
 		}
-	} else {
-		zw.Reset(&buf)
 	}
 	if err := r.writeTo(zw); err != nil {
 		return nil, err
@@ -36,7 +46,11 @@ func (m *members) compress(r *record) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	m.pool.Put(zw)
+	zw.Reset(nil) // hold no reference to buf while idle
+	select {
+	case m.free <- zw:
+	default:
+	}
 	return buf.Bytes(), nil
 }
 

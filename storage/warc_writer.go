@@ -206,7 +206,7 @@ func NewWriter(dir, prefix string, opts WriterOptions) (*Writer, error) {
 	if level == 0 {
 		level = gzip.DefaultCompression
 	}
-	w := &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log, openFile: osOpen, gz: members{level: level}}
+	w := &Writer{dir: dir, prefix: prefix, suffix: suffix, opts: opts, log: log, openFile: osOpen, gz: newMembers(level)}
 	if opts.RevisitURLs < -1 {
 		return nil, fmt.Errorf("storage: RevisitURLs %d: want -1 (off), 0 (default) or a positive count", opts.RevisitURLs)
 	}

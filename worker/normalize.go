@@ -17,7 +17,8 @@ const normCacheSize = 16384
 const normCacheMaxLen = 512
 
 // normCache memoizes frontier.Normalize for link URLs (a pure function of
-// its input). Safe for concurrent use.
+// its input) that frontier.IsPlainNormal cannot pass as they are. Safe for
+// concurrent use.
 type normCache struct{ c *lru.Cache[string, string] } // link -> normalized, "" if rejected
 
 func newNormCache() *normCache {
@@ -27,6 +28,9 @@ func newNormCache() *normCache {
 
 // normalize returns frontier.Normalize(raw), or ok false if it rejects raw.
 func (n *normCache) normalize(raw string) (u string, ok bool) {
+	if frontier.IsPlainNormal(raw) {
+		return raw, true // cheaper than the cache's lock and list
+	}
 	if u, hit := n.c.Get(raw); hit {
 		return u, u != ""
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -56,6 +57,7 @@ type crawlJob struct {
 	opts           worker.Options // its Logger is the run's logger too
 	connectTimeout time.Duration  // bound on worker.New
 	metricsAddr    string         // "": no metrics endpoint
+	pprof          bool           // serve /debug/pprof/ beside /metrics
 }
 
 // crawl runs the crawler with args, env for flag defaults from the
@@ -68,7 +70,7 @@ func crawl(ctx context.Context, args []string, env func(string) (string, bool), 
 	}
 	opts, log := job.opts, job.opts.Logger
 	if job.metricsAddr != "" {
-		stop, err := serveMetrics(job.metricsAddr, &opts, log)
+		stop, err := serveMetrics(job.metricsAddr, job.pprof, &opts, log)
 		if err != nil {
 			return err
 		}
@@ -115,6 +117,7 @@ func parseCrawlFlags(args []string, env func(string) (string, bool), stderr io.W
 	fs.BoolVar(&opts.ForbidPrivateNetworks, "forbid-private-networks", false, "never fetch from private, loopback, link-local or other special addresses, whatever the crawl config's allow_private_networks says")
 	zkAuth := cli.ZKFlags(fs)
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100; :9100 means every interface); off when empty")
+	withPprof := fs.Bool("pprof", false, "with --metrics-addr: also serve Go's profiles (net/http/pprof) at http://ADDR/debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/profile?seconds=8 for 8 s of CPU); they show stacks and command line, so keep ADDR private")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, env); err != nil {
 		return nil, err
@@ -135,6 +138,9 @@ func parseCrawlFlags(args []string, env func(string) (string, bool), stderr io.W
 	if err := cli.CheckZK(opts.Servers); err != nil {
 		return nil, err
 	}
+	if *withPprof && *metricsAddr == "" {
+		return nil, cli.Usage("--pprof needs --metrics-addr")
+	}
 	if *connectTimeout <= 0 {
 		return nil, cli.Usage("--connect-timeout %v: must be positive", *connectTimeout)
 	}
@@ -149,13 +155,14 @@ func parseCrawlFlags(args []string, env func(string) (string, bool), stderr io.W
 	if opts.ZK, err = zkAuth(); err != nil {
 		return nil, err
 	}
-	return &crawlJob{opts: opts, connectTimeout: *connectTimeout, metricsAddr: *metricsAddr}, nil
+	return &crawlJob{opts: opts, connectTimeout: *connectTimeout, metricsAddr: *metricsAddr, pprof: *withPprof}, nil
 }
 
 // serveMetrics serves Prometheus metrics (the worker's, set in
 // opts.Metrics, and the Go runtime's and process's) at
-// http://addr/metrics until the returned func closes the server.
-func serveMetrics(addr string, opts *worker.Options, log *slog.Logger) (stop func(), err error) {
+// http://addr/metrics, and with withPprof net/http/pprof's handlers at
+// http://addr/debug/pprof/, until the returned func closes the server.
+func serveMetrics(addr string, withPprof bool, opts *worker.Options, log *slog.Logger) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Metrics, err = worker.NewMetrics(reg); err != nil {
@@ -167,6 +174,13 @@ func serveMetrics(addr string, opts *worker.Options, log *slog.Logger) (stop fun
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
