@@ -94,6 +94,8 @@ ok "$("$BROWSER" --version 2>/dev/null), warcio $WARCIO$([ "$REPLAY" = 1 ] && ec
 
 STAMP=$(date +%Y%m%d-%H%M%S)
 OUT=${OUT:-$ZKC_ROOT/out/render-check-$STAMP}
+[ -z "$(ls -A "$OUT" 2>/dev/null)" ] ||
+	die "OUT=$OUT is not empty (a run's output: workers would append to its crawl logs): give a new directory or remove it"
 mkdir -p "$OUT" || die "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
 trap 'cleanup_all' EXIT
@@ -105,7 +107,6 @@ start_zk "$OUT/zk" 2000ms
 ok "ZooKeeper serving at $ZK"
 
 banner "Serve the SPA fixture and render its ground truth in Chromium (bin/testweb --spa --truth)"
-rm -f "$OUT/seeds.txt" "$OUT/truth.json" "$OUT/arrivals.tsv" # a rerun's: the waits below read these
 start_bg testweb "$OUT/testweb.log" bash -c 'exec "$0" --spa --pages "$1" --truth "$2" --arrivals-file "$3" >"$4"' \
 	"$BIN/testweb" "$PAGES" "$OUT/truth.json" "$OUT/arrivals.tsv" "$OUT/seeds.txt"
 WEB_PID=$LAST_PID
