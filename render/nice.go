@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 )
 
 // browserNice is the niceness the browser and its renderers run at
@@ -31,11 +32,29 @@ func niceBrowser(cmd *exec.Cmd) {
 		return
 	}
 	prefix := []string{nice, "-n", strconv.Itoa(browserNice)}
-	if os.Geteuid() == 0 {
-		if setpriv, err := exec.LookPath("setpriv"); err == nil {
-			prefix = append([]string{setpriv, "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"}, prefix...)
-		}
+	if drop := dropNice(); drop != nil {
+		prefix = append(drop, prefix...)
 	}
 	cmd.Args = append(append(prefix, cmd.Path), cmd.Args[1:]...)
 	cmd.Path = prefix[0]
 }
+
+// dropNice returns the setpriv(1) command prefix that starts a program
+// without CAP_SYS_NICE, in a root process where setpriv is on PATH and
+// works here (a container may refuse the capability change: setpriv is
+// tried once, on true(1)); nil otherwise (the browser then starts under
+// nice alone).
+var dropNice = sync.OnceValue(func() []string {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return nil
+	}
+	prefix := []string{setpriv, "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"}
+	if err := exec.Command(prefix[0], append(prefix[1:], "true")...).Run(); err != nil {
+		return nil
+	}
+	return prefix
+})
