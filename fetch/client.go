@@ -383,6 +383,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 		RemoteIP:    wc.remoteIP(),
 		Started:     started,
 		Reached:     wc.reachedAt(),
+		Answered:    wc.answeredAt(),
 		Duration:    time.Since(started),
 		Truncated:   truncated,
 		Conditional: conditional,
@@ -681,6 +682,14 @@ func (wc *wireCapture) reachedAt() time.Time {
 	if wc.reused && !wc.sent.IsZero() {
 		return wc.sent
 	}
+	return wc.firstAt
+}
+
+// answeredAt returns when the last attempt's response began
+// (Result.Answered); the zero time if not known.
+func (wc *wireCapture) answeredAt() time.Time {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
 	return wc.firstAt
 }
 

@@ -91,6 +91,10 @@ type Result struct {
 	// read the request); the zero time if not known. Strict politeness
 	// counts a host's interval from it (Politeness.Reached).
 	Reached time.Time
+	// Answered is when the response's first byte came
+	// (GotFirstResponseByte): by then the server has read the request,
+	// whatever its own scheduling; the zero time if not known.
+	Answered time.Time
 	// Duration is the time from Started to the last body byte read.
 	Duration time.Duration
 	// Truncated is set when the body was longer than its cap
