@@ -65,6 +65,23 @@ type attempt struct {
 	// respID is the WARC-Record-ID of the response (or revisit) record
 	// store wrote, for a screenshot's WARC-Concurrent-To.
 	respID string
+	// decoded is the page's body decoded (htmlBody), once per attempt:
+	// link extraction, the render decision and the render share it.
+	decoded struct {
+		body []byte
+		err  error
+		done bool
+	}
+}
+
+// htmlBody returns res's body decoded (Content-Encoding undone, at most
+// maxDecodedBody bytes), decoding it on the first call only.
+func (a *attempt) htmlBody(res *fetch.Result) ([]byte, error) {
+	if !a.decoded.done {
+		a.decoded.body, a.decoded.err = res.DecodedBody(maxDecodedBody)
+		a.decoded.done = true
+	}
+	return a.decoded.body, a.decoded.err
 }
 
 // run takes the attempt through its steps; fetched is process's.
@@ -90,7 +107,7 @@ func (a *attempt) run(fetched func()) {
 		a.finishFailed(true)
 		return
 	}
-	links, title := a.w.outlinks(a.ctx, a.it, res, a.live)
+	links, title := a.w.outlinks(a.ctx, a.it, res, a.live, func() ([]byte, error) { return a.htmlBody(res) })
 	a.entry.Title = title
 	if a.wantsRender(res) {
 		rendered, served, ok := a.render(res)
@@ -357,7 +374,9 @@ func (a *attempt) lost(op string, err error) {
 // depth+1, pdfLinks, parsed under ctx; none from a requisite PDF). The
 // string is a complete
 // 2xx HTML page's title (fetch.Links.Title) for its crawl-log line, else "".
-func (w *Worker) outlinks(ctx context.Context, it frontier.Item, res *fetch.Result, live *liveConfig) ([]frontier.Item, string) {
+// decoded gives the HTML or CSS body decoded (attempt.htmlBody: once per
+// attempt, shared with the render).
+func (w *Worker) outlinks(ctx context.Context, it frontier.Item, res *fetch.Result, live *liveConfig, decoded func() ([]byte, error)) ([]frontier.Item, string) {
 	var out []frontier.Item
 	requisite := frontier.IsRequisite(it.Hops)
 	from := it.URL // the URL scope judges a link against
@@ -413,7 +432,7 @@ func (w *Worker) outlinks(ctx context.Context, it frontier.Item, res *fetch.Resu
 	if !html && !(css && embeds) {
 		return nil, ""
 	}
-	body, err := res.DecodedBody(maxDecodedBody)
+	body, err := decoded()
 	if err != nil {
 		w.log.Debug("body not decodable; no links taken", "url", it.URL, "error", err)
 		return nil, ""

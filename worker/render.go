@@ -123,7 +123,7 @@ func (a *attempt) wantsRender(res *fetch.Result) bool {
 	if mode == config.RenderAlways {
 		return true
 	}
-	body, err := res.DecodedBody(maxDecodedBody)
+	body, err := a.htmlBody(res)
 	return err == nil && looksLikeShell(body)
 }
 
@@ -151,7 +151,7 @@ func (a *attempt) render(res *fetch.Result) (links []frontier.Item, served map[s
 	if pool == nil {
 		return nil, nil, true
 	}
-	body, err := res.DecodedBody(maxDecodedBody)
+	body, err := a.htmlBody(res)
 	if err != nil {
 		return nil, nil, true
 	}
