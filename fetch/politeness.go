@@ -220,19 +220,21 @@ func (p *Politeness) sweepLocked(now time.Time) {
 // (SetDelayFactor), then the host's hold (a Retry-After or 429/503 backoff,
 // Answered), then a token of the host's rate limiter (rate, burst, crawl
 // delay), and last a slot of the request budget shared by all hosts
-// (MaxRequests). A hold set while it waits for the token or the budget
-// sends it back to wait for the hold (holding no budget slot). The budget slot is taken only once the host's limits admit
-// the request, so a request that waits for its host's rate holds no budget
-// slot, and the budget counts requests on the wire, not requests waiting.
-// If the budget is full when the token comes, Acquire waits for a budget
-// slot and then for a fresh token (the first one is spent unused: never a
-// shorter spacing, at most one interval later); it never holds a budget
-// slot while it waits for a token. It returns release, which the caller
-// must call exactly once when the request is done (extra calls are no-ops).
-// Limit changes made while it waits (SetLimits, SetCrawlDelay,
-// SetDelayFactor, SetMaxRequests) apply to it. It fails for an empty host,
-// or when ctx ends, with an error naming the host and the phase and
-// wrapping ctx.Err(); nothing is held then.
+// (MaxRequests). The token is only waited for, not taken, until the
+// budget slot is held: then the token and the hold are checked and the
+// token taken at once (admit), at the moment the request starts. So a
+// request that waits for its host's rate holds no budget slot (the budget
+// counts requests on the wire, not requests waiting), and one that waited
+// for the budget after its token came starts as soon as it has a slot,
+// with the interval counted from that start: never a shorter spacing, and
+// no interval lost. A hold or a token taken meanwhile (another request of
+// the host, a limit change) sends it back to wait, holding no budget slot.
+// It returns release, which the caller must call exactly once when the
+// request is done (extra calls are no-ops). Limit changes made while it
+// waits (SetLimits, SetCrawlDelay, SetDelayFactor, SetMaxRequests) apply
+// to it. It fails for an empty host, or when ctx ends, with an error
+// naming the host and the phase and wrapping ctx.Err(); nothing is held
+// then.
 func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), err error) {
 	if host == "" {
 		return nil, errors.New("politeness: empty host key")
@@ -267,15 +269,11 @@ func (p *Politeness) Acquire(ctx context.Context, host string) (release func(), 
 				p.finish(hs, true)
 				return nil, fmt.Errorf("politeness: waiting for the request budget (%s admitted): %w", host, err)
 			}
-			if !p.tokenNow(hs) {
-				p.releaseRequest() // wait for the next token holding no budget slot
-				continue
-			}
 		}
-		if p.passHold(hs) {
+		if p.admit(hs) {
 			break
 		}
-		p.releaseRequest() // held meanwhile: wait for the hold holding no budget slot
+		p.releaseRequest() // held or token gone meanwhile: wait again holding no budget slot
 	}
 
 	var once sync.Once
@@ -334,13 +332,22 @@ func (p *Politeness) releaseRequest() {
 	p.requestFreed = make(chan struct{})
 }
 
-// tokenNow takes a token of hs's rate limiter if one is there now and
-// reports whether it did (no waiting).
-func (p *Politeness) tokenNow(hs *hostState) bool {
+// admit starts a request to hs if its hold has passed and its rate
+// limiter has a token now, taking the token and noting the start for the
+// backoff spacing, and reports whether it did; neither is changed when it
+// does not (no waiting).
+func (p *Politeness) admit(hs *hostState) bool {
 	p.mu.Lock()
-	lim := hs.lim
-	p.mu.Unlock()
-	return lim.Limit() == rate.Inf || lim.Allow()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if heldLocked(hs).After(now) {
+		return false
+	}
+	if hs.lim.Limit() != rate.Inf && !hs.lim.AllowN(now, 1) {
+		return false
+	}
+	hs.lastStart = now
+	return true
 }
 
 // SetMaxRequests changes the request budget (MaxRequests: concurrent
@@ -422,36 +429,25 @@ func (p *Politeness) waitLeft(ctx context.Context, hs *hostState, left func() ti
 	}
 }
 
-// waitToken takes a token of hs's rate limiter. It reserves and sleeps
-// instead of calling rate.Limiter.Wait so that a limit change wakes the
-// waiter, which cancels its reservation and reserves again under the new
-// limit. Errors: ctx's, with the reservation cancelled.
+// waitToken waits until hs's rate limiter holds a token, without taking
+// it (admit takes it once the request also has its budget slot). A limit
+// change (limitsChanged) wakes it to compute again. Errors: ctx's.
 func (p *Politeness) waitToken(ctx context.Context, hs *hostState) error {
-	for {
-		p.mu.Lock()
-		lim, changed := hs.lim, hs.limitsChanged
-		p.mu.Unlock()
-		if lim.Limit() == rate.Inf {
-			return nil
-		}
-		r := lim.Reserve() // burst >= 1, so always OK
-		d := r.Delay()
-		if d == 0 {
-			return nil
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-			return nil
-		case <-changed:
-			t.Stop()
-			r.Cancel()
-		case <-ctx.Done():
-			t.Stop()
-			r.Cancel()
-			return ctx.Err()
-		}
+	return p.waitLeft(ctx, hs, func() time.Duration { return tokenWaitLocked(hs.lim, time.Now()) })
+}
+
+// tokenWaitLocked returns how long until lim holds a whole token at now,
+// 0 if it does (or has no limit). Called with p.mu held.
+func tokenWaitLocked(lim *rate.Limiter, now time.Time) time.Duration {
+	if lim.Limit() == rate.Inf {
+		return 0
 	}
+	missing := 1 - lim.TokensAt(now)
+	if missing <= 0 {
+		return 0
+	}
+	// Rounded up to the microsecond, so the wake finds the token there.
+	return time.Duration(math.Ceil(missing/float64(lim.Limit())*1e6)) * time.Microsecond
 }
 
 // adaptiveWaitLocked returns how long a request to hs must still wait for

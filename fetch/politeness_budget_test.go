@@ -111,11 +111,11 @@ func TestPolitenessRequestBudgetCapsInFlight(t *testing.T) {
 	}
 }
 
-// A request that waited for the budget after its token came takes a fresh
-// token before it starts: the spacing of a host's request starts never
+// A request that waited for the budget after its token came takes the
+// token when it starts: the spacing of a host's request starts never
 // beats the rate (two in flight allowed, so the bucket, not the
-// end-of-request restart, spaces them). Without the fresh token both
-// would start together when the budget frees.
+// end-of-request restart, spaces them). Had both taken a token before the
+// budget wait, they would start together when the budget frees.
 func TestPolitenessRequestBudgetKeepsSpacing(t *testing.T) {
 	p, err := NewPoliteness(PolitenessOptions{RatePerSec: 10, Burst: 1, MaxInFlight: 2, MaxRequests: 1})
 	if err != nil {
@@ -159,8 +159,44 @@ func TestPolitenessRequestBudgetKeepsSpacing(t *testing.T) {
 			gap = -gap
 		}
 		if gap < 80*time.Millisecond { // 100 ms less scheduling slack
-
 			t.Errorf("h's two requests after the budget wait started %v apart, want >= 100ms (rate 10/s)", gap)
 		}
+	}
+}
+
+// A request whose token came while it waited for the budget starts as soon
+// as a budget slot frees, not one more interval later: the token is taken
+// when the request starts, so none is spent unused.
+func TestPolitenessRequestBudgetLosesNoInterval(t *testing.T) {
+	p, err := NewPoliteness(PolitenessOptions{RatePerSec: 2, Burst: 1, MaxInFlight: 1, MaxRequests: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	rel, err := p.Acquire(ctx, "h") // h's token spent at 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel()
+	hold, err := p.Acquire(ctx, "other") // the only budget slot, until 750 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan time.Time, 1)
+	go func() {
+		rel, err := p.Acquire(ctx, "h") // its token comes at 500 ms
+		if err != nil {
+			t.Error(err)
+			started <- time.Time{}
+			return
+		}
+		started <- time.Now()
+		rel()
+	}()
+	time.Sleep(750 * time.Millisecond)
+	freed := time.Now()
+	hold()
+	if wait := (<-started).Sub(freed); wait > 150*time.Millisecond {
+		t.Errorf("h started %v after the budget slot freed, its token long there; want at once (< 150ms), not at the next token (250ms)", wait)
 	}
 }

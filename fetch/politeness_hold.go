@@ -141,17 +141,3 @@ func heldLocked(hs *hostState) time.Time {
 func (p *Politeness) waitHold(ctx context.Context, hs *hostState) error {
 	return p.waitLeft(ctx, hs, func() time.Duration { return time.Until(heldLocked(hs)) })
 }
-
-// passHold admits a request to hs if its hold has passed, noting its start
-// for the backoff spacing, and reports whether it did: a 429 or 503 that
-// came while the request waited for its token holds it back.
-func (p *Politeness) passHold(hs *hostState) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	if heldLocked(hs).After(now) {
-		return false
-	}
-	hs.lastStart = now
-	return true
-}
