@@ -759,7 +759,14 @@ func ReadyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 // recrawl_new_first), hosts with the fewest ready items first. A window is
 // refilled once a third of it (at least one item) is free, so one step
 // moves several items of a busy host instead of one per finished page. A
-// step moves at most stepMaxMoves items and about stepMoveBytes.
+// step moves at most stepMaxMoves items and about stepMoveBytes, in
+// rounds (fillTiers): first one ready item for every host that has none,
+// then per_host_max_in_flight + 1 each (what a worker claims of a key at
+// once), then the whole window. So when links to thousands of new hosts
+// arrive at once (the home pages of a wide crawl), every host has its
+// next page ready within a few steps, instead of a few hundred hosts'
+// windows being filled per step while the others miss their politeness
+// turns (a turn missed at a per-host rate is a whole interval lost).
 func (plan *stepPlan) fillWindows(layout Layout, now int64) {
 	v := plan.view
 	window := ReadyWindow(plan.cfg)
@@ -771,47 +778,66 @@ func (plan *stepPlan) fillWindows(layout Layout, now int64) {
 		}
 	}
 	sort.Slice(order, func(i, j int) bool { return v.hosts[order[i]].ready < v.hosts[order[j]].ready })
+	moves := make([]hostMove, len(order))
 	moveBytes := 0
-	for _, h := range order {
-		hb := v.hosts[h]
-		limit := min(window-hb.ready, stepMaxMoves-len(plan.step.Move), plan.budgetLeft(h))
-		m := hostMove{host: h}
-		takeNew := func() bool {
-			if m.n >= len(hb.pending) {
-				return false
-			}
-			pr := hb.pending[m.n]
-			moveBytes += int(pr.bytes) + 64
-			plan.move(layout, pr.ref, 0)
-			m.n++
-			return true
-		}
-		takeDue := func() bool {
-			e := v.takeDue(hb, now)
-			if e == nil {
-				return false
-			}
-			moveBytes += int(e.bytes) + 64
-			plan.move(layout, e.ref, e.interval)
-			m.e++
-			return true
-		}
-		for m.n+m.e < limit && moveBytes < stepMoveBytes {
-			if plan.cfg.RecrawlNewFirst {
-				if !takeNew() && !takeDue() {
-					break
-				}
-			} else if !takeDue() && !takeNew() {
+	full := func() bool { return len(plan.step.Move) >= stepMaxMoves || moveBytes >= stepMoveBytes }
+	for _, tier := range fillTiers(plan.cfg, window) {
+		for i, h := range order {
+			if full() {
 				break
 			}
+			hb, m := v.hosts[h], &moves[i]
+			m.host = h
+			limit := min(tier-hb.ready, plan.budgetLeft(h))
+			takeNew := func() bool {
+				if m.n >= len(hb.pending) {
+					return false
+				}
+				pr := hb.pending[m.n]
+				moveBytes += int(pr.bytes) + 64
+				plan.move(layout, pr.ref, 0)
+				m.n++
+				return true
+			}
+			takeDue := func() bool {
+				e := v.takeDue(hb, now)
+				if e == nil {
+					return false
+				}
+				moveBytes += int(e.bytes) + 64
+				plan.move(layout, e.ref, e.interval)
+				m.e++
+				return true
+			}
+			for m.n+m.e < limit && !full() {
+				if plan.cfg.RecrawlNewFirst {
+					if !takeNew() && !takeDue() {
+						break
+					}
+				} else if !takeDue() && !takeNew() {
+					break
+				}
+			}
 		}
+	}
+	for _, m := range moves {
 		if m.n+m.e > 0 {
 			plan.moved = append(plan.moved, m)
 		}
-		if len(plan.step.Move) >= stepMaxMoves || moveBytes >= stepMoveBytes {
-			break
+	}
+}
+
+// fillTiers returns the ready counts fillWindows fills hosts up to, round
+// by round: 1, per_host_max_in_flight + 1, then window (increasing, each
+// at most window).
+func fillTiers(cfg config.Config, window int) []int {
+	tiers := []int{1}
+	for _, t := range []int{cfg.PerHostMaxInFlight + 1, window} {
+		if t = min(t, window); t > tiers[len(tiers)-1] {
+			tiers = append(tiers, t)
 		}
 	}
+	return tiers
 }
 
 // move adds the move of backlog record ref to the ready queue: its item's
