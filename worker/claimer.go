@@ -221,7 +221,11 @@ func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte) 
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
 		key := w.layout.Key(it.URL)
-		if !w.slots.reserve(key, claimSlotsPerKey(cfg), shard) {
+		limit := keyClaimLimit(cfg, w.claimSlots.Load(), w.current().claimCap)
+		if !w.slots.reserve(key, limit, shard) {
+			if limit < claimSlotsPerKey(cfg) {
+				w.capWait.add(shard) // a freed claim slot may lift the limit
+			}
 			return nil, false
 		}
 		if !w.tryClaimSlot(shard) {
@@ -273,6 +277,26 @@ func (w *Worker) waitRunnable(ctx context.Context) error {
 		case <-time.After(capRecheck):
 		}
 	}
+}
+
+// firstClaimsFrom returns how many claims a worker with claim cap
+// claimCap may hold before it admits only items of keys holding no claim
+// here: three quarters of the cap. A key's first claim is what keeps its
+// politeness turns; a second (prefetched) claim only saves a claim round
+// trip between two of its requests. So with more keys than claimCap /
+// claimSlotsPerKey (5,000 hosts at a rate take 10,000 claims at two each)
+// the cap is not spent on second claims while a key holds none and misses
+// its turn, a whole interval lost (docs/design.md, "In-flight budget").
+func firstClaimsFrom(claimCap int) int { return claimCap - claimCap/4 }
+
+// keyClaimLimit returns how many claims one key may hold in a worker
+// under cfg that holds claims of its claimCap: claimSlotsPerKey, or 1
+// (first claims only) from firstClaimsFrom(claimCap) on.
+func keyClaimLimit(cfg *config.Config, claims int64, claimCap int) int {
+	if claims >= int64(firstClaimsFrom(claimCap)) {
+		return 1
+	}
+	return claimSlotsPerKey(cfg)
 }
 
 // tryClaimSlot takes one of the worker's claimCap claim slots (claims held,

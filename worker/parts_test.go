@@ -57,6 +57,28 @@ func TestKeySlots(t *testing.T) {
 	}
 }
 
+// A key may hold its claim slots until three quarters of the worker's
+// claim cap are held; from then on only keys holding no claim are
+// admitted, so every key keeps one claim for its next turn.
+func TestKeyClaimLimit(t *testing.T) {
+	rated, unrated := config.Default(), config.Default()
+	rated.PerHostRatePerS, rated.PerHostMaxInFlight = 1, 1
+	unrated.PerHostRatePerS, unrated.PerHostMaxInFlight = 0, 2
+	for _, c := range []struct {
+		cfg    *config.Config
+		claims int64
+		cap    int
+		want   int
+	}{
+		{&rated, 0, 9640, 2}, {&rated, 7229, 9640, 2}, {&rated, 7230, 9640, 1}, {&rated, 9640, 9640, 1},
+		{&unrated, 5, 8, 8}, {&unrated, 6, 8, 1},
+	} {
+		if got := keyClaimLimit(c.cfg, c.claims, c.cap); got != c.want {
+			t.Errorf("keyClaimLimit(rate %v, %d claims of %d) = %d, want %d", c.cfg.PerHostRatePerS, c.claims, c.cap, got, c.want)
+		}
+	}
+}
+
 // retry stops at the first success, at an error its policy does not retry,
 // after its attempts, and when ctx ends, returning the last error.
 func TestRetry(t *testing.T) {
