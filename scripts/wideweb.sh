@@ -30,12 +30,19 @@
 #   flat           per worker, runs of 3 min or more: goroutines, heap in
 #                  use, open fds and RSS, the peak of the second minute ->
 #                  the peak of the last (flat: no per-host growth)
+#   site           the site's own view (testweb --arrivals-file): requests
+#                  that arrived, robots.txt among them, those with no
+#                  crawl.log line (a page's request logged once per line),
+#                  violations (two arrivals at a host closer than 1/RATE
+#                  less 50 ms) and the gaps between a host's arrivals in
+#                  whole intervals (1: on time; 2 and more: a turn missed)
 #
 # Environment: HOSTS (1000), PAGES (10), WORKERS ("1 3"), RATE (1),
 # FORCE_SYNC (true: ZooKeeper fsyncs before each ack, as in production;
 # default false), WIDE_DIR (output, default ./out/wideweb-<timestamp>), BIN,
 # TIMEOUT (the most seconds one run may take, default 600), WIDE_MD (a file
 # to append one markdown table row per run to: scripts/bench.sh's).
+# WIDE_DIR must be new or empty (workers append to crawl logs they find).
 # Exits 1 when a run misses a page of the ground truth or passes TIMEOUT.
 set -uo pipefail
 
@@ -49,6 +56,8 @@ WORKERS=${WORKERS:-"1 3"}
 RATE=${RATE:-1}
 TIMEOUT=${TIMEOUT:-600}
 WIDE_DIR=${WIDE_DIR:-$ZKC_ROOT/out/wideweb-$(date +%Y%m%d-%H%M%S)}
+[ -z "$(ls -A "$WIDE_DIR" 2>/dev/null)" ] ||
+	die "WIDE_DIR=$WIDE_DIR is not empty (its crawl logs would mix with this run's): name a new folder with WIDE_DIR="
 mkdir -p "$WIDE_DIR" || die "cannot create $WIDE_DIR"
 WIDE_DIR=$(cd "$WIDE_DIR" && pwd)
 ZKC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/zkcrawl-wide.XXXXXX")
@@ -59,12 +68,14 @@ trap 'exit 143' TERM
 # zkc_py_wide_report: the python3 helper that reports one run (pyscript).
 zkc_py_wide_report() {
 	cat <<'EOF'
-"""Report one wide-web run: argv TRUTH BOUND_S T0 RATE RUN_DIR [MD_FILE LABEL]."""
+"""Report one wide-web run: argv TRUTH BOUND_S T0 RATE RUN_DIR ARRIVALS T_END [MD_FILE LABEL]."""
 import glob, json, os, re, statistics, sys
 from collections import defaultdict
 from datetime import datetime
 
 truth_file, bound, t0, rate, run = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+arrivals_file, t_end = sys.argv[6], float(sys.argv[7])
+md_file, md_label = (sys.argv[8], sys.argv[9]) if len(sys.argv) > 9 else ("", "")
 truth = {}
 for line in open(truth_file):
     st, _, url = line.rstrip("\n").split("\t")
@@ -169,14 +180,44 @@ for f in sorted(glob.glob(os.path.join(run, "metrics", "*.series"))):
         peak(2, t00 + 60, t00 + 120) / 2**20, peak(2, tend - 60, tend + 1) / 2**20, peak(2, 0, 1e18) / 2**20,
         peak(3, t00 + 60, t00 + 120), peak(3, tend - 60, tend + 1),
         peak(4, t00 + 60, t00 + 120) / 2**20, peak(4, tend - 60, tend + 1) / 2**20, peak(4, 0, 1e18) / 2**20))
-if len(sys.argv) > 7 and sys.argv[6]:
+# The site's view: the arrivals of this run (t0..t_end) from testweb's log.
+site = defaultdict(list)
+for line in open(arrivals_file):
+    f = line.rstrip("\n").split("\t")
+    if len(f) == 5 and t0 <= float(f[0]) <= t_end:
+        site[f[1]].append((float(f[0]), f[2]))
+logged = defaultdict(int)
+for _, _, u, _ in entries:
+    logged[u] += 1
+arrived = defaultdict(int)
+robots = 0
+for h, v in site.items():
+    for _, path in v:
+        if path == "/robots.txt":
+            robots += 1
+        else:
+            arrived["http://" + h + path] += 1
+unlogged = sum(max(0, n - logged.get(u, 0)) for u, n in arrived.items())
+turns, violations, sgaps = defaultdict(int), 0, []
+for h, v in site.items():
+    ts = sorted(t for t, _ in v)
+    for a, b in zip(ts, ts[1:]):
+        sgaps.append(b - a)
+        if rate and b - a < 1 / rate - 0.05:
+            violations += 1
+        if rate:
+            turns[min(4, max(1, round((b - a) * rate)))] += 1
+print("site: requests=%d robots=%d no_log_line=%d violations=%d gap_s p50=%.2f p90=%.2f max=%.2f  gaps_in_intervals 1=%d 2=%d 3=%d 4+=%d" % (
+    sum(len(v) for v in site.values()), robots, unlogged, violations, q(sgaps, .5), q(sgaps, .9), q(sgaps, 1),
+    turns[1], turns[2], turns[3], turns[4]))
+if md_file:
     def p50(st):
         return 1000 * hq(buckets.get(st, {}), .5)
     cpu = [metric(open(f).read(), "process_cpu_seconds_total") for f in glob.glob(os.path.join(run, "metrics", "*.prom"))]
     rss = [metric(open(f).read(), "process_resident_memory_bytes") / 2**20 for f in glob.glob(os.path.join(run, "metrics", "*.prom"))]
-    with open(sys.argv[6], "a") as md:
+    with open(md_file, "a") as md:
         md.write("| %s | %d | %.1f | %.1f | **%.2fx** | %.2f | %d/%d | %.2f | %.0f | %s |\n" % (
-            sys.argv[7], len(exits), bound, mk, mk / bound, (max(exits) - last) if exits else float("nan"),
+            md_label, len(exits), bound, mk, mk / bound, (max(exits) - last) if exits else float("nan"),
             ok, len(truth), 1000 * sum(cpu) / max(len(entries), 1), max(rss or [0]),
             " / ".join("%.0f" % p50(st) for st in ("ready", "claim", "robots", "politeness", "fetch", "fsync", "complete"))))
 sys.exit(0 if ok == len(truth) else 1)
@@ -188,8 +229,9 @@ start_zk "$WIDE_DIR/zk" 200ms
 
 banner "The wide web: $HOSTS hosts x $PAGES pages, latency median 150ms p99 1s; bound at $RATE/s per host"
 start_bg testweb "$WIDE_DIR/testweb.log" bash -c 'exec "$0" --wide --hosts "$1" --pages "$2" --rate "$3" \
-	--truth-file "$4" --bound-file "$5" >"$6"' \
-	"$BIN/testweb" "$HOSTS" "$PAGES" "$RATE" "$WIDE_DIR/truth.tsv" "$WIDE_DIR/bound.tsv" "$WIDE_DIR/seeds.txt"
+	--truth-file "$4" --bound-file "$5" --arrivals-file "$7" >"$6"' \
+	"$BIN/testweb" "$HOSTS" "$PAGES" "$RATE" "$WIDE_DIR/truth.tsv" "$WIDE_DIR/bound.tsv" "$WIDE_DIR/seeds.txt" \
+	"$WIDE_DIR/arrivals.tsv"
 wait_until 120 "testweb to write its bound" test -s "$WIDE_DIR/bound.tsv" || die "testweb did not start; see $WIDE_DIR/testweb.log"
 wait_until 30 "testweb to print its seeds" bash -c '[ "$(wc -l <"$0")" -ge "$1" ]' "$WIDE_DIR/seeds.txt" "$HOSTS" ||
 	die "testweb printed no seeds"
@@ -269,7 +311,7 @@ for n in $WORKERS; do
 	kill "$scraper" 2>/dev/null
 	wait "$scraper" 2>/dev/null
 	python3 "$(pyscript wide_report)" "$WIDE_DIR/truth.tsv" "$BOUND" "$t0" "$RATE" "$RUN" \
-		"${WIDE_MD:-}" "$HOSTS x $PAGES, ${RATE}/s, forceSync=$([ "${FORCE_SYNC:-false}" = true ] && echo yes || echo no)" >"$RUN/report.txt"
+		"$WIDE_DIR/arrivals.tsv" "$(date +%s.%N)" "${WIDE_MD:-}" "$HOSTS x $PAGES, ${RATE}/s, forceSync=$([ "${FORCE_SYNC:-false}" = true ] && echo yes || echo no)" >"$RUN/report.txt"
 	rc=$?
 	cat "$RUN/report.txt"
 	[ "$rc" = 0 ] || { warn "run with $n worker(s) missed pages of the ground truth (see $RUN)"; failed=1; }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -259,8 +260,9 @@ type Web struct {
 	// now and the most ever served at once (MaxInFlight).
 	inFlight, maxInFlight []atomic.Int64
 
-	mu   sync.Mutex
-	reqs []WebRequest
+	mu         sync.Mutex
+	reqs       []WebRequest
+	arrivalLog io.Writer // nil: none, or after a write error (LogArrivals)
 
 	active  sync.Mutex // guards running and closed
 	idle    *sync.Cond // signalled when running drops to 0
@@ -496,7 +498,28 @@ func (w *Web) Reset() {
 
 func (w *Web) record(r WebRequest) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.reqs = append(w.reqs, r)
+	if w.arrivalLog == nil {
+		return
+	}
+	ua := strings.NewReplacer("\t", " ", "\n", " ").Replace(r.UserAgent)
+	if _, err := fmt.Fprintf(w.arrivalLog, "%.6f\t%s\t%s\t%d\t%s\n", float64(r.Time.UnixMicro())/1e6, r.Host, r.Path, r.Status, ua); err != nil {
+		w.arrivalLog = nil
+		w.log.Error("synthetic web: arrival log dropped", "err", err)
+	}
+}
+
+// LogArrivals makes every later request also be written to out as one
+// line, "unix_seconds<TAB>host<TAB>path<TAB>status<TAB>user_agent" (the
+// arrival time to the microsecond, host "127.0.0.1:<port>", status as
+// WebRequest.Status), once it is answered, as SPA.LogArrivals does: the
+// site's own view of a crawl's politeness, robots.txt and requests that
+// left no crawl-log line included. nil stops it. Writes are serialized;
+// after a write error the log is logged once and dropped.
+func (w *Web) LogArrivals(out io.Writer) {
+	w.mu.Lock()
+	w.arrivalLog = out
 	w.mu.Unlock()
 }
 

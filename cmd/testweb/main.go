@@ -12,7 +12,14 @@
 //	        [--crawl-delay-hosts N --crawl-delay 2s] [--rate 1]
 //	        [--max-in-flight 1] [--bound-file F] [--truth-file F]
 //	testweb ... --change-min 2s --change-max 20s [--changes-file F]
-//	testweb --spa [--pages 20] [--truth-file F] [--arrivals-file F]
+//	testweb --spa [--pages 20] [--truth-file F]
+//	testweb ... [--arrivals-file F]
+//
+// In every mode --arrivals-file logs every request the site answers as
+// "unix_seconds<TAB>host:port<TAB>path<TAB>status<TAB>user_agent" (the
+// arrival time to the microsecond; status 0 when nothing was sent), the
+// site's own view of a crawl's politeness: robots.txt and requests that
+// left no crawl-log line count too.
 //
 // With --change-max every host's "/" and /p/<n> change over time
 // (testenv.WebMutate): each page's mean change interval is drawn
@@ -38,9 +45,7 @@
 // the script renders. --truth-file (or --truth) then writes its ground
 // truth as JSON (testenv.SPATruth), found by rendering the live fixture in
 // Chromium (an error when none is installed: make deps); --arrivals-file
-// logs every later request as "unix_seconds<TAB>host:port<TAB>path<TAB>
-// status<TAB>user_agent", for counting politeness violations at the
-// server. It prints the one seed.
+// then logs the requests made after that render. It prints the one seed.
 //
 // It starts the web, writes the ground truth to --truth-file if given (one
 // "status<TAB>depth<TAB>url" line per URL, sorted by URL; status 0 means
@@ -129,7 +134,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.DurationVar(&cfg.Mutate.ChangeMax, "change-max", 0, "pages change: longest mean change interval per page (0: pages never change)")
 	changesFile := fs.String("changes-file", "", "at exit, write every page version to this file (needs --change-max)")
 	spa := fs.Bool("spa", false, "serve the single-page-app fixture (default --pages 20); --truth-file renders its truth in Chromium")
-	arrivals := fs.String("arrivals-file", "", "--spa: log every request's arrival time and host:port to this file")
+	arrivals := fs.String("arrivals-file", "", "log every request's arrival time, host:port, path and status to this file (the site's view of politeness)")
 	newLogger := cli.LogFlags(fs)
 	if err := cli.Parse(fs, args, lookupEnv); err != nil {
 		return err
@@ -166,9 +171,6 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			o.pages = cfg.PagesPerHost
 		}
 		return runSPA(ctx, o, log, stdout)
-	}
-	if *arrivals != "" {
-		return cli.Usage("--arrivals-file needs --spa")
 	}
 	if (*changesFile != "" || cfg.Mutate.ChangeMin != 0) && cfg.Mutate.ChangeMax == 0 {
 		return cli.Usage("--change-min and --changes-file need --change-max")
@@ -211,6 +213,17 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer web.Close()
+	if *arrivals != "" {
+		f, err := os.Create(*arrivals)
+		if err != nil {
+			return fmt.Errorf("--arrivals-file: %w", err)
+		}
+		web.LogArrivals(f)
+		defer func() {
+			web.LogArrivals(nil)
+			_ = f.Close()
+		}()
+	}
 	if *truthFile != "" || *wide {
 		truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: *truthDepth, Scope: *scope, ObeyRobots: *obeyRobots})
 		if err != nil {

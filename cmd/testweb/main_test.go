@@ -33,16 +33,18 @@ func (l *lockedBuffer) String() string {
 func noEnv(string) (string, bool) { return "", false }
 
 // --wide serves the wide web, prints its politeness bound and writes it to
-// --bound-file; the wide-only flags without --wide are usage errors.
+// --bound-file, and logs each request to --arrivals-file; the wide-only
+// flags without --wide are usage errors.
 func TestRunWide(t *testing.T) {
 	dir := t.TempDir()
-	bound := filepath.Join(dir, "bound.tsv")
+	bound, arrivals := filepath.Join(dir, "bound.tsv"), filepath.Join(dir, "arrivals.tsv")
 	ctx, cancel := context.WithCancel(t.Context())
 	var stdout, stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--wide", "--hosts", "6", "--pages", "3", "--crawl-delay-hosts", "1",
-			"--crawl-delay", "3s", "--dead-hosts", "1", "--bound-file", bound, "--log-level", "warn"}, noEnv, &stdout, &stderr)
+			"--crawl-delay", "3s", "--dead-hosts", "1", "--bound-file", bound, "--arrivals-file", arrivals,
+			"--latency-median", "1ms", "--latency-p99", "2ms", "--log-level", "warn"}, noEnv, &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -54,6 +56,14 @@ func TestRunWide(t *testing.T) {
 			t.Fatalf("no bound file and 6 seeds after 30s; stderr:\n%s", stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	var seed string
+	for _, s := range strings.Fields(stdout.String()) {
+		if resp, err := http.Get(s + "robots.txt"); err == nil { // the dead host refuses
+			resp.Body.Close()
+			seed = s
+			break
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -70,6 +80,13 @@ func TestRunWide(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "testweb: politeness bound ") {
 		t.Errorf("stderr lacks the bound:\n%s", stderr.String())
+	}
+	if data, err = os.ReadFile(arrivals); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(seed, "http://"), "/")
+	if f := strings.Split(strings.TrimSuffix(string(data), "\n"), "\t"); seed == "" || len(f) != 5 || f[1] != host || f[2] != "/robots.txt" || f[3] != "200" {
+		t.Errorf("arrivals file %q: want one line: time, %s, /robots.txt, 200, user agent", data, host)
 	}
 	if err := run(t.Context(), []string{"--rate", "2"}, noEnv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--rate needs --wide") {
 		t.Errorf("--rate without --wide: %v, want a usage error", err)
@@ -136,8 +153,8 @@ func TestRunChanges(t *testing.T) {
 }
 
 // --spa serves the single-page-app fixture, prints its seed and logs each
-// request to --arrivals-file; the synthetic web's flags with --spa, and
-// --arrivals-file without it, are usage errors. (The truth's rendering is
+// request to --arrivals-file; the synthetic web's flags with --spa are
+// usage errors. (The truth's rendering is
 // testenv.TestSPATruth's.)
 func TestRunSPA(t *testing.T) {
 	arrivals := filepath.Join(t.TempDir(), "arrivals.tsv")
@@ -177,7 +194,7 @@ func TestRunSPA(t *testing.T) {
 	if f := strings.Split(strings.TrimSuffix(string(data), "\n"), "\t"); len(f) != 5 || f[1] != host || f[2] != "/page/1" || f[3] != "200" {
 		t.Errorf("arrivals file %q: want one line: time, %s, /page/1, 200, user agent", data, host)
 	}
-	for _, args := range [][]string{{"--spa", "--hosts", "3"}, {"--spa", "--wide"}, {"--arrivals-file", arrivals}} {
+	for _, args := range [][]string{{"--spa", "--hosts", "3"}, {"--spa", "--wide"}} {
 		if err := run(t.Context(), args, noEnv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "spa") {
 			t.Errorf("%v: %v, want a usage error naming --spa", args, err)
 		}
