@@ -86,7 +86,7 @@ func (a *attempt) htmlBody(res *fetch.Result) ([]byte, error) {
 
 // run takes the attempt through its steps; fetched is process's.
 func (a *attempt) run(fetched func()) {
-	if a.pausedRelease(nil) {
+	if a.abandonIfPaused() {
 		return
 	}
 	a.coolAfterHandoff()
@@ -168,39 +168,19 @@ func (a *attempt) robotsPermit() bool {
 // attempt when no response came.
 func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 	w := a.w
-	release, err := w.polite.Acquire(a.ctx, a.key)
-	if err != nil {
-		a.abandon(err)
-		return nil
-	}
-	if a.pausedRelease(release) {
-		return nil
-	}
-	// Last check before the request goes out: after a process pause the
-	// session (and with it the host's claim) may be gone although the
-	// disconnection guard has not run yet.
-	if err := w.checkHeard(); err != nil {
-		release()
-		a.abandon(err)
-		return nil
-	}
-	start := time.Now()
-	a.lapAt(stagePoliteness, start)
 	fetchIf := w.fetcher.FetchIf
 	if cf, ok := w.fetcher.(contentFetcher); ok && contentRuled(a.it.Hops) {
 		fetchIf = cf.FetchContent
 	}
-	res, ferr := fetchIf(a.cookieCtx(), a.it.URL, cond)
-	if res != nil {
-		w.polite.Reached(a.key, res.Reached) // strict politeness counts from here
-		w.answered(a.key, res)               // a 429/503 holds the key before its slot frees
+	res, ferr, start, end, err := a.request(true,
+		func() (*fetch.Result, error) { return fetchIf(a.cookieCtx(), a.it.URL, cond) },
+		func(r *fetch.Result) time.Time { return r.Reached }) // strict politeness counts from here
+	if err != nil {
+		a.abandon(err)
+		return nil
 	}
-	release()
-	end := time.Now()
+	a.lapAt(stagePoliteness, start)
 	a.lapAt(stageFetch, end)
-	took := end.Sub(start)
-	a.entry.DurationMS = took.Milliseconds()
-	w.metrics.fetched(res, ferr, took)
 	if a.ctx.Err() != nil {
 		a.abandon(a.ctx.Err())
 		return nil
@@ -220,6 +200,47 @@ func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 		return nil
 	}
 	return res
+}
+
+// request makes one request of the attempt to its key, do, inside a
+// politeness slot of the key (Politeness.Acquire): do runs once the slot
+// is held, the crawl is not paused (when pausable) and the session is
+// heard from (checkHeard, last: after a process pause the session, and
+// with it the key's claim, may be gone although the disconnection guard
+// has not run yet). Before the slot frees it notes when the request
+// reached the server, reachedAt of the result (from which strict
+// politeness spaces the key's next request), and a 429/503 (answered, so
+// the hold comes before the next request). It notes the duration in the
+// entry and the fetch metrics, and returns do's result and error and the
+// request's start and end. err is set, and nothing else, only when no
+// request was made: ctx's while waiting for the slot, errPaused, or the
+// session's.
+func (a *attempt) request(pausable bool, do func() (*fetch.Result, error), reachedAt func(*fetch.Result) time.Time) (res *fetch.Result, ferr error, start, end time.Time, err error) {
+	w := a.w
+	release, err := w.polite.Acquire(a.ctx, a.key)
+	if err != nil {
+		return nil, nil, start, end, err
+	}
+	if pausable && w.current().cfg.Paused {
+		release()
+		return nil, nil, start, end, errPaused
+	}
+	if err := w.checkHeard(); err != nil {
+		release()
+		return nil, nil, start, end, err
+	}
+	start = time.Now()
+	res, ferr = do()
+	if res != nil {
+		w.polite.Reached(a.key, reachedAt(res))
+		w.answered(a.key, res)
+	}
+	release()
+	end = time.Now()
+	took := end.Sub(start)
+	a.entry.DurationMS = took.Milliseconds()
+	w.metrics.fetched(res, ferr, took)
+	return res, ferr, start, end, nil
 }
 
 // store writes res's WARC records (every response is stored, error

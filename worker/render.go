@@ -356,38 +356,27 @@ func (a *attempt) subrequest(ctx context.Context, r render.Request, res *fetch.R
 }
 
 // fetchSub fetches a subrequest inside its key's politeness slot, as
-// attempt.fetch does a page, and notes the duration (and a failure) in
-// its entry; a failure is logged at once.
+// attempt.fetch does a page (attempt.request), and notes the duration
+// (and a failure) in its entry; a failure is logged at once.
 func (a *attempt) fetchSub() (*fetch.Result, error) {
 	w := a.w
-	release, err := w.polite.Acquire(a.ctx, a.key)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.checkHeard(); err != nil {
-		release()
-		return nil, err
-	}
-	start := time.Now()
-	res, ferr := w.fetcher.FetchIf(a.cookieCtx(), a.it.URL, fetch.Conditions{})
-	if res != nil {
+	res, ferr, _, _, err := a.request(false,
+		func() (*fetch.Result, error) { return w.fetcher.FetchIf(a.cookieCtx(), a.it.URL, fetch.Conditions{}) },
 		// A browser's subrequests follow each other at the key's
 		// interval, a burst at the server; their interval counts from
 		// the answer's first byte, when the server has read the request
 		// whatever its own scheduling (from the write, a server that read
 		// one late saw the next early: 1-2 of 115 requests closer than the
 		// interval on 2 busy cores). It costs each subrequest its latency.
-		reached := res.Reached
-		if res.Answered.After(reached) {
-			reached = res.Answered
-		}
-		w.polite.Reached(a.key, reached)
-		w.answered(a.key, res)
+		func(r *fetch.Result) time.Time {
+			if r.Answered.After(r.Reached) {
+				return r.Answered
+			}
+			return r.Reached
+		})
+	if err != nil {
+		return nil, err
 	}
-	release()
-	took := time.Since(start)
-	a.entry.DurationMS = took.Milliseconds()
-	w.metrics.fetched(res, ferr, took)
 	if ferr != nil {
 		if a.ctx.Err() == nil {
 			a.entry.Status, a.entry.Error = fetch.Code(ferr), fetch.Reason(ferr)
