@@ -30,8 +30,8 @@ import (
 // processing it. A claim slot is taken when an item is admitted, so a Take
 // waiting for an item holds none; each shard has at most takersFor(owned
 // shards) Takes under way.
-func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup, view string) {
-	if err := w.awaitHandoff(ctx, shard, view); err != nil {
+func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard int, inflight *sync.WaitGroup, gained assignedView) {
+	if err := w.awaitHandoff(ctx, shard, gained); err != nil {
 		return
 	}
 	var takers sync.WaitGroup

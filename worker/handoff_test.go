@@ -134,3 +134,49 @@ func TestHandoffWaitsForLongFetch(t *testing.T) {
 		}
 	}
 }
+
+// Workers started together on a fresh crawl divide the shard groups in the
+// crawl's first assignment, under which no worker fetched before: none of
+// them waits a politeness interval before its hosts' first requests (a
+// handoff's cooling), while a later move still cools
+// (TestHandoffKeepsCrawlDelay). At 0.1 requests/s, cooling would put
+// every host's first request (robots.txt) 10 s after the assignment.
+func TestFirstAssignmentStartsAtOnce(t *testing.T) {
+	t.Parallel()
+	zks := testenv.ZooKeeper(t)
+	web := testenv.NewWeb(t, testenv.WebConfig{Seed: 5, Hosts: 9, PagesPerHost: 1})
+	cfg := testConfig()
+	cfg.PerHostRatePerS = 0.1
+	cfg.PerHostMaxInFlight = 1
+	c := newCrawl(t, zks.Addr(), "firstassign", cfg, frontier.Layout{Shards: 12, Spread: 1}, web.Seeds())
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	keep := func(o *Options) { o.ExitWhenDone = false }
+	start := time.Now()
+	var done []<-chan error
+	for _, id := range []string{"w1", "w2", "w3"} {
+		done = append(done, c.startWorker(ctx, id, keep))
+	}
+	deadline := start.Add(15 * time.Second)
+	first := map[string]time.Time{}
+	for len(first) < len(web.Hosts()) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		for _, r := range web.Requests() {
+			if _, ok := first[r.Host]; !ok {
+				first[r.Host] = r.Time
+			}
+		}
+	}
+	stop()
+	for i, d := range done {
+		if err := <-d; err != nil {
+			t.Errorf("w%d: %v", i+1, err)
+		}
+	}
+	for _, h := range web.Hosts() {
+		at, ok := first[h]
+		if !ok || at.Sub(start) > 7*time.Second {
+			t.Errorf("%s: first request %v after the workers started (seen: %v), want < 7s: no handoff cooling (10 s) under the first assignment", h, at.Sub(start), ok)
+		}
+	}
+}

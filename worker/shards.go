@@ -153,8 +153,9 @@ func (w *Worker) followAssignment(ctx context.Context, own *ownership, v coord.C
 	if err := own.member.Update(ctx, w.status(own.sess)); err != nil && ctx.Err() == nil {
 		w.log.Warn("could not acknowledge the shard assignment", "error", err)
 	}
+	gainedAt := assignedView{id: view, first: v.Version == 0}
 	for s := range shards {
-		own.claimers.start(s, func(ctx context.Context) { w.claimLoop(ctx, own.work, own.sess, s, own.inflight, view) })
+		own.claimers.start(s, func(ctx context.Context) { w.claimLoop(ctx, own.work, own.sess, s, own.inflight, gainedAt) })
 	}
 	for g := range groups {
 		own.managers.start(g, func(ctx context.Context) { w.owner.Run(ctx, own.sess, g) })
@@ -180,6 +181,15 @@ func (w *Worker) ownedBy(a *assignment) (groups, shards map[int]bool) {
 	return groups, shards
 }
 
+// assignedView is the value of R/assignment a worker gained a shard
+// under: its view (assignmentView, what the members acknowledge) and
+// whether it is the crawl's first assignment (the znode's version 0,
+// written by the balancer's create: no member owned any group before it).
+type assignedView struct {
+	id    string
+	first bool
+}
+
 // awaitHandoff runs when this worker gains a shard, before it claims
 // there. It waits until (1) every other live worker has acknowledged the
 // shard assignment this worker computed its ownership from (their status nodes
@@ -189,13 +199,17 @@ func (w *Worker) ownedBy(a *assignment) (groups, shards map[int]bool) {
 // finishes or releases its in-flight items; a dead owner's claims vanish
 // with its session), for as long as that takes: a claim lives only as long
 // as its owner's session, and a fetch longer than any fixed bound must not
-// overlap ours. If another worker was there, the shard is then recorded as
-// handed over (handedOver), so the first request to each of its politeness
-// keys waits one effective interval, Crawl-delay included
-// (coolAfterHandoff). So a key's request spacing holds across ownership
-// changes, not only inside one worker. If the assignment changes meanwhile and the shard stays ours, the
+// overlap ours. If the shard may have had another owner (other workers
+// are live, or were, and the assignment is not the crawl's first), it is
+// then recorded as handed over (handedOver), so the first request to each
+// of its politeness keys waits one effective interval, Crawl-delay
+// included (coolAfterHandoff). So a key's request spacing holds across
+// ownership changes, not only inside one worker; under the crawl's first
+// assignment nobody fetched before, and workers started together begin at
+// once. If the assignment changes meanwhile and the shard stays ours, the
 // newest view counts; if the shard is lost, ctx is cancelled.
-func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error {
+func (w *Worker) awaitHandoff(ctx context.Context, shard int, gained assignedView) error {
+	view := gained.id
 	deadline := time.Now().Add(handoffAckWait(w.opts.SessionTimeout))
 	others := true // unknown until the member list is read: assume a handoff
 	pause := func() error {
@@ -235,7 +249,7 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, view string) error
 	if err := w.awaitOthersClaims(ctx, shard, pause); err != nil {
 		return err
 	}
-	if others {
+	if others && !gained.first {
 		w.handoffs.handedOver(shard, time.Now())
 	}
 	return nil
