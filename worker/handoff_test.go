@@ -30,7 +30,26 @@ func TestHandoffKeepsCrawlDelay(t *testing.T) {
 	defer stop()
 	keep := func(o *Options) { o.ExitWhenDone = false }
 	d1 := c.startWorker(ctx, "w1", keep)
-	time.Sleep(3500 * time.Millisecond)
+	// w2 joins once w1 crawls (its first assignment written and pages
+	// fetched), so the groups w2 gains are handed over from w1: a w2
+	// started before w1's first assignment (a slow start under a loaded
+	// make test) would share that assignment, with nothing handed over.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		pages := 0
+		for _, r := range web.Requests() {
+			if r.Path != "/robots.txt" {
+				pages++
+			}
+		}
+		if pages >= 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("w1 fetched %d pages in 30s, want 6 before w2 joins", pages)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
 	d2 := c.startWorker(ctx, "w2", keep)
 	time.Sleep(12 * time.Second) // the handoff waits for w1's claims and Crawl-delays: slow under a loaded make test
 	stop()
