@@ -503,11 +503,20 @@ func (w *Web) record(r WebRequest) {
 	if w.arrivalLog == nil {
 		return
 	}
-	ua := strings.NewReplacer("\t", " ", "\n", " ").Replace(r.UserAgent)
-	if _, err := fmt.Fprintf(w.arrivalLog, "%.6f\t%s\t%s\t%d\t%s\n", float64(r.Time.UnixMicro())/1e6, r.Host, r.Path, r.Status, ua); err != nil {
+	if err := writeArrival(w.arrivalLog, r.Time, r.Host, r.Path, r.Status, r.UserAgent); err != nil {
 		w.arrivalLog = nil
 		w.log.Error("synthetic web: arrival log dropped", "err", err)
 	}
+}
+
+// writeArrival writes one line of an arrival log (Web.LogArrivals,
+// SPA.LogArrivals): "unix_seconds<TAB>key<TAB>path<TAB>status<TAB>
+// user_agent", the time to the microsecond, tabs and newlines of the user
+// agent made spaces. Errors: out's.
+func writeArrival(out io.Writer, at time.Time, key, path string, status int, userAgent string) error {
+	ua := strings.NewReplacer("\t", " ", "\n", " ").Replace(userAgent)
+	_, err := fmt.Fprintf(out, "%.6f\t%s\t%s\t%d\t%s\n", float64(at.UnixMicro())/1e6, key, path, status, ua)
+	return err
 }
 
 // LogArrivals makes every later request also be written to out as one

@@ -290,8 +290,7 @@ func (s *SPA) record(a SPAArrival) {
 	if s.arrivalLog == nil {
 		return
 	}
-	ua := strings.NewReplacer("\t", " ", "\n", " ").Replace(a.UserAgent)
-	if _, err := fmt.Fprintf(s.arrivalLog, "%.6f\t%s\t%s\t%d\t%s\n", float64(a.Time.UnixMicro())/1e6, a.Key, a.Path, a.Status, ua); err != nil {
+	if err := writeArrival(s.arrivalLog, a.Time, a.Key, a.Path, a.Status, a.UserAgent); err != nil {
 		s.arrivalLog = nil
 		s.log.Error("SPA fixture: arrival log dropped", "err", err)
 	}

@@ -213,17 +213,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	defer web.Close()
-	if *arrivals != "" {
-		f, err := os.Create(*arrivals)
-		if err != nil {
-			return fmt.Errorf("--arrivals-file: %w", err)
-		}
-		web.LogArrivals(f)
-		defer func() {
-			web.LogArrivals(nil)
-			_ = f.Close()
-		}()
+	stopArrivals, err := logArrivals(*arrivals, web.LogArrivals)
+	if err != nil {
+		return err
 	}
+	defer stopArrivals()
 	if *truthFile != "" || *wide {
 		truth, err := web.GroundTruth(testenv.WebCrawlOptions{MaxDepth: *truthDepth, Scope: *scope, ObeyRobots: *obeyRobots})
 		if err != nil {
@@ -258,6 +252,24 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		log.Info("page versions written", "file", *changesFile, "versions", len(changes))
 	}
 	return err
+}
+
+// logArrivals opens path (none when "") and hands it to set, the web's
+// LogArrivals, for --arrivals-file; stop hands nil and closes the file.
+// Errors: the file's creation, naming the flag.
+func logArrivals(path string, set func(io.Writer)) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--arrivals-file: %w", err)
+	}
+	set(f)
+	return func() {
+		set(nil)
+		_ = f.Close()
+	}, nil
 }
 
 // writeChanges writes "url\tversion\tunix_seconds\tmean_s\tdigest" lines

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/zkcrawl/zkcrawl/testenv"
@@ -52,17 +51,11 @@ func runSPA(ctx context.Context, o spaOptions, log *slog.Logger, stdout io.Write
 		log.Info("SPA ground truth rendered and written", "file", o.truthFile, "pages", len(truth.Pages),
 			"resources", len(truth.Resources), "took", time.Since(start).Round(time.Millisecond), "browser", truth.Browser)
 	}
-	if o.arrivals != "" {
-		f, err := os.Create(o.arrivals)
-		if err != nil {
-			return fmt.Errorf("--arrivals-file: %w", err)
-		}
-		spa.LogArrivals(f)
-		defer func() {
-			spa.LogArrivals(nil)
-			_ = f.Close()
-		}()
+	stopArrivals, err := logArrivals(o.arrivals, spa.LogArrivals)
+	if err != nil {
+		return err
 	}
+	defer stopArrivals()
 	if _, err := fmt.Fprintln(stdout, spa.Seed()); err != nil {
 		return fmt.Errorf("write seeds: %w", err)
 	}
