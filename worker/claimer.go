@@ -121,19 +121,34 @@ func (w *Worker) takeLoop(ctx, work context.Context, sess *coord.Session, shard 
 // claimSlotsPerKey is how many claims a worker may hold per politeness key
 // for items waiting for or in a fetch (keySlots). Under a per-host rate,
 // per_host_max_in_flight + 1: one prefetched item waits on politeness while
-// another is fetched, and the interval is far longer than a claim. Without
-// a rate a key's fetches follow each other as fast as claims come, and a
-// claim (a ZooKeeper write, 5-10 ms on two cores) outlasts a fast fetch
-// (1 ms on loopback nginx) several times over, so 4 x per_host_max_in_flight
-// claims keep its in-flight cap busy (make demo-real: about 850 pages/s at
-// in-flight 8 with 9 slots). Never more than the key's ready window
-// (frontier.ReadyWindow, 4 x per_host_max_in_flight + 1).
+// another is fetched, so the claim's round trip (p99 about 350 ms on two
+// busy cores) is not spent between two requests; from an interval of
+// prefetchUntil on, per_host_max_in_flight: the next item is claimed after
+// the fetch with time to spare, and a prefetched claim would only wait
+// (a goroutine and an item held for the whole interval per key: at 5,000
+// hosts and 0.05 requests/s, 2,500 claims and about 60 MB of RSS).
+// Without a rate a key's fetches follow each other as fast as claims come,
+// and a claim (a ZooKeeper write, 5-10 ms on two cores) outlasts a fast
+// fetch (1 ms on loopback nginx) several times over, so
+// 4 x per_host_max_in_flight claims keep its in-flight cap busy (make
+// demo-real: about 850 pages/s at in-flight 8 with 9 slots). Never more
+// than the key's ready window (frontier.ReadyWindow,
+// 4 x per_host_max_in_flight + 1).
 func claimSlotsPerKey(cfg *config.Config) int {
-	if cfg.PerHostRatePerS > 0 {
+	switch {
+	case cfg.PerHostRatePerS <= 0:
+		return 4 * cfg.PerHostMaxInFlight
+	case time.Duration(float64(time.Second)/cfg.PerHostRatePerS) >= prefetchUntil:
+		return cfg.PerHostMaxInFlight
+	default:
 		return cfg.PerHostMaxInFlight + 1
 	}
-	return 4 * cfg.PerHostMaxInFlight
 }
+
+// prefetchUntil is the per-host interval (1 / per_host_rate_per_s) from
+// which a key gets no prefetched claim (claimSlotsPerKey): ten times a
+// claim's p99 on two busy cores.
+const prefetchUntil = 4 * time.Second
 
 // keySlots counts the claims this worker holds per politeness key that
 // wait for or are in a fetch, so that a key never has more than

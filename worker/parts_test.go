@@ -57,13 +57,16 @@ func TestKeySlots(t *testing.T) {
 	}
 }
 
-// A key may hold its claim slots until three quarters of the worker's
-// claim cap are held; from then on only keys holding no claim are
-// admitted, so every key keeps one claim for its next turn.
+// A key may hold its claim slots (per_host_max_in_flight + 1 under a
+// rate, no prefetched claim at long intervals, 4 x in-flight without a
+// rate) until three quarters of the worker's claim cap are held; from then
+// on only keys holding no claim are admitted, so every key keeps one claim
+// for its next turn.
 func TestKeyClaimLimit(t *testing.T) {
-	rated, unrated := config.Default(), config.Default()
+	rated, unrated, slow := config.Default(), config.Default(), config.Default()
 	rated.PerHostRatePerS, rated.PerHostMaxInFlight = 1, 1
 	unrated.PerHostRatePerS, unrated.PerHostMaxInFlight = 0, 2
+	slow.PerHostRatePerS, slow.PerHostMaxInFlight = 0.05, 2 // a 20 s interval: no prefetched claim
 	for _, c := range []struct {
 		cfg    *config.Config
 		claims int64
@@ -71,7 +74,7 @@ func TestKeyClaimLimit(t *testing.T) {
 		want   int
 	}{
 		{&rated, 0, 9640, 2}, {&rated, 7229, 9640, 2}, {&rated, 7230, 9640, 1}, {&rated, 9640, 9640, 1},
-		{&unrated, 5, 8, 8}, {&unrated, 6, 8, 1},
+		{&unrated, 5, 8, 8}, {&unrated, 6, 8, 1}, {&slow, 0, 9640, 2}, {&slow, 7230, 9640, 1},
 	} {
 		if got := keyClaimLimit(c.cfg, c.claims, c.cap); got != c.want {
 			t.Errorf("keyClaimLimit(rate %v, %d claims of %d) = %d, want %d", c.cfg.PerHostRatePerS, c.claims, c.cap, got, c.want)
