@@ -41,11 +41,16 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 	takers.Wait()
 }
 
-// takersPerShard is how many claims one owned shard has under way at once.
-// A claim is a ZooKeeper write (about a millisecond with forceSync); one
-// taker per shard caps a single-key crawl at one page per claim round trip,
-// while concurrent takers' claims are batched into one multi by coord.
-const takersPerShard = 4
+// takersPerShard is the fewest claims one owned shard has under way at
+// once. A claim is a ZooKeeper write (4-5 ms with forceSync on two busy
+// cores); the shard's takers cap its pages/s at takers per claim round
+// trip, while concurrent takers' claims are batched into one multi by
+// coord. One worker owning all 64 shards had 4 takers each: a one-host
+// crawl (make demo-real with one worker) was capped near 800 pages/s, its
+// items waiting 12-15 ms in the ready window for a taker (2 ms at 16, the
+// two cores then the limit). A taker waiting on an empty shard costs a
+// goroutine, no ZooKeeper request (the shard's takers share one cursor).
+const takersPerShard = 16
 
 // takersPerWorker is the fewest Takes a worker keeps under way over all the
 // shards it owns, what one worker of a 64-shard crawl has: with few shards

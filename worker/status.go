@@ -234,7 +234,10 @@ func (c *counters) capped(cfg config.Config) bool {
 // reads again, at most once per doneMinGap: done is seen within doneMinGap
 // and a few round trips of the last completion, and an idle worker makes
 // at most 2 x shards + 3 x groups reads per doneMinGap while only
-// claimed work is left. A watch lost across a reconnect fires too;
+// claimed work is left. A worker that fetched nothing since its last read
+// reads at most once per doneIdleGap instead, in both cases: the crawl's
+// last page is another worker's, which sees the crawl done, and its exit
+// (a member leaving, below) ends the wait. A watch lost across a reconnect fires too;
 // doneFallback bounds the wait on watches all the same. The snapshot is
 // confirmed by a second count read taken while no watch has fired
 // (docs/design.md, "When a batch crawl is done"). A member leaving the
@@ -242,21 +245,35 @@ func (c *counters) capped(cfg config.Config) bool {
 // these waits at once, doneMinGap included.
 func (w *Worker) waitDone(ctx context.Context) error {
 	var quietSince, lastRead time.Time
-	var left <-chan struct{}
+	var left, idle <-chan struct{}
 	pause, watching := donePoll, false
 	for {
 		if err := w.idleHere(ctx); err != nil {
 			return err
 		}
 		memberLeft := isClosed(left)
-		left = w.left.Wait()           // a member leaving (done elsewhere) ends the waits below
-		idle := w.counters.idle.Wait() // so does this worker finishing its last item from now on
-		if gap := doneMinGap - time.Since(lastRead); gap > 0 && !memberLeft {
+		worked := isClosed(idle)      // this worker finished its last item since the last read
+		left = w.left.Wait()          // a member leaving (done elsewhere) ends the waits below
+		idle = w.counters.idle.Wait() // so does this worker finishing its last item from now on
+		minGap := doneMinGap
+		if !worked {
+			minGap = doneIdleGap
+		}
+		if gap := minGap - time.Since(lastRead); gap > 0 && !memberLeft {
 			// Watches fire on every claim and completion: read at most
-			// once per doneMinGap, but at once after a member left (rare:
-			// most often a worker that saw the crawl done).
-			if err := sleepOrChange(ctx, gap, nil, left, nil); err != nil {
+			// once per doneMinGap (doneIdleGap while this worker fetched
+			// nothing: the crawl's last page is another's, who sees the
+			// crawl done and whose exit ends the wait), but at once after
+			// a member left (rare: most often a worker that saw the crawl
+			// done).
+			if err := sleepOrChange(ctx, gap, nil, left, idle); err != nil {
 				return err
+			}
+			if isClosed(idle) && !isClosed(left) {
+				// It fetched meanwhile: its last item may be the crawl's.
+				if gap := doneMinGap - time.Since(lastRead); gap > 0 && !sleepCtx(ctx, gap) {
+					return ctx.Err()
+				}
 			}
 		}
 		lastRead = time.Now()
@@ -377,10 +394,14 @@ func isClosed(ch <-chan struct{}) bool {
 // unclaimed work is left (cut short when this worker finishes its last
 // item in flight and stays idle for localPoll); doneFallback at most on armed watches (a watch
 // can be lost across a reconnect, and a backlog drop by an owner step
-// changes no watched znode); doneMinGap at least between two reads.
+// changes no watched znode); doneMinGap at least between two reads, and
+// doneIdleGap while this worker fetched nothing since the last (two idle
+// workers of three made 65% of a one-host crawl's ZooKeeper requests at
+// doneMinGap).
 const (
 	localPoll    = 20 * time.Millisecond
 	doneMinGap   = 200 * time.Millisecond
+	doneIdleGap  = 2 * time.Second
 	donePoll     = 100 * time.Millisecond
 	doneBackoff  = 500 * time.Millisecond
 	doneFallback = 3 * time.Second
