@@ -235,9 +235,10 @@ func (c *counters) capped(cfg config.Config) bool {
 // and a few round trips of the last completion, and an idle worker makes
 // at most 2 x shards + 3 x groups reads per doneMinGap while only
 // claimed work is left. A worker that fetched nothing since its last read
-// reads at most once per doneIdleGap instead, in both cases: the crawl's
-// last page is another worker's, which sees the crawl done, and its exit
-// (a member leaving, below) ends the wait. A watch lost across a reconnect fires too;
+// reads at most once per idleGap instead (doneIdleGap; shorter under a
+// quiet period), in both cases: the crawl's last page is another
+// worker's, which sees the crawl done, and its exit (a member leaving,
+// below) ends the wait. A watch lost across a reconnect fires too;
 // doneFallback bounds the wait on watches all the same. The snapshot is
 // confirmed by a second count read taken while no watch has fired
 // (docs/design.md, "When a batch crawl is done"). A member leaving the
@@ -256,8 +257,8 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		left = w.left.Wait()          // a member leaving (done elsewhere) ends the waits below
 		idle = w.counters.idle.Wait() // so does this worker finishing its last item from now on
 		minGap := doneMinGap
-		if !worked {
-			minGap = doneIdleGap
+		if !worked && quietSince.IsZero() {
+			minGap = idleGap(w.opts.QuietPeriod)
 		}
 		if gap := minGap - time.Since(lastRead); gap > 0 && !memberLeft {
 			// Watches fire on every claim and completion: read at most
@@ -336,6 +337,18 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			watching = true
 		}
 	}
+}
+
+// idleGap returns the least time between two count reads of a worker that
+// fetched nothing since the last (waitDone): doneIdleGap, or with a quiet
+// period a quarter of it (at least doneMinGap), so that workers that see
+// the crawl done start their quiet periods within that of each other and
+// leave together, not one quiet period after another.
+func idleGap(quiet time.Duration) time.Duration {
+	if quiet <= 0 {
+		return doneIdleGap
+	}
+	return min(max(quiet/4, doneMinGap), doneIdleGap)
 }
 
 // onlyClaimedLeft reports whether every ready item left is claimed and no
