@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
@@ -422,5 +423,87 @@ func TestWaitDoneReadsAtOnceWhenAMemberLeaves(t *testing.T) {
 		t.Logf("done seen %v after the member left", time.Since(left).Round(time.Millisecond))
 	case <-time.After(first.Add(doneMinGap).Sub(time.Now())):
 		t.Fatalf("waitDone still waiting %v after the member left: the gap between reads ran on", time.Since(left).Round(time.Millisecond))
+	}
+}
+
+// A worker that fetches nothing (the crawl's work is another's) reads the
+// done counts at most once per doneIdleGap while the other worker claims
+// and completes items every 50 ms for 3 s: 2 or 3 reads, not one every
+// doneMinGap to doneBackoff (about 10 at the former pace). Each read of a
+// one-shard, one-group crawl makes 3 exists requests (the ready and claim
+// shards' sizes, the inbox's).
+func TestWaitDoneIdleWorkerReadsSeldom(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	c := newCrawl(t, zk.Addr(), "doneseldom", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sess, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp, err := c.front.Backlog().Open(ctx, sess, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs, datas [][]byte
+	for i := range 80 {
+		it := frontier.Item{URL: fmt.Sprintf("http://a.example/%d", i)}
+		rec, err := it.Record()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := it.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, datas = append(recs, rec), append(datas, data)
+	}
+	res, err := grp.Apply(ctx, frontier.Step{Accept: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moves []frontier.Move
+	for i, ref := range res.Accepted {
+		moves = append(moves, frontier.Move{Ref: ref, Shard: 0, Data: datas[i]})
+	}
+	if _, err := grp.Apply(ctx, frontier.Step{Move: moves}); err != nil {
+		t.Fatal(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1", Metrics: m,
+		SessionTimeout: 2 * time.Second, ExitWhenDone: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	w.live.Store(&liveConfig{cfg: testConfig()})
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.waitDone(wctx) }()
+	for !w.counters.idle.armed() { // its first read starts now
+		time.Sleep(time.Millisecond)
+	}
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		claim, err := c.front.Queue().Take(ctx, sess, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := claim.Complete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	if err := <-done; err == nil {
+		t.Fatal("waitDone saw the crawl done with items left")
+	}
+	exists, _ := metricValue(t, reg, "zkcrawl_zk_op_duration_seconds", map[string]string{"op": "exists"})
+	t.Logf("3 s of another worker's claims: %v exists requests (3 a count read)", exists)
+	if exists > 9 {
+		t.Fatalf("%v exists requests in 3 s by a worker that fetched nothing: more than 3 count reads (want one per %v)", exists, doneIdleGap)
 	}
 }
