@@ -13,7 +13,7 @@ import (
 )
 
 // The claimer: one claim loop per owned shard (claimLoop), each with
-// takersPerShard takers that claim an item (taking one of the worker's
+// takersFor takers that claim an item (taking one of the worker's
 // claimCap claim slots as the claim filter admits it) and hand it to the
 // pipeline (process). An item is claimed only while the
 // crawl runs (not paused, under max_pages, outputs writable), when its
@@ -35,22 +35,30 @@ func (w *Worker) claimLoop(ctx, work context.Context, sess *coord.Session, shard
 		return
 	}
 	var takers sync.WaitGroup
-	for range takersFor(w.counters.shardsOwned.Load()) {
+	for range takersFor(w.counters.shardsOwned.Load(), &w.current().cfg) {
 		takers.Go(func() { w.takeLoop(ctx, work, sess, shard, inflight) })
 	}
 	takers.Wait()
 }
 
 // takersPerShard is the fewest claims one owned shard has under way at
-// once. A claim is a ZooKeeper write (4-5 ms with forceSync on two busy
-// cores); the shard's takers cap its pages/s at takers per claim round
-// trip, while concurrent takers' claims are batched into one multi by
-// coord. One worker owning all 64 shards had 4 takers each: a one-host
+// once under a per-host rate, takersPerShardUnrated without one. A claim
+// is a ZooKeeper write (4-5 ms with forceSync on two busy cores); the
+// shard's takers cap its pages/s at takers per claim round trip, while
+// concurrent takers' claims are batched into one multi by coord. Under a
+// rate a shard's keys need far less (5,000 hosts at 1/s over 64 shards:
+// 78 claims/s a shard), and more takers only cost CPU: every freed key
+// slot wakes them all (5,000 hosts x 8 at 0.05/s, one worker: 167.6 s of
+// CPU at 16, 137.1 s at 4). Without a rate one key goes as fast as claims
+// come: one worker owning all 64 shards had 4 takers each, and a one-host
 // crawl (make demo-real with one worker) was capped near 800 pages/s, its
 // items waiting 12-15 ms in the ready window for a taker (2 ms at 16, the
 // two cores then the limit). A taker waiting on an empty shard costs a
 // goroutine, no ZooKeeper request (the shard's takers share one cursor).
-const takersPerShard = 16
+const (
+	takersPerShard        = 4
+	takersPerShardUnrated = 16
+)
 
 // takersPerWorker is the fewest Takes a worker keeps under way over all the
 // shards it owns, what one worker of a 64-shard crawl has: with few shards
@@ -62,12 +70,19 @@ const takersPerShard = 16
 const takersPerWorker = 256
 
 // takersFor returns the takers of each shard of a worker owning owned
-// shards: takersPerShard, or more to reach takersPerWorker in all.
-func takersFor(owned int64) int {
-	if owned <= 0 {
-		return takersPerShard
+// shards under cfg: takersPerShard (takersPerShardUnrated without a
+// per-host rate), or more to reach takersPerWorker in all. A shard's claim
+// loop starts them when it gains the shard: a later change of the rate
+// applies from the shard's next gain (a session, a rebalance).
+func takersFor(owned int64, cfg *config.Config) int {
+	least := takersPerShard
+	if cfg.PerHostRatePerS <= 0 {
+		least = takersPerShardUnrated
 	}
-	return max(takersPerShard, int((takersPerWorker+owned-1)/owned))
+	if owned <= 0 {
+		return least
+	}
+	return max(least, int((takersPerWorker+owned-1)/owned))
 }
 
 // claimRetryPause is how long a taker waits after a claim failed (other

@@ -163,3 +163,20 @@ func TestAttemptStoreStage(t *testing.T) {
 		t.Errorf("bytes counted %d, want %d", got, len(res.Body))
 	}
 }
+
+// takersFor: under a rate 4 takers a shard, without one 16, and more when
+// few shards are owned, so a worker keeps 256 Takes under way in all.
+func TestTakersFor(t *testing.T) {
+	rated, unrated := &config.Config{PerHostRatePerS: 1}, &config.Config{}
+	for _, c := range []struct {
+		owned int64
+		cfg   *config.Config
+		want  int
+	}{
+		{64, rated, 4}, {64, unrated, 16}, {21, rated, 13}, {21, unrated, 16}, {5, rated, 52}, {5, unrated, 52}, {0, rated, 4}, {0, unrated, 16},
+	} {
+		if got := takersFor(c.owned, c.cfg); got != c.want {
+			t.Errorf("takersFor(%d, rate %v) = %d, want %d", c.owned, c.cfg.PerHostRatePerS, got, c.want)
+		}
+	}
+}
