@@ -131,26 +131,7 @@ func TestDoneWaitsForAKilledWorkersClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grp, err := c.front.Backlog().Open(ctx, owner, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it := frontier.Item{URL: seed}
-	rec, err := it.Record()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := it.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{rec}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}}); err != nil {
-		t.Fatal(err)
-	}
+	readyItems(t, ctx, c, owner, seed)
 
 	// The killed worker: a session that claims the seed, then falls silent
 	// (blackholed: the server expires it after its timeout).
@@ -285,42 +266,9 @@ func (b *broadcast) armed() bool {
 // in-flight slot right after must end waitDone within 220 ms (three count
 // reads; at the pause's end it would take about 250 ms and the reads).
 func TestWaitDoneLooksAgainWhenTheLastItemFinishes(t *testing.T) {
-	zk := testenv.ZooKeeper(t)
-	c := newCrawl(t, zk.Addr(), "doneidle", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := c.client.Session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grp, err := c.front.Backlog().Open(ctx, sess, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it := frontier.Item{URL: "http://a.example/"}
-	rec, err := it.Record()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := it.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{rec}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}}); err != nil {
-		t.Fatal(err)
-	}
+	c, ctx, sess := readyCrawl(t, "doneidle", 1)
 
-	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
-		SessionTimeout: 2 * time.Second, ExitWhenDone: true, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.client.Close()
-	w.live.Store(&liveConfig{cfg: testConfig()})
+	w := idleWorker(t, ctx, c, nil)
 	done := make(chan error, 1)
 	go func() { done <- w.waitDone(ctx) }()
 	// Its first read comes right after it arms counters.idle; the reads
@@ -361,47 +309,14 @@ func TestWaitDoneLooksAgainWhenTheLastItemFinishes(t *testing.T) {
 // watch that fired 40 ms after a read would otherwise be read 200 ms after
 // it.
 func TestWaitDoneReadsAtOnceWhenAMemberLeaves(t *testing.T) {
-	zk := testenv.ZooKeeper(t)
-	c := newCrawl(t, zk.Addr(), "doneleft", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := c.client.Session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grp, err := c.front.Backlog().Open(ctx, sess, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it := frontier.Item{URL: "http://a.example/"}
-	rec, err := it.Record()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := it.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := grp.Apply(ctx, frontier.Step{Accept: [][]byte{rec}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := grp.Apply(ctx, frontier.Step{Move: []frontier.Move{{Ref: res.Accepted[0], Shard: 0, Data: data}}}); err != nil {
-		t.Fatal(err)
-	}
+	c, ctx, sess := readyCrawl(t, "doneleft", 1)
 	// Another worker's claim: the only work left, so waitDone watches.
 	claim, err := c.front.Queue().Take(ctx, sess, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
-		SessionTimeout: 2 * time.Second, ExitWhenDone: true, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.client.Close()
-	w.live.Store(&liveConfig{cfg: testConfig()})
+	w := idleWorker(t, ctx, c, nil)
 	done := make(chan error, 1)
 	go func() { done <- w.waitDone(ctx) }()
 	for !w.counters.idle.armed() { // its first read starts now
@@ -433,55 +348,13 @@ func TestWaitDoneReadsAtOnceWhenAMemberLeaves(t *testing.T) {
 // one-shard, one-group crawl makes 3 exists requests (the ready and claim
 // shards' sizes, the inbox's).
 func TestWaitDoneIdleWorkerReadsSeldom(t *testing.T) {
-	zk := testenv.ZooKeeper(t)
-	c := newCrawl(t, zk.Addr(), "doneseldom", testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := c.client.Session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grp, err := c.front.Backlog().Open(ctx, sess, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs, datas [][]byte
-	for i := range 80 {
-		it := frontier.Item{URL: fmt.Sprintf("http://a.example/%d", i)}
-		rec, err := it.Record()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := it.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, datas = append(recs, rec), append(datas, data)
-	}
-	res, err := grp.Apply(ctx, frontier.Step{Accept: recs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var moves []frontier.Move
-	for i, ref := range res.Accepted {
-		moves = append(moves, frontier.Move{Ref: ref, Shard: 0, Data: datas[i]})
-	}
-	if _, err := grp.Apply(ctx, frontier.Step{Move: moves}); err != nil {
-		t.Fatal(err)
-	}
-
+	c, ctx, sess := readyCrawl(t, "doneseldom", 80)
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1", Metrics: m,
-		SessionTimeout: 2 * time.Second, ExitWhenDone: true, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.client.Close()
-	w.live.Store(&liveConfig{cfg: testConfig()})
+	w := idleWorker(t, ctx, c, m)
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.waitDone(wctx) }()
@@ -506,4 +379,75 @@ func TestWaitDoneIdleWorkerReadsSeldom(t *testing.T) {
 	if exists > 9 {
 		t.Fatalf("%v exists requests in 3 s by a worker that fetched nothing: more than 3 count reads (want one per %v)", exists, doneIdleGap)
 	}
+}
+
+// readyCrawl creates a crawl of one shard and one group with n ready items
+// in the shard (readyItems) and returns it
+// with a session of its client (another worker's, for a test's claims)
+// and a context that ends with the test (30 s at most).
+func readyCrawl(t *testing.T, name string, n int) (*crawlEnv, context.Context, *coord.Session) {
+	t.Helper()
+	zk := testenv.ZooKeeper(t)
+	c := newCrawl(t, zk.Addr(), name, testConfig(), frontier.Layout{Shards: 1, Spread: 1}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	sess, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://a.example/%d", i)
+	}
+	readyItems(t, ctx, c, sess, urls...)
+	return c, ctx, sess
+}
+
+// readyItems puts urls in shard 0 of c's group 0 as ready items, with two
+// steps of that group under sess as its owner makes them (accepted into the
+// backlog, then moved to the ready window).
+func readyItems(t *testing.T, ctx context.Context, c *crawlEnv, sess *coord.Session, urls ...string) {
+	t.Helper()
+	grp, err := c.front.Backlog().Open(ctx, sess, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs, datas [][]byte
+	for _, u := range urls {
+		it := frontier.Item{URL: u}
+		rec, err := it.Record()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := it.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, datas = append(recs, rec), append(datas, data)
+	}
+	res, err := grp.Apply(ctx, frontier.Step{Accept: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moves []frontier.Move
+	for i, ref := range res.Accepted {
+		moves = append(moves, frontier.Move{Ref: ref, Shard: 0, Data: datas[i]})
+	}
+	if _, err := grp.Apply(ctx, frontier.Step{Move: moves}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// idleWorker returns a worker of c that is not run (a test calls its
+// waitDone), with the test config in force and metrics m (nil: none).
+func idleWorker(t *testing.T, ctx context.Context, c *crawlEnv, m *Metrics) *Worker {
+	t.Helper()
+	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1", Metrics: m,
+		SessionTimeout: 2 * time.Second, ExitWhenDone: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.client.Close() })
+	w.live.Store(&liveConfig{cfg: testConfig()})
+	return w
 }
