@@ -233,6 +233,12 @@ func (c *Client) createAll(ctx context.Context, paths []string) error {
 	})
 }
 
+// countReads bounds the reads of one count snapshot (Pending,
+// WatchShards) in flight at once on the one connection: at 64 shards all
+// of them, so a snapshot costs about one round trip, not one per 64 reads
+// (a done check's latency).
+const countReads = 256
+
 // parallel runs fn(ctx, i) for i in [0, n) with at most limit in flight
 // (errgroup.SetLimit) and returns the first error; the calls still running
 // then see ctx cancelled.

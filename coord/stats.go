@@ -47,7 +47,8 @@ func (q *Queue) allShards(op string, shards []int) ([]int, error) {
 
 // Pending counts the items and claims of the given shards (every shard
 // when none is given) and the crawl's dead letters, from the parents'
-// numChildren: 2 x shards + 1 pipelined exists calls, no data reads. A
+// numChildren: 2 x shards + 1 pipelined exists calls (up to countReads in
+// flight at once), no data reads. A
 // worker deciding whether the crawl is done, and its gauges for its owned
 // shards, use it. Errors: ErrInvalidArgument for a shard out of range;
 // ZooKeeper errors after retries; ctx errors.
@@ -62,7 +63,7 @@ func (q *Queue) Pending(ctx context.Context, shards ...int) (QueueStats, error) 
 	n := len(shards)
 	depths, claimed := make([]int, n), make([]int, n)
 	var failed int
-	err = parallel(ctx, 2*n+1, 64, func(ctx context.Context, i int) error {
+	err = parallel(ctx, 2*n+1, countReads, func(ctx context.Context, i int) error {
 		p, into := q.root+"/"+failedDir, &failed
 		switch {
 		case i < n:

@@ -31,7 +31,7 @@ func (q *Queue) WatchShards(ctx context.Context) (st QueueStats, changed <-chan 
 	var once sync.Once
 	fire := func() { once.Do(func() { close(out) }) }
 	var queued, claimed atomic.Int64
-	err = parallel(ctx, 2*q.shards, 64, func(ctx context.Context, i int) error {
+	err = parallel(ctx, 2*q.shards, countReads, func(ctx context.Context, i int) error {
 		dir, into := queueDir, &queued
 		if i >= q.shards {
 			dir, into, i = claimsDir, &claimed, i-q.shards

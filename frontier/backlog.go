@@ -164,19 +164,32 @@ type GroupStats struct {
 	Annex []byte
 }
 
-// Stats reads every group's cursor and inbox child count (pipelined). The
-// result is a snapshot, not atomic across groups. Errors: ZooKeeper errors
-// after retries; a cursor that does not decode.
+// Stats reads every group's cursor and inbox child count (pipelined: up
+// to countReads reads in flight at once). The result is a snapshot, not
+// atomic across groups. Errors: ZooKeeper errors after retries; a cursor
+// that does not decode.
 func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
+	return b.stats(ctx, true)
+}
+
+// stats is Stats; without posts it reads the cursors only and leaves
+// GroupStats.Posts 0 (WatchPending counts the posts from its watched
+// inbox lists).
+func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, error) {
 	out := make([]GroupStats, b.groups)
-	err := parallel(ctx, b.groups, 64, func(ctx context.Context, g int) error {
-		s := &out[g]
-		s.Group, s.Name = g, GroupName(g)
-		var err error
-		if s.Posts, _, err = b.q.Stat(ctx, b.inboxPath(g)); err != nil {
+	reads := b.groups
+	if posts {
+		reads *= 2
+	}
+	err := parallel(ctx, reads, countReads, func(ctx context.Context, i int) error {
+		if i >= b.groups {
+			var err error
+			out[i-b.groups].Posts, _, err = b.q.Stat(ctx, b.inboxPath(i-b.groups))
 			return err
 		}
-		cur, _, err := b.readCursor(ctx, g)
+		s := &out[i]
+		s.Group, s.Name = i, GroupName(i)
+		cur, _, err := b.readCursor(ctx, i)
 		if errors.Is(err, coord.ErrNotFound) {
 			return nil
 		}
@@ -185,8 +198,8 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 		}
 		s.Batches, s.SeenChunks, s.Annex = len(cur.batches), len(cur.chunks), cur.annex
 		for _, bt := range cur.batches {
-			for i := 0; i < bt.count; i++ {
-				if !bt.isMoved(i) {
+			for j := 0; j < bt.count; j++ {
+				if !bt.isMoved(j) {
 					s.Backlog++
 				}
 			}
@@ -259,6 +272,13 @@ func (b *Backlog) Keys(ctx context.Context, g int) (*seenset.Set, error) {
 	}
 	return st.seen, nil
 }
+
+// countReads bounds the reads a count snapshot (Stats, Frontier.Pending,
+// Frontier.WatchPending) keeps in flight on the one connection: at the
+// default 64 shards and groups, every read of one snapshot at once, so
+// it costs about one round trip (a done check's latency), not one per
+// 64 reads.
+const countReads = 256
 
 // parallel runs fn(ctx, i) for i in [0, n) with at most limit in flight
 // (errgroup.SetLimit: the reads are pipelined on the one connection) and

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/zkcrawl/zkcrawl/coord"
+	"golang.org/x/sync/errgroup"
 )
 
 // WatchPending reads what Pending reads and arms child watches on the
@@ -24,29 +27,42 @@ import (
 // or taken by a committed step), so no link is ever outside every watched
 // place (docs/design.md, "When a batch crawl is done").
 //
-// Cost: 2 x shards + groups getChildren (names only), then Backlog.Stats:
-// groups exists and groups cursor reads, pipelined; the watches stay
+// Cost: 2 x shards + groups getChildren (names only) and groups cursor
+// reads, all pipelined at once (about one round trip); the watches stay
 // registered until changed is closed.
 // Errors: ZooKeeper errors after retries; a cursor that does not decode.
 func (f *Frontier) WatchPending(ctx context.Context) (p Pending, changed <-chan struct{}, err error) {
-	qs, qch, err := f.q.WatchShards(ctx)
-	if err != nil {
-		return Pending{}, nil, err
-	}
+	// The three sets of reads are independent: each znode's watch is set
+	// by its own read, whatever the order, so they go at once.
+	var qs coord.QueueStats
+	var groups []GroupStats
 	chans := make([]<-chan struct{}, f.b.groups+1)
-	chans[0] = qch
-	err = parallel(ctx, f.b.groups, 64, func(ctx context.Context, g int) error {
-		_, ch, err := f.q.List(ctx, f.b.inboxPath(g), true)
-		chans[g+1] = ch
+	posts := make([]int, f.b.groups)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		qs, chans[0], err = f.q.WatchShards(gctx)
 		return err
 	})
+	g.Go(func() error {
+		return parallel(gctx, f.b.groups, countReads, func(ctx context.Context, g int) error {
+			names, ch, err := f.q.List(ctx, f.b.inboxPath(g), true)
+			posts[g], chans[g+1] = len(names), ch
+			return err
+		})
+	})
+	g.Go(func() error {
+		var err error
+		groups, err = f.b.stats(gctx, false)
+		return err
+	})
+	err = g.Wait()
 	changed = anyClosed(chans)
 	if err != nil {
 		return Pending{}, nil, fmt.Errorf("frontier: WatchPending: %w", err)
 	}
-	groups, err := f.b.Stats(ctx)
-	if err != nil {
-		return Pending{}, nil, err
+	for i := range groups {
+		groups[i].Posts = posts[i]
 	}
 	p = BacklogPending(groups, f.policy())
 	p.Ready, p.Claimed = qs.Queued, qs.Claimed

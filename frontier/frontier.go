@@ -12,6 +12,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/coord"
 	"github.com/zkcrawl/zkcrawl/internal/seenset"
+	"golang.org/x/sync/errgroup"
 )
 
 // DefaultSeenCacheSize is the number of fingerprints a Frontier remembers
@@ -314,12 +315,19 @@ func (f *Frontier) policy() uint64 {
 // shards, every group's cursor and inbox size): a snapshot, not atomic.
 // Errors: ZooKeeper errors after retries.
 func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
-	qp, err := f.q.Pending(ctx)
-	if err != nil {
-		return Pending{}, err
-	}
-	groups, err := f.b.Stats(ctx)
-	if err != nil {
+	// The shard counts and the groups' stats go at once (one round trip).
+	var qp coord.QueueStats
+	var groups []GroupStats
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		qp, err = f.q.Pending(gctx)
+		return err
+	})
+	g.Go(func() (err error) {
+		groups, err = f.b.Stats(gctx)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return Pending{}, err
 	}
 	out := BacklogPending(groups, f.policy())

@@ -57,6 +57,22 @@ const (
 	// that joined 0.3 s apart had half the hosts start 3 s late).
 	assignSettle    = 500 * time.Millisecond
 	assignSettleMax = 2 * time.Second
+	// assignSettleUnrated and assignSettleUnratedMax are the same without
+	// a per-host rate, where a handoff costs the group's first claims
+	// about 0.1 s (the old owner's acknowledgement, the group's load):
+	// workers started together (a script, a service manager) join within
+	// tens of milliseconds, and the first to join taking every group
+	// delayed make demo-real's first page by a handoff.
+	assignSettleUnrated    = 20 * time.Millisecond
+	assignSettleUnratedMax = 200 * time.Millisecond
+	// leaveSettle: after a member leaves, the balancer waits this long
+	// before it moves the leaver's groups. A leaver is most often a worker
+	// that saw a batch crawl done; the others see it done within a done
+	// check (tens of milliseconds) and exit, and a takeover meanwhile only
+	// loads groups and delays their exit (make demo-real: the last worker
+	// left 0.13-0.27 s after the first). A killed worker's groups wait for
+	// its session to expire (seconds) and then leaveSettle more.
+	leaveSettle = 150 * time.Millisecond
 	// keyWeight is what a busy politeness key weighs against an idle group
 	// (which weighs 1): enough that a member's idle groups do not hide a
 	// skew of its keys (at 1, 100 keys over 12 members in 64 groups,
@@ -91,9 +107,11 @@ type balancerState struct {
 
 // settling reports how much longer the balancer should wait before it
 // writes an assignment of ids over cur (0: write now): while no member
-// of cur is in ids, until ids has been unchanged for assignSettle, and
-// never more than assignSettleMax after the first such round.
-func (bal *balancerState) settling(cur *assignment, ids []string, now time.Time) time.Duration {
+// of cur is in ids, until ids has been unchanged for quiet, and never
+// more than most after the first such round (assignSettle and
+// assignSettleMax under a per-host rate, assignSettleUnrated and
+// assignSettleUnratedMax without).
+func (bal *balancerState) settling(cur *assignment, ids []string, now time.Time, quiet, most time.Duration) time.Duration {
 	if !slices.Equal(bal.ids, ids) {
 		bal.ids, bal.idsSince = slices.Clone(ids), now
 	}
@@ -104,7 +122,7 @@ func (bal *balancerState) settling(cur *assignment, ids []string, now time.Time)
 	if bal.unowned.IsZero() {
 		bal.unowned = now
 	}
-	wait := max(0, min(bal.idsSince.Add(assignSettle).Sub(now), bal.unowned.Add(assignSettleMax).Sub(now)))
+	wait := max(0, min(bal.idsSince.Add(quiet).Sub(now), bal.unowned.Add(most).Sub(now)))
 	return wait
 }
 
@@ -245,10 +263,10 @@ func abs64(x int64) int64 {
 // conflict: R/assignment changed after bal.seen, by another balancer or by
 // this one's previous write whose watch event has not arrived; the round
 // runs again when the watch delivers that value, balancerState.delivered). Errors
-// are logged; the next round retries. Under a per-host rate, while no live
-// member owns a group, it first waits for the member list to settle
-// (balancerState.settling): it then returns how soon to run again (0: at
-// the next event or tick).
+// are logged; the next round retries. While no live member owns a group,
+// it first waits for the member list to settle (balancerState.settling;
+// longer under a per-host rate): it then returns how soon to run again
+// (0: at the next event or tick).
 //
 // bal is the balancer's memory for the session: when it last moved each
 // group by load (balanceCooldown), and each group's last reported load
@@ -266,10 +284,12 @@ func (w *Worker) balance(ctx context.Context, store *coord.ConfigStore, ids []st
 			w.log.Warn("balancer: replacing a bad shard assignment", "error", err)
 		}
 	}
-	if w.current().cfg.PerHostRatePerS > 0 { // else a move costs a few round trips, not an interval a key
-		if wait := bal.settling(cur, ids, time.Now()); wait > 0 {
-			return wait
-		}
+	quiet, most := assignSettleUnrated, assignSettleUnratedMax // a move costs a few round trips
+	if w.current().cfg.PerHostRatePerS > 0 {
+		quiet, most = assignSettle, assignSettleMax // a move costs each key an interval
+	}
+	if wait := bal.settling(cur, ids, time.Now(), quiet, most); wait > 0 {
+		return wait
 	}
 	_, statuses, err := coord.Members(ctx, w.client, w.root)
 	if err != nil {

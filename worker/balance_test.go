@@ -69,13 +69,13 @@ func TestBalancerSettlesTheFirstAssignment(t *testing.T) {
 	t0 := time.Now()
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	bal := newBalancerState()
-	if got := bal.settling(nil, []string{"w1"}, at(0)); got != assignSettle {
+	if got := bal.settling(nil, []string{"w1"}, at(0), assignSettle, assignSettleMax); got != assignSettle {
 		t.Fatalf("first member: wait %v, want %v", got, assignSettle)
 	}
-	if got := bal.settling(nil, []string{"w1", "w2"}, at(300)); got != assignSettle {
+	if got := bal.settling(nil, []string{"w1", "w2"}, at(300), assignSettle, assignSettleMax); got != assignSettle {
 		t.Fatalf("a member joined 300 ms later: wait %v, want %v again", got, assignSettle)
 	}
-	if got := bal.settling(nil, []string{"w1", "w2"}, at(800)); got != 0 {
+	if got := bal.settling(nil, []string{"w1", "w2"}, at(800), assignSettle, assignSettleMax); got != 0 {
 		t.Fatalf("quiet for %v: wait %v, want 0", assignSettle, got)
 	}
 	// Members joining every 400 ms: capped at assignSettleMax from the start.
@@ -83,7 +83,7 @@ func TestBalancerSettlesTheFirstAssignment(t *testing.T) {
 	var ids []string
 	for ms := 0; ms < 3000; ms += 400 {
 		ids = append(ids, fmt.Sprintf("w%d", ms))
-		got := bal.settling(nil, ids, at(ms))
+		got := bal.settling(nil, ids, at(ms), assignSettle, assignSettleMax)
 		if want := max(0, min(assignSettle, at(0).Add(assignSettleMax).Sub(at(ms)))); got != want {
 			t.Fatalf("at %d ms: wait %v, want %v", ms, got, want)
 		}
@@ -91,10 +91,10 @@ func TestBalancerSettlesTheFirstAssignment(t *testing.T) {
 	// A live member owns groups: a join is assigned at once; all owners
 	// gone (every worker restarted): settle again.
 	cur := &assignment{Members: []string{"w1"}, Owners: []int{0, 0}}
-	if got := bal.settling(cur, []string{"w1", "w2"}, at(5000)); got != 0 {
+	if got := bal.settling(cur, []string{"w1", "w2"}, at(5000), assignSettle, assignSettleMax); got != 0 {
 		t.Fatalf("with a live owner: wait %v, want 0", got)
 	}
-	if got := bal.settling(cur, []string{"w3"}, at(6000)); got != assignSettle {
+	if got := bal.settling(cur, []string{"w3"}, at(6000), assignSettle, assignSettleMax); got != assignSettle {
 		t.Fatalf("every owner gone: wait %v, want %v", got, assignSettle)
 	}
 }
@@ -200,10 +200,18 @@ func TestBalancerRunsAgainWhenTheValueItLostToArrives(t *testing.T) {
 	}
 
 	bal := newBalancerState()
+	balance := func(ids []string) {
+		t.Helper()
+		// While no member owns a group the first write waits for the
+		// member list to settle: run the round again when asked to.
+		for again := w.balance(ctx, store, ids, bal); again > 0; again = w.balance(ctx, store, ids, bal) {
+			time.Sleep(again)
+		}
+	}
 	if !bal.delivered(coord.ConfigValue{Version: -1}) {
 		t.Fatal("the first delivered value did not start a round")
 	}
-	w.balance(ctx, store, []string{"w1"}, bal)
+	balance([]string{"w1"})
 	if a := read(); !slices.Equal(a.Members, []string{"w1"}) {
 		t.Fatalf("first round wrote members %v, want [w1]", a.Members)
 	}
@@ -212,7 +220,7 @@ func TestBalancerRunsAgainWhenTheValueItLostToArrives(t *testing.T) {
 	}
 	// The watch has not yet delivered the first write: this round plans on
 	// the absent znode and loses its compare-and-set.
-	w.balance(ctx, store, []string{"w1", "w2"}, bal)
+	balance([]string{"w1", "w2"})
 	if a := read(); !slices.Equal(a.Members, []string{"w1"}) {
 		t.Fatalf("a round on a stale value wrote members %v", a.Members)
 	}
@@ -223,7 +231,7 @@ func TestBalancerRunsAgainWhenTheValueItLostToArrives(t *testing.T) {
 	if !bal.delivered(coord.ConfigValue{Data: data, Version: version}) {
 		t.Fatal("the value a write lost to was delivered and no round is due")
 	}
-	w.balance(ctx, store, []string{"w1", "w2"}, bal)
+	balance([]string{"w1", "w2"})
 	a := read()
 	if !slices.Equal(a.Members, []string{"w1", "w2"}) || len(a.owned("w2")) == 0 {
 		t.Fatalf("after the rerun: members %v, w2 owns %v; want w2 to own groups", a.Members, a.owned("w2"))

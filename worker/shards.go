@@ -70,10 +70,18 @@ func (w *Worker) runSession(claimCtx, workCtx context.Context, sess *coord.Sessi
 				<-sctx.Done()
 				return
 			}
-			if slices.ContainsFunc(ids, func(id string) bool { return !slices.Contains(next, id) }) {
-				w.left.Fire()
-			}
+			left := slices.ContainsFunc(ids, func(id string) bool { return !slices.Contains(next, id) })
 			ids = next
+			if left {
+				// Most often a worker that saw a batch crawl done: the
+				// others see it too within a done check and exit, so
+				// the balancer waits leaveSettle before moving the
+				// leaver's groups (a takeover, then an exit, is work and
+				// ZooKeeper reads that only delay the last exit).
+				w.left.Fire()
+				settle.Reset(leaveSettle)
+				continue
+			}
 			round()
 		case v, ok := <-assigned:
 			if !ok {
@@ -163,6 +171,9 @@ func (w *Worker) followAssignment(ctx context.Context, own *ownership, v coord.C
 	members := 0
 	if a != nil {
 		members = len(a.Members)
+		if slices.Contains(a.Members, w.opts.ID) {
+			w.placed.Fire()
+		}
 	}
 	w.log.Info("shard ownership", "members", members, "owned", len(shards))
 }
@@ -194,7 +205,8 @@ type assignedView struct {
 // there. It waits until (1) every other live worker has acknowledged the
 // shard assignment this worker computed its ownership from (their status nodes
 // carry the view), so no worker still believes it owns the shard and is
-// still claiming in it (bounded by handoffAckWait);
+// still claiming in it (bounded by handoffAckWait; not under the crawl's
+// first assignment, before which no worker owned anything);
 // (2) no other worker holds a claim in the shard (the previous owner
 // finishes or releases its in-flight items; a dead owner's claims vanish
 // with its session), for as long as that takes: a claim lives only as long
@@ -211,6 +223,13 @@ type assignedView struct {
 func (w *Worker) awaitHandoff(ctx context.Context, shard int, gained assignedView) error {
 	view := gained.id
 	deadline := time.Now().Add(handoffAckWait(w.opts.SessionTimeout))
+	if gained.first {
+		// The crawl's first assignment: no worker owned a shard before it,
+		// so none can be claiming in this one, acknowledged or not (the
+		// wait cost a fresh crawl's first claims about 130 ms: every
+		// member's acknowledgement, polled every handoffPoll).
+		deadline = time.Now()
+	}
 	others := true // unknown until the member list is read: assume a handoff
 	pause := func() error {
 		if !sleepCtx(ctx, handoffPoll) {

@@ -231,8 +231,10 @@ func (c *counters) capped(cfg config.Config) bool {
 // crawl's last pages), or the counts read empty, it reads them with
 // watches (frontier.Frontier.WatchPending: 2 x shards + groups
 // getChildren and a cursor per group) and waits for a watch to fire, then
-// reads again, at most once per doneMinGap: done is seen within doneMinGap
-// and a few round trips of the last completion, and an idle worker makes
+// reads again, at most once per doneMinGap (at once when this worker goes
+// idle and that read found no more claims than it held: the crawl's last
+// pages were its own): done is seen within doneMinGap and a few round
+// trips of the last completion, and an idle worker makes
 // at most 2 x shards + 3 x groups reads per doneMinGap while only
 // claimed work is left. A worker that fetched nothing since its last read
 // reads at most once per idleGap instead (doneIdleGap; shorter under a
@@ -248,6 +250,24 @@ func (w *Worker) waitDone(ctx context.Context) error {
 	var quietSince, lastRead time.Time
 	var left, idle <-chan struct{}
 	pause, watching := donePoll, false
+	// lastHolder: the last read found no work but claimed items, and no
+	// more claims than this worker had in flight: the claims left were
+	// most likely its own, so when it goes idle the crawl is most likely
+	// done, and it reads at once instead of waiting out doneMinGap.
+	lastHolder := false
+	// The first read waits until this worker is placed and then
+	// donePlacedSettle (on a fresh crawl its 256 reads would otherwise
+	// queue, on the one connection, ahead of the join, the first
+	// assignment, the owned groups' loads and the first claims: make
+	// demo-real's first page came 0.1-0.2 s later), at most donePlaceWait
+	// (a worker in standby, or a balancer settling under a per-host rate).
+	start := time.Now()
+	if err := sleepOrChange(ctx, donePlaceWait, w.placed.Wait(), nil, nil); err != nil {
+		return err
+	}
+	if err := sleepOrChange(ctx, min(donePlacedSettle, donePlaceWait-time.Since(start)), nil, nil, nil); err != nil {
+		return err
+	}
 	for {
 		if err := w.idleHere(ctx); err != nil {
 			return err
@@ -260,7 +280,7 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		if !worked && quietSince.IsZero() {
 			minGap = idleGap(w.opts.QuietPeriod)
 		}
-		if gap := minGap - time.Since(lastRead); gap > 0 && !memberLeft {
+		if gap := minGap - time.Since(lastRead); gap > 0 && !memberLeft && !(worked && lastHolder) {
 			// Watches fire on every claim and completion: read at most
 			// once per doneMinGap (doneIdleGap while this worker fetched
 			// nothing: the crawl's last page is another's, who sees the
@@ -287,6 +307,7 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			st, changed, err = w.front.WatchPending(ctx)
 		}
 		watching = err == nil && onlyClaimedLeft(st)
+		lastHolder = watching && st.Claimed <= int(w.counters.inFlight.Load())
 		done := err == nil && st.Empty()
 		if done {
 			// Confirm: a second read while no watch has fired.
@@ -402,7 +423,8 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// The pauses of waitDone: localPoll between looks at this worker's
+// The pauses of waitDone: donePlaceWait at most before the first read
+// (until this worker is placed, then donePlacedSettle); localPoll between looks at this worker's
 // in-flight count; donePoll to doneBackoff between count reads while
 // unclaimed work is left (cut short when this worker finishes its last
 // item in flight and stays idle for localPoll); doneFallback at most on armed watches (a watch
@@ -412,10 +434,12 @@ func isClosed(ch <-chan struct{}) bool {
 // workers of three made 65% of a one-host crawl's ZooKeeper requests at
 // doneMinGap).
 const (
-	localPoll    = 20 * time.Millisecond
-	doneMinGap   = 200 * time.Millisecond
-	doneIdleGap  = 2 * time.Second
-	donePoll     = 100 * time.Millisecond
-	doneBackoff  = 500 * time.Millisecond
-	doneFallback = 3 * time.Second
+	donePlaceWait    = time.Second
+	donePlacedSettle = 250 * time.Millisecond
+	localPoll        = 20 * time.Millisecond
+	doneMinGap       = 200 * time.Millisecond
+	doneIdleGap      = 2 * time.Second
+	donePoll         = 100 * time.Millisecond
+	doneBackoff      = 500 * time.Millisecond
+	doneFallback     = 3 * time.Second
 )

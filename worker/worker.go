@@ -195,6 +195,36 @@ type membership struct {
 	// a finished worker exits, a killed one expires), so waitDone looks
 	// again at once instead of at its next poll.
 	left broadcast
+	// placed is done once this worker has followed a shard assignment
+	// that names it (it joined and the balancer counted it): waitDone's
+	// first count read waits for it, so that its 256 reads do not queue
+	// ahead of the join and the first claims on the one connection.
+	placed onceSignal
+}
+
+// onceSignal is a channel closed by the first Fire (the zero value is
+// ready to use).
+type onceSignal struct {
+	once sync.Once
+	mu   sync.Mutex
+	ch   chan struct{}
+}
+
+// Wait returns the channel Fire closes.
+func (o *onceSignal) Wait() <-chan struct{} { return o.get() }
+
+// Fire closes Wait's channel; later calls do nothing.
+func (o *onceSignal) Fire() {
+	o.once.Do(func() { close(o.get()) })
+}
+
+func (o *onceSignal) get() chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ch == nil {
+		o.ch = make(chan struct{})
+	}
+	return o.ch
 }
 
 // reporting is what the status node, the progress lines and the metrics
