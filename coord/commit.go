@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,11 +233,16 @@ func (b *committer) take() []*commitReq {
 // rolled back, so the requests before it go alone next and it leads the
 // batch after. The innocent requests go back to the front of the queue, in
 // order.
+//
+// An existence check (version -1) that an earlier request of the batch
+// already sent, on a znode no op before it changes, is sent once: the
+// requests of one session all start with the same session-marker fence, so
+// a batch of claims and completions carried one check per page for
+// nothing (about 2 of a page's 8 ops). Each request is answered with the
+// shared check's result; if it fails, the request that sent it is told and
+// the others go back to the queue and meet it in their own check.
 func (b *committer) send(batch []*commitReq) {
-	var ops []any
-	for _, r := range batch {
-		ops = append(ops, r.ops...)
-	}
+	ops, at, first := combine(batch)
 	b.multis.Add(1)
 	b.requests.Add(int64(len(batch)))
 	res, err := call(context.Background(), b.c, "multi", func() ([]zk.MultiResponse, error) {
@@ -253,31 +259,63 @@ func (b *committer) send(batch []*commitReq) {
 		err = fmt.Errorf("coord: multi: %d responses for %d ops: %w", len(res), len(ops), zk.ErrAPIError)
 	}
 	if err == nil || culprit < 0 || culprit >= len(ops) {
-		off := 0
-		for _, r := range batch {
+		for k, r := range batch {
 			if err == nil {
-				r.done <- commitResult{res: res[off : off+len(r.ops) : off+len(r.ops)], idx: -1}
+				mine := make([]zk.MultiResponse, len(r.ops))
+				for j, i := range at[k] {
+					mine[j] = res[i]
+				}
+				r.done <- commitResult{res: mine, idx: -1}
 			} else {
 				r.done <- commitResult{idx: -1, err: err} // outcome unknown for all
 			}
-			off += len(r.ops)
 		}
 		return
 	}
-	k, off := 0, 0
-	for off+len(batch[k].ops) <= culprit {
-		off += len(batch[k].ops)
+	// The request that sent the failing op: the last whose own ops start
+	// at or before it.
+	k := 0
+	for k+1 < len(batch) && first[k+1] <= culprit {
 		k++
 	}
 	requeue, limit := batch, k
-	if !touched(ops[:off], ops[off:culprit+1]) {
-		batch[k].done <- commitResult{idx: culprit - off, err: res[culprit].Error}
+	if !touched(ops[:first[k]], ops[first[k]:culprit+1]) {
+		j := slices.Index(at[k], culprit)
+		batch[k].done <- commitResult{idx: j, err: res[culprit].Error}
 		requeue, limit = append(batch[:k:k], batch[k+1:]...), 0
 	}
 	b.mu.Lock()
 	b.queue = append(append(make([]*commitReq, 0, len(requeue)+len(b.queue)), requeue...), b.queue...)
 	b.limit = limit
 	b.mu.Unlock()
+}
+
+// combine returns the ops of batch as one multi, existence checks already
+// sent dropped (see send), with, for each request, where each of its ops is
+// in that multi (at) and where its own ops start (first: requests' own ops
+// are in batch order; a request whose every op was dropped starts where
+// the next would).
+func combine(batch []*commitReq) (ops []any, at [][]int, first []int) {
+	checked := map[string]int{} // path -> index of its existence check in ops
+	at, first = make([][]int, len(batch)), make([]int, len(batch))
+	for k, r := range batch {
+		first[k] = len(ops)
+		at[k] = make([]int, len(r.ops))
+		for j, op := range r.ops {
+			if c, ok := op.(*zk.CheckVersionRequest); ok && c.Version == -1 {
+				if i, ok := checked[c.Path]; ok {
+					at[k][j] = i
+					continue
+				}
+				checked[c.Path] = len(ops)
+			} else if p, _, _ := opTarget(op); p != "" {
+				delete(checked, p) // a later check of p must be sent again
+			}
+			at[k][j] = len(ops)
+			ops = append(ops, op)
+		}
+	}
+	return ops, at, first
 }
 
 // opTarget returns the path an op acts on, its data length, and whether it

@@ -232,6 +232,32 @@ func TestGroupCommit(t *testing.T) {
 		}
 	})
 
+	t.Run("SharedCheckGone", func(t *testing.T) {
+		// Three requests behind one existence check, sent once: it fails,
+		// so each is told in turn (the one that sent it, then the others
+		// in their own combined multi), and nothing is created.
+		root := "/gc/sharedgone"
+		c, g := gcClient(t, addr, root)
+		gone := &zk.CheckVersionRequest{Path: root + "/marker", Version: -1}
+		create := func(name string) *zk.CreateRequest {
+			return &zk.CreateRequest{Path: root + "/" + name, Acl: openACL}
+		}
+		results := holdAndQueue(t, c, g, root,
+			[]any{gone, create("x0")},
+			[]any{gone, create("x1")},
+			[]any{gone, create("x2")},
+		)()
+		for i, r := range results {
+			if r.idx != 0 || !errors.Is(r.err, zk.ErrNoNode) {
+				t.Errorf("request x%d: (%v, %d, %v), want idx 0, %v", i, r.res, r.idx, r.err, zk.ErrNoNode)
+			}
+		}
+		mustExist(t, c, false, root+"/x0", root+"/x1", root+"/x2")
+		if got := g.outcomes(); len(got) != 4 {
+			t.Errorf("combined multis %v: want the gate and 3 failed", got)
+		}
+	})
+
 	t.Run("CancelledBeforeSend", func(t *testing.T) {
 		root := "/gc/cancel"
 		c, g := gcClient(t, addr, root)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +173,39 @@ func TestOwnersPartition(t *testing.T) {
 	}
 	if got := Owners(8, nil); got != nil {
 		t.Errorf("Owners with no members = %v", got)
+	}
+}
+
+// combine sends an existence check that an earlier request of the batch
+// sent once, unless an op between them changed its znode, and tells each
+// request where its ops are.
+func TestCombineSendsASharedCheckOnce(t *testing.T) {
+	fence := &zk.CheckVersionRequest{Path: "/r/sessions/s", Version: -1}
+	req := func(ops ...any) *commitReq { return &commitReq{ops: ops} }
+	a := &zk.CreateRequest{Path: "/r/a"}
+	b := &zk.CreateRequest{Path: "/r/b"}
+	ver := &zk.CheckVersionRequest{Path: "/r/a", Version: 3}
+	del := &zk.DeleteRequest{Path: "/r/sessions/s", Version: -1}
+	ops, at, first := combine([]*commitReq{
+		req(fence, a),
+		req(fence, ver, b), // fence shared; a version check is always sent
+		req(del),           // changes the fenced znode
+		req(fence),         // so it is checked again
+	})
+	want := []any{fence, a, ver, b, del, fence}
+	if len(ops) != len(want) {
+		t.Fatalf("ops %v, want %v", ops, want)
+	}
+	for i := range want {
+		if ops[i] != want[i] {
+			t.Errorf("op %d: %v, want %v", i, ops[i], want[i])
+		}
+	}
+	wantAt := [][]int{{0, 1}, {0, 2, 3}, {4}, {5}}
+	wantFirst := []int{0, 2, 4, 5}
+	for k := range wantAt {
+		if !slices.Equal(at[k], wantAt[k]) || first[k] != wantFirst[k] {
+			t.Errorf("request %d: at %v first %d, want %v %d", k, at[k], first[k], wantAt[k], wantFirst[k])
+		}
 	}
 }
