@@ -307,8 +307,10 @@ func (c *Client) reserve(path string, s *Session) bool {
 func (c *Client) unreserve(path string, s *Session) { c.held.CompareAndDelete(path, s) }
 
 // Complete finishes the item: one multi of check(session marker),
-// check(claim, version), delete(item), delete(claim). Call it only after the
-// item's follow-up work is durable (for the crawler: its links enqueued).
+// delete(claim, version), delete(item) (the versioned delete is the claim's
+// check: one op fewer than a check before it, as every finishing multi
+// here). Call it only after the item's follow-up work is durable (for the
+// crawler: its links enqueued).
 //
 // Errors: ErrClaimLost (session ended, claim gone, or the claim already
 // finished; nothing changed, the item stays queued); ErrGone (the item
@@ -318,9 +320,8 @@ func (c *Client) unreserve(path string, s *Session) { c.held.CompareAndDelete(pa
 func (cl *Claim) Complete(ctx context.Context) error {
 	return cl.finish(ctx, "Complete", 2, []any{
 		&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
-		&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
-		&zk.DeleteRequest{Path: cl.q.itemPath(cl.shard, cl.name), Version: -1},
 		&zk.DeleteRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
+		&zk.DeleteRequest{Path: cl.q.itemPath(cl.shard, cl.name), Version: -1},
 	})
 }
 
@@ -335,38 +336,35 @@ func (cl *Claim) Release(ctx context.Context) error {
 
 // Reschedule gives the item back with newData (for the crawler: an attempt
 // counter and a not-before time) and drops the claim: one multi of
-// check(session marker), check(claim, version), setData(item, newData),
-// delete(claim). The item keeps its place in FIFO order. Errors as
-// Complete.
+// check(session marker), delete(claim, version), setData(item, newData).
+// The item keeps its place in FIFO order. Errors as Complete.
 func (cl *Claim) Reschedule(ctx context.Context, newData []byte) error {
 	return cl.finish(ctx, "Reschedule", 2, []any{
 		&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
-		&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
-		&zk.SetDataRequest{Path: cl.q.itemPath(cl.shard, cl.name), Data: newData, Version: -1},
 		&zk.DeleteRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
+		&zk.SetDataRequest{Path: cl.q.itemPath(cl.shard, cl.name), Data: newData, Version: -1},
 	})
 }
 
 // fail moves the item to the dead letters with data: one multi of
-// check(session marker), check(claim, version), the guard ops (Fail's cap:
-// a versioned set of R/failed), create(R/failed/<shard>-<item>, data),
-// delete(item), delete(claim).
+// check(session marker), delete(claim, version), the guard ops (Fail's
+// cap: a versioned set of R/failed), create(R/failed/<shard>-<item>,
+// data), delete(item).
 func (cl *Claim) fail(ctx context.Context, data []byte, guard ...any) error {
 	ops := append([]any{
 		&zk.CheckVersionRequest{Path: cl.fence, Version: -1},
-		&zk.CheckVersionRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
+		&zk.DeleteRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
 	}, guard...)
 	ops = append(ops,
 		&zk.CreateRequest{Path: cl.q.failedPath(ShardName(cl.shard) + "-" + cl.name), Data: data, Acl: cl.q.c.acl(), Flags: zk.FlagPersistent},
 		&zk.DeleteRequest{Path: cl.q.itemPath(cl.shard, cl.name), Version: -1},
-		&zk.DeleteRequest{Path: cl.q.claimPath(cl.shard, cl.name), Version: cl.claimVersion},
 	)
 	return cl.finish(ctx, "Fail", 3+len(guard), ops)
 }
 
 // finish runs one fenced, finishing multi. ops[0] is the session-marker
-// check and ops[1] the claim check (or delete); itemIdx is the index of the
-// op on the item (-1 if none).
+// check and ops[1] the claim's versioned delete; itemIdx is the index of
+// the op on the item (-1 if none).
 func (cl *Claim) finish(ctx context.Context, op string, itemIdx int, ops []any) (err error) {
 	metric := "queue_" + strings.ToLower(op)
 	if op == "Reschedule" {
