@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// Issue 10 item 4: hosts whose shards move to a second worker keep their
+// Hosts whose shards move to a second worker keep their
 // robots.txt Crawl-delay (1.5 s) between page requests across the handoff,
 // and the new owner's robots.txt fetch keeps at least the rate interval
 // (100 ms). Before: 72 ms between two page requests (the new owner waited
@@ -197,5 +198,50 @@ func TestFirstAssignmentStartsAtOnce(t *testing.T) {
 		if !ok || at.Sub(start) > 7*time.Second {
 			t.Errorf("%s: first request %v after the workers started (seen: %v), want < 7s: no handoff cooling (10 s) under the first assignment", h, at.Sub(start), ok)
 		}
+	}
+}
+
+// Under the crawl's first assignment a worker gaining a shard claims
+// there at once, without waiting for the other members to acknowledge the
+// assignment (no one owned a shard before it, so no one can be claiming in
+// it); under any later one it waits for every live member's view.
+func TestFirstAssignmentSkipsTheAckWait(t *testing.T) {
+	t.Parallel()
+	zks := testenv.ZooKeeper(t)
+	c := newCrawl(t, zks.Addr(), "firstack", testConfig(), frontier.Layout{Shards: 4, Spread: 1}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := New(ctx, Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
+		SessionTimeout: 2 * time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	sess, err := w.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.Join(ctx, sess, w.root, "w1", []byte(`{"view":"new"}`)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.client.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// w2 never acknowledges the assignment "new".
+	if _, err := coord.Join(ctx, other, c.root, "w2", []byte(`{"view":"older"}`)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := w.awaitHandoff(ctx, 0, assignedView{id: "new", first: true}); err != nil {
+		t.Fatalf("first assignment: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("first assignment: claimed after %v, want at once", took)
+	}
+	later, stop := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer stop()
+	if err := w.awaitHandoff(later, 0, assignedView{id: "new"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("later assignment with a member that has not acknowledged it: %v, want a wait (the ctx's deadline)", err)
 	}
 }
