@@ -451,3 +451,24 @@ func idleWorker(t *testing.T, ctx context.Context, c *crawlEnv, m *Metrics) *Wor
 	w.live.Store(&liveConfig{cfg: testConfig()})
 	return w
 }
+
+// workLeft counts what a count read says is still to do: ready items
+// (claimed or not), unheld backlog records that are not schedule entries,
+// entries due now, and posts; a worker that has finished that many since
+// its read reads again at once when it goes idle.
+func TestWorkLeft(t *testing.T) {
+	for _, tc := range []struct {
+		st   frontier.Pending
+		want int
+	}{
+		{frontier.Pending{}, 0},
+		{frontier.Pending{Ready: 23, Claimed: 16, Backlog: 48}, 71},
+		{frontier.Pending{Ready: 2, Claimed: 2, Backlog: 10, Held: 10}, 2},                   // held by host budgets
+		{frontier.Pending{Backlog: 30, Scheduled: 30, DueNow: 4}, 4},                         // a continuous crawl
+		{frontier.Pending{Ready: 1, Backlog: 5, Held: 3, Scheduled: 4, Posts: 2}, 1 + 0 + 2}, // never negative
+	} {
+		if got := workLeft(tc.st); got != tc.want {
+			t.Errorf("workLeft(%+v) = %d, want %d", tc.st, got, tc.want)
+		}
+	}
+}

@@ -231,17 +231,18 @@ func (c *counters) capped(cfg config.Config) bool {
 // crawl's last pages), or the counts read empty, it reads them with
 // watches (frontier.Frontier.WatchPending: 2 x shards + groups
 // getChildren and a cursor per group) and waits for a watch to fire, then
-// reads again, at most once per doneMinGap (at once when this worker goes
-// idle and that read found no more claims than it held: the crawl's last
-// pages were its own): done is seen within doneMinGap and a few round
-// trips of the last completion, and an idle worker makes
+// reads again, at most once per doneMinGap: done is seen within doneMinGap
+// and a few round trips of the last completion, and an idle worker makes
 // at most 2 x shards + 3 x groups reads per doneMinGap while only
 // claimed work is left. A worker that fetched nothing since its last read
 // reads at most once per idleGap instead (doneIdleGap; shorter under a
 // quiet period), in both cases: the crawl's last page is another
 // worker's, which sees the crawl done, and its exit (a member leaving,
 // below) ends the wait. A watch lost across a reconnect fires too;
-// doneFallback bounds the wait on watches all the same. The snapshot is
+// doneFallback bounds the wait on watches all the same. A worker that has
+// finished, since its last read, at least as many items as that read found
+// left (workLeft) and goes idle reads at once, doneMinGap or not: the
+// crawl's last pages were most often its own. The snapshot is
 // confirmed by a second count read taken while no watch has fired
 // (docs/design.md, "When a batch crawl is done"). A member leaving the
 // worker list (a worker that saw the crawl done and exited) ends any of
@@ -250,11 +251,14 @@ func (w *Worker) waitDone(ctx context.Context) error {
 	var quietSince, lastRead time.Time
 	var left, idle <-chan struct{}
 	pause, watching := donePoll, false
-	// lastHolder: the last read found no work but claimed items, and no
-	// more claims than this worker had in flight: the claims left were
-	// most likely its own, so when it goes idle the crawl is most likely
-	// done, and it reads at once instead of waiting out doneMinGap.
-	lastHolder := false
+	// seenLeft is the work the last read found (ready items, unheld backlog,
+	// due entries, posts) and finishedAt this worker's finished items then:
+	// once it has finished at least that many since and goes idle, all it
+	// saw may be done (most often: the crawl's last pages were its own), so
+	// it reads at once instead of waiting out doneMinGap. At most one such
+	// read per that many items, so a worker that idles between pages of a
+	// big backlog (one host at a rate) does not read more often.
+	seenLeft, finishedAt := -1, int64(0)
 	// The first read waits until this worker is placed and then
 	// donePlacedSettle (on a fresh crawl its 256 reads would otherwise
 	// queue, on the one connection, ahead of the join, the first
@@ -280,7 +284,8 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		if !worked && quietSince.IsZero() {
 			minGap = idleGap(w.opts.QuietPeriod)
 		}
-		if gap := minGap - time.Since(lastRead); gap > 0 && !memberLeft && !(worked && lastHolder) {
+		caughtUp := worked && seenLeft >= 0 && w.counters.pages.Load()-finishedAt >= int64(seenLeft)
+		if gap := minGap - time.Since(lastRead); gap > 0 && !memberLeft && !caughtUp {
 			// Watches fire on every claim and completion: read at most
 			// once per doneMinGap (doneIdleGap while this worker fetched
 			// nothing: the crawl's last page is another's, who sees the
@@ -290,7 +295,8 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			if err := sleepOrChange(ctx, gap, nil, left, idle); err != nil {
 				return err
 			}
-			if isClosed(idle) && !isClosed(left) {
+			caughtUp = seenLeft >= 0 && w.counters.pages.Load()-finishedAt >= int64(seenLeft)
+			if isClosed(idle) && !isClosed(left) && !caughtUp {
 				// It fetched meanwhile: its last item may be the crawl's.
 				if gap := doneMinGap - time.Since(lastRead); gap > 0 && !sleepCtx(ctx, gap) {
 					return ctx.Err()
@@ -307,7 +313,10 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			st, changed, err = w.front.WatchPending(ctx)
 		}
 		watching = err == nil && onlyClaimedLeft(st)
-		lastHolder = watching && st.Claimed <= int(w.counters.inFlight.Load())
+		seenLeft, finishedAt = -1, w.counters.pages.Load()
+		if err == nil {
+			seenLeft = workLeft(st)
+		}
 		done := err == nil && st.Empty()
 		if done {
 			// Confirm: a second read while no watch has fired.
@@ -370,6 +379,13 @@ func idleGap(quiet time.Duration) time.Duration {
 		return doneIdleGap
 	}
 	return min(max(quiet/4, doneMinGap), doneIdleGap)
+}
+
+// workLeft counts the items st says are still to do: ready (claimed or
+// not), unheld backlog records that are not schedule entries, schedule
+// entries due now, and inbox posts (a post counts one, whatever it holds).
+func workLeft(st frontier.Pending) int {
+	return st.Ready + max(0, st.Backlog-st.Held-st.Scheduled) + st.DueNow + st.Posts
 }
 
 // onlyClaimedLeft reports whether every ready item left is claimed and no
