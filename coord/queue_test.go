@@ -618,3 +618,46 @@ func TestTakeWaitsForPut(t *testing.T) {
 		t.Fatalf("Take on empty shard: %v", err)
 	}
 }
+
+// Queue.Pending's Stamp is the same in two reads with nothing changed in
+// between, and differs once an item came and went, though every count is
+// back where it was (the child versions moved).
+func TestPendingStampSeesAnItemThatCameAndWent(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	c := connect(t, zkAddr(t))
+	q := newQueue(t, c, root, 2)
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := q.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := q.Pending(ctx)
+	if err != nil || again.Stamp != before.Stamp {
+		t.Fatalf("two reads of an unchanged queue: stamps %x and %x (%v)", before.Stamp, again.Stamp, err)
+	}
+	if ok, err := q.Put(ctx, 1, "abcd", []byte("v1")); !ok || err != nil {
+		t.Fatalf("Put = %v, %v", ok, err)
+	}
+	cl, err := q.Take(ctx, sess, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := q.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Queued != before.Queued || after.Claimed != before.Claimed {
+		t.Fatalf("counts after the item went: %+v, before %+v", after, before)
+	}
+	if after.Stamp == before.Stamp {
+		t.Errorf("the same stamp %x after an item was queued, claimed and completed", after.Stamp)
+	}
+}

@@ -17,6 +17,13 @@ type QueueStats struct {
 	Claimed int   // claims in R/claims/<shard> of the counted shards
 	Failed  int   // dead letters in R/failed (the whole crawl's)
 	Depths  []int // Depths[i]: the items of the i-th counted shard
+	// Stamp (Pending only) hashes the child versions (Stat.Cversion,
+	// bumped by every child created or deleted) of every parent counted:
+	// two reads with the same Stamp saw each parent with the same children
+	// over the time between them, the same proof as a child watch that did
+	// not fire, with no watch set (FNV-1a 64: a collision needs 2^32 reads
+	// of changed parents).
+	Stamp uint64
 }
 
 // ClaimInfo is one claim as listed by Claims.
@@ -62,6 +69,7 @@ func (q *Queue) Pending(ctx context.Context, shards ...int) (QueueStats, error) 
 	}
 	n := len(shards)
 	depths, claimed := make([]int, n), make([]int, n)
+	versions := make([]int32, 2*n+1)
 	var failed int
 	err = parallel(ctx, 2*n+1, countReads, func(ctx context.Context, i int) error {
 		p, into := q.root+"/"+failedDir, &failed
@@ -71,14 +79,14 @@ func (q *Queue) Pending(ctx context.Context, shards ...int) (QueueStats, error) 
 		case i < 2*n:
 			p, into = q.shardPath(claimsDir, shards[i-n]), &claimed[i-n]
 		}
-		k, err := q.numChildren(ctx, p)
-		*into = k
+		k, v, err := q.numChildren(ctx, p)
+		*into, versions[i] = k, v
 		return err
 	})
 	if err != nil {
 		return QueueStats{}, fmt.Errorf("coord: Queue.Pending %s: %w", q.name, err)
 	}
-	st := QueueStats{Failed: failed, Depths: depths}
+	st := QueueStats{Failed: failed, Depths: depths, Stamp: StampVersions(0, versions...)}
 	for i := range n {
 		st.Queued += depths[i]
 		st.Claimed += claimed[i]
@@ -86,18 +94,36 @@ func (q *Queue) Pending(ctx context.Context, shards ...int) (QueueStats, error) 
 	return st, nil
 }
 
-// numChildren returns p's number of children, 0 when p does not exist
-// (one exists call, retried after connection loss).
-func (q *Queue) numChildren(ctx context.Context, p string) (int, error) {
-	n := 0
-	err := q.c.retry(ctx, func(ctx context.Context) error {
+// numChildren returns p's number of children and its child version (0
+// and -1 when p does not exist): one exists call, retried after
+// connection loss.
+func (q *Queue) numChildren(ctx context.Context, p string) (n int, cversion int32, err error) {
+	cversion = -1 // absent
+	err = q.c.retry(ctx, func(ctx context.Context) error {
 		ok, st, err := q.c.exists(ctx, p)
 		if err == nil && ok {
-			n = int(st.NumChildren)
+			n, cversion = int(st.NumChildren), st.Cversion
 		}
 		return err
 	})
-	return n, err
+	return n, cversion, err
+}
+
+// StampVersions folds znode versions (child versions, data versions) into
+// a stamp h (start with 0), in order: FNV-1a 64 over their big-endian
+// bytes. A count read that hashes what it read so can be compared with a
+// later one (QueueStats.Stamp).
+func StampVersions(h uint64, versions ...int32) uint64 {
+	if h == 0 {
+		h = 14695981039346656037 // FNV-1a 64 offset basis
+	}
+	for _, v := range versions {
+		for shift := 24; shift >= 0; shift -= 8 {
+			h ^= uint64(byte(uint32(v) >> shift))
+			h *= 1099511628211
+		}
+	}
+	return h
 }
 
 // Claims lists the claims held in the given shards (every shard when

@@ -252,6 +252,19 @@ func (q *Queue) List(ctx context.Context, rel string, watch bool) ([]string, <-c
 	return names, changed, nil
 }
 
+// ChildVersion returns the number of children of rel (relative to the
+// crawl root) and its child version (Stat.Cversion: bumped by every child
+// created or deleted; 0 and -1 when rel does not exist): one exists call,
+// retried after connection loss. Two reads with the same child version saw
+// the same children over the time between them. Errors: as Stat's.
+func (q *Queue) ChildVersion(ctx context.Context, rel string) (children int, cversion int32, err error) {
+	p, err := q.storePath(rel)
+	if err != nil {
+		return 0, 0, err
+	}
+	return q.numChildren(ctx, p)
+}
+
 // Stat returns the number of children of rel (relative to the crawl
 // root) and the length of its data in bytes, both 0 when rel does not
 // exist: one exists call, retried after connection loss. Errors:

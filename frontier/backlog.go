@@ -169,14 +169,19 @@ type GroupStats struct {
 // atomic across groups. Errors: ZooKeeper errors after retries; a cursor
 // that does not decode.
 func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
-	return b.stats(ctx, true)
+	out, _, err := b.stats(ctx, true)
+	return out, err
 }
 
-// stats is Stats; without posts it reads the cursors only and leaves
-// GroupStats.Posts 0 (WatchPending counts the posts from its watched
-// inbox lists).
-func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, error) {
+// stats is Stats, and a stamp of what it read (coord.StampVersions of
+// each group's cursor version and inbox child version, in group order:
+// equal in two reads only if no cursor was written and no post created
+// or drained between them). Without posts it reads the cursors only and
+// leaves GroupStats.Posts 0 (WatchPending counts the posts from its
+// watched inbox lists).
+func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, uint64, error) {
 	out := make([]GroupStats, b.groups)
+	versions := make([]int32, 2*b.groups)
 	reads := b.groups
 	if posts {
 		reads *= 2
@@ -184,13 +189,15 @@ func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, error) {
 	err := parallel(ctx, reads, countReads, func(ctx context.Context, i int) error {
 		if i >= b.groups {
 			var err error
-			out[i-b.groups].Posts, _, err = b.q.Stat(ctx, b.inboxPath(i-b.groups))
+			out[i-b.groups].Posts, versions[i], err = b.q.ChildVersion(ctx, b.inboxPath(i-b.groups))
 			return err
 		}
 		s := &out[i]
 		s.Group, s.Name = i, GroupName(i)
-		cur, _, err := b.readCursor(ctx, i)
+		cur, version, err := b.readCursor(ctx, i)
+		versions[i] = version
 		if errors.Is(err, coord.ErrNotFound) {
+			versions[i] = -1
 			return nil
 		}
 		if err != nil {
@@ -210,9 +217,9 @@ func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("frontier: Backlog.Stats: %w", err)
+		return nil, 0, fmt.Errorf("frontier: Backlog.Stats: %w", err)
 	}
-	return out, nil
+	return out, coord.StampVersions(0, versions...), nil
 }
 
 // SeenBytes returns the data bytes of every group's seen chunks

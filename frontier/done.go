@@ -53,7 +53,7 @@ func (f *Frontier) WatchPending(ctx context.Context) (p Pending, changed <-chan 
 	})
 	g.Go(func() error {
 		var err error
-		groups, err = f.b.stats(gctx, false)
+		groups, _, err = f.b.stats(gctx, false)
 		return err
 	})
 	err = g.Wait()

@@ -315,24 +315,37 @@ func (f *Frontier) policy() uint64 {
 // shards, every group's cursor and inbox size): a snapshot, not atomic.
 // Errors: ZooKeeper errors after retries.
 func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
+	p, _, err := f.PendingStamp(ctx)
+	return p, err
+}
+
+// PendingStamp is Pending with a stamp of what it read: the child versions
+// of every shard parent, inbox and R/failed and the version of every
+// cursor (coord.StampVersions). Two reads with the same stamp saw each of
+// those znodes unchanged from its first read to its second, as child
+// watches that did not fire would show, with no watch set: if both read
+// Empty, the crawl was done at the end of the first (docs/design.md,
+// "When a batch crawl is done"). Errors: as Pending's.
+func (f *Frontier) PendingStamp(ctx context.Context) (Pending, uint64, error) {
 	// The shard counts and the groups' stats go at once (one round trip).
 	var qp coord.QueueStats
 	var groups []GroupStats
+	var stamp uint64
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		qp, err = f.q.Pending(gctx)
 		return err
 	})
 	g.Go(func() (err error) {
-		groups, err = f.b.Stats(gctx)
+		groups, stamp, err = f.b.stats(gctx, true)
 		return err
 	})
 	if err := g.Wait(); err != nil {
-		return Pending{}, err
+		return Pending{}, 0, err
 	}
 	out := BacklogPending(groups, f.policy())
 	out.Ready, out.Claimed = qp.Queued, qp.Claimed
-	return out, nil
+	return out, coord.StampVersions(stamp, int32(qp.Stamp>>32), int32(qp.Stamp)), nil
 }
 
 // BacklogPending sums the groups' part of Pending (Backlog, Posts, Held,

@@ -228,10 +228,10 @@ func (c *counters) capped(cfg config.Config) bool {
 // reads, still at most once per doneMinGap: the worker that fetched the
 // crawl's last page sees it done a few round trips later, not up to
 // doneBackoff. Once the only work left is claimed (the
-// crawl's last pages), or the counts read empty, it reads them with
-// watches (frontier.Frontier.WatchPending: 2 x shards + groups
-// getChildren and a cursor per group) and waits for a watch to fire, then
-// reads again, at most once per doneMinGap: done is seen within doneMinGap
+// crawl's last pages), it reads them again with watches
+// (frontier.Frontier.WatchPending: 2 x shards + groups getChildren and a
+// cursor per group) and waits for a watch to fire, then reads again, at
+// most once per doneMinGap: done is seen within doneMinGap
 // and a few round trips of the last completion, and an idle worker makes
 // at most 2 x shards + 3 x groups reads per doneMinGap while only
 // claimed work is left. A worker that fetched nothing since its last read
@@ -242,8 +242,11 @@ func (c *counters) capped(cfg config.Config) bool {
 // doneFallback bounds the wait on watches all the same. A worker that has
 // finished, since its last read, at least as many items as that read found
 // left (workLeft) and goes idle reads at once, doneMinGap or not: the
-// crawl's last pages were most often its own. The snapshot is
-// confirmed by a second count read taken while no watch has fired
+// crawl's last pages were most often its own. A read that finds nothing
+// left is confirmed by a second that finds every counted znode at the
+// same child or data version (frontier.Frontier.PendingStamp: no watch
+// needed, and a fresh ZooKeeper's first watched reads are slow); one that
+// a watched read found empty, by a second read while no watch has fired
 // (docs/design.md, "When a batch crawl is done"). A member leaving the
 // worker list (a worker that saw the crawl done and exited) ends any of
 // these waits at once, doneMinGap included.
@@ -305,23 +308,32 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		}
 		lastRead = time.Now()
 		var changed <-chan struct{}
-		var st frontier.Pending
-		var err error
-		if watching {
+		st, stamp, err := w.front.PendingStamp(ctx)
+		done := false
+		switch {
+		case err != nil:
+		case st.Empty():
+			// Confirm: a second read that finds every counted znode as the
+			// first did (the same child and data versions) shows the crawl
+			// done at the end of the first, with no watch set.
+			again, stamp2, err2 := w.front.PendingStamp(ctx)
+			done = err2 == nil && again.Empty() && stamp2 == stamp
+			if !done {
+				changed = closedSignal // something moved: look again soon
+			}
+		case onlyClaimedLeft(st):
+			// Only claimed work is left: wait for it on watches.
 			st, changed, err = w.front.WatchPending(ctx)
-		} else if st, err = w.front.Pending(ctx); err == nil && onlyClaimedLeft(st) {
-			st, changed, err = w.front.WatchPending(ctx)
+			if err == nil && st.Empty() {
+				// It ended meanwhile: confirm while no watch has fired.
+				again, err2 := w.front.Pending(ctx)
+				done = err2 == nil && again.Empty() && !isClosed(changed)
+			}
 		}
 		watching = err == nil && onlyClaimedLeft(st)
 		seenLeft, finishedAt = -1, w.counters.pages.Load()
 		if err == nil {
 			seenLeft = workLeft(st)
-		}
-		done := err == nil && st.Empty()
-		if done {
-			// Confirm: a second read while no watch has fired.
-			again, err2 := w.front.Pending(ctx)
-			done = err2 == nil && again.Empty() && !isClosed(changed)
 		}
 		if err == nil && !done && w.counters.capped(w.current().cfg) && st.Claimed == 0 {
 			done = true // max_pages reached: what is left queued stays for a later run
@@ -360,14 +372,15 @@ func (w *Worker) waitDone(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
-		if isClosed(idle) || isClosed(left) {
-			// The crawl's last pages may just have finished: the next read
-			// is the watched one (its confirmation follows), not the plain
-			// count read that would only lead to it.
-			watching = true
-		}
 	}
 }
+
+// closedSignal is a closed channel: a wait on it ends at once.
+var closedSignal = func() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // idleGap returns the least time between two count reads of a worker that
 // fetched nothing since the last (waitDone): doneIdleGap, or with a quiet
