@@ -19,9 +19,12 @@ func TestGracefulStop(t *testing.T) {
 	began := time.Now()
 	zk := testenv.ZooKeeper(t)
 	c := newCrawl(t, crawlSpec{
-		name:   "graceful",
-		zk:     zk.Addr(),
-		web:    testenv.WebConfig{Seed: 13, Hosts: 6, PagesPerHost: 50, LinksPerPage: 4},
+		name: "graceful",
+		zk:   zk.Addr(),
+		// 12 hosts: w1 must own one of them to hold claims, and the
+		// groups split 32 / 32 by hash (6 hosts all fell to w2 in about
+		// 1 run of 64: 2^-6; 12 hosts, 2^-12).
+		web:    testenv.WebConfig{Seed: 13, Hosts: 12, PagesPerHost: 25, LinksPerPage: 4},
 		config: crawlConfig(5),
 	})
 	w1 := c.startWorker(workerOpts{sessionTimeout: stopTimeout})

@@ -2,9 +2,11 @@ package coord
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"time"
 
@@ -86,7 +88,7 @@ func (q *Queue) Pending(ctx context.Context, shards ...int) (QueueStats, error) 
 	if err != nil {
 		return QueueStats{}, fmt.Errorf("coord: Queue.Pending %s: %w", q.name, err)
 	}
-	st := QueueStats{Failed: failed, Depths: depths, Stamp: StampVersions(0, versions...)}
+	st := QueueStats{Failed: failed, Depths: depths, Stamp: stampVersions(versions)}
 	for i := range n {
 		st.Queued += depths[i]
 		st.Claimed += claimed[i]
@@ -109,21 +111,16 @@ func (q *Queue) numChildren(ctx context.Context, p string) (n int, cversion int3
 	return n, cversion, err
 }
 
-// StampVersions folds znode versions (child versions, data versions) into
-// a stamp h (start with 0), in order: FNV-1a 64 over their big-endian
-// bytes. A count read that hashes what it read so can be compared with a
-// later one (QueueStats.Stamp).
-func StampVersions(h uint64, versions ...int32) uint64 {
-	if h == 0 {
-		h = 14695981039346656037 // FNV-1a 64 offset basis
-	}
+// stampVersions hashes znode versions, in order: FNV-1a 64 over their
+// big-endian bytes (QueueStats.Stamp).
+func stampVersions(versions []int32) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
 	for _, v := range versions {
-		for shift := 24; shift >= 0; shift -= 8 {
-			h ^= uint64(byte(uint32(v) >> shift))
-			h *= 1099511628211
-		}
+		binary.BigEndian.PutUint32(b[:], uint32(v))
+		_, _ = h.Write(b[:])
 	}
-	return h
+	return h.Sum64()
 }
 
 // Claims lists the claims held in the given shards (every shard when

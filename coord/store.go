@@ -252,36 +252,27 @@ func (q *Queue) List(ctx context.Context, rel string, watch bool) ([]string, <-c
 	return names, changed, nil
 }
 
-// ChildVersion returns the number of children of rel (relative to the
-// crawl root) and its child version (Stat.Cversion: bumped by every child
-// created or deleted; 0 and -1 when rel does not exist): one exists call,
-// retried after connection loss. Two reads with the same child version saw
-// the same children over the time between them. Errors: as Stat's.
-func (q *Queue) ChildVersion(ctx context.Context, rel string) (children int, cversion int32, err error) {
-	p, err := q.storePath(rel)
-	if err != nil {
-		return 0, 0, err
-	}
-	return q.numChildren(ctx, p)
-}
-
 // Stat returns the number of children of rel (relative to the crawl
-// root) and the length of its data in bytes, both 0 when rel does not
-// exist: one exists call, retried after connection loss. Errors:
-// ErrInvalidArgument; ZooKeeper errors after retries.
-func (q *Queue) Stat(ctx context.Context, rel string) (children, bytes int, err error) {
+// root), the length of its data in bytes and its child version
+// (Stat.Cversion: bumped by every child created or deleted, so two reads
+// with the same one saw the same children over the time between them),
+// 0, 0 and -1 when rel does not exist: one exists call, retried after
+// connection loss. Errors: ErrInvalidArgument; ZooKeeper errors after
+// retries.
+func (q *Queue) Stat(ctx context.Context, rel string) (children, bytes int, cversion int32, err error) {
 	p, err := q.storePath(rel)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
+	cversion = -1
 	err = q.c.retry(ctx, func(ctx context.Context) error {
 		ok, st, err := q.c.exists(ctx, p)
 		if err == nil && ok {
-			children, bytes = int(st.NumChildren), int(st.DataLength)
+			children, bytes, cversion = int(st.NumChildren), int(st.DataLength), st.Cversion
 		}
 		return err
 	})
-	return children, bytes, err
+	return children, bytes, cversion, err
 }
 
 // CreateQueue returns the queue of a new crawl rooted at root (absolute

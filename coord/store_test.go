@@ -50,8 +50,8 @@ func TestStoreCommit(t *testing.T) {
 	if err != nil || len(kids) != 1 || kids[0] != names[1] {
 		t.Fatalf("List area/a: %q, %v", kids, err)
 	}
-	if n, size, err := q.Stat(ctx, "area/a"); err != nil || n != 1 || size != 2 {
-		t.Fatalf("Stat area/a: %d children, %d bytes, %v", n, size, err)
+	if n, size, cv, err := q.Stat(ctx, "area/a"); err != nil || n != 1 || size != 2 || cv < 1 {
+		t.Fatalf("Stat area/a: %d children, %d bytes, child version %d, %v", n, size, cv, err)
 	}
 
 	// A stale version fails the whole multi: the create beside it is not made.

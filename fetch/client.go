@@ -392,7 +392,7 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL string, maxBody int64, cond 
 	res.TLS, res.CipherSuite = wc.tlsOf()
 	res.RawResponse, res.RawResponseHeader = wireResponse(wireResp, resp, body)
 	if len(res.RawRequest) == 0 {
-		res.RawRequest = wc.request(req)
+		res.RawRequest = wc.request(req, res.Protocol == ProtoHTTP2)
 	}
 	res.Redirect = redirectTarget(resp)
 	res.MIME = resultMIME(res)
@@ -655,15 +655,24 @@ func (wc *wireCapture) trace() *httptrace.ClientTrace {
 	}
 }
 
-// request returns the captured request header block. If the capture is
-// incomplete (a server that answered before reading the whole request), it
-// falls back to req's own HTTP/1.1 serialization, which uses the same writer
-// the transport uses.
-func (wc *wireCapture) request(req *http.Request) []byte {
+// request returns the captured request header block (h2: the answer came
+// over HTTP/2, whose captured fields are complete once it came). If the
+// capture is incomplete (a server that answered before reading the whole
+// request), it falls back to req's own HTTP/1.1 serialization, which uses
+// the same writer the transport uses.
+func (wc *wireCapture) request(req *http.Request, h2 bool) []byte {
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
 	if wc.done {
 		return bytes.Clone(wc.buf.Bytes())
+	}
+	if h2 && wc.buf.Len() > len(wc.requestLine) {
+		// HTTP/2 encodes the whole header block before it sends it, so
+		// once the answer came every field was captured; WroteHeaders (the
+		// block's end) may not have run yet: the stream's writer goroutine
+		// runs beside the reader that returned the response (seen on a
+		// loaded machine).
+		return append(bytes.Clone(wc.buf.Bytes()), "\r\n"...)
 	}
 	var b bytes.Buffer
 	// A context without the trace, so writing does not feed the capture.

@@ -2,8 +2,10 @@ package frontier
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"golang.org/x/sync/errgroup"
 
@@ -173,13 +175,13 @@ func (b *Backlog) Stats(ctx context.Context) ([]GroupStats, error) {
 	return out, err
 }
 
-// stats is Stats, and a stamp of what it read (coord.StampVersions of
-// each group's cursor version and inbox child version, in group order:
-// equal in two reads only if no cursor was written and no post created
-// or drained between them). Without posts it reads the cursors only and
+// stats is Stats, and the versions it read: each group's cursor version,
+// then each group's inbox child version (-1: absent; 0 when not read,
+// without posts); equal in two reads only if no cursor was written and no post
+// created or drained between them. Without posts it reads the cursors only and
 // leaves GroupStats.Posts 0 (WatchPending counts the posts from its
 // watched inbox lists).
-func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, uint64, error) {
+func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, []int32, error) {
 	out := make([]GroupStats, b.groups)
 	versions := make([]int32, 2*b.groups)
 	reads := b.groups
@@ -189,7 +191,7 @@ func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, uint64, 
 	err := parallel(ctx, reads, countReads, func(ctx context.Context, i int) error {
 		if i >= b.groups {
 			var err error
-			out[i-b.groups].Posts, versions[i], err = b.q.ChildVersion(ctx, b.inboxPath(i-b.groups))
+			out[i-b.groups].Posts, _, versions[i], err = b.q.Stat(ctx, b.inboxPath(i-b.groups))
 			return err
 		}
 		s := &out[i]
@@ -217,9 +219,9 @@ func (b *Backlog) stats(ctx context.Context, posts bool) ([]GroupStats, uint64, 
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("frontier: Backlog.Stats: %w", err)
+		return nil, nil, fmt.Errorf("frontier: Backlog.Stats: %w", err)
 	}
-	return out, coord.StampVersions(0, versions...), nil
+	return out, versions, nil
 }
 
 // SeenBytes returns the data bytes of every group's seen chunks
@@ -238,7 +240,7 @@ func (b *Backlog) SeenBytes(ctx context.Context) (int64, error) {
 			return err
 		}
 		for _, c := range cur.chunks {
-			_, n, err := b.q.Stat(ctx, b.chunkPath(g, c.seq))
+			_, n, _, err := b.q.Stat(ctx, b.chunkPath(g, c.seq))
 			if err != nil {
 				return err
 			}
@@ -278,6 +280,20 @@ func (b *Backlog) Keys(ctx context.Context, g int) (*seenset.Set, error) {
 		}
 	}
 	return st.seen, nil
+}
+
+// stampVersions hashes znode versions, in order, and then more (another
+// stamp): FNV-1a 64 over their big-endian bytes (Frontier.PendingStamp).
+func stampVersions(versions []int32, more uint64) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, v := range versions {
+		binary.BigEndian.PutUint32(b[:4], uint32(v))
+		_, _ = h.Write(b[:4])
+	}
+	binary.BigEndian.PutUint64(b[:], more)
+	_, _ = h.Write(b[:])
+	return h.Sum64()
 }
 
 // countReads bounds the reads a count snapshot (Stats, Frontier.Pending,

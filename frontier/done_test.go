@@ -8,10 +8,10 @@ import (
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// WatchPending counts what Pending counts and closes changed once an
-// inbox gets a post (the shards' watches are coord.Queue.WatchShards's).
-func TestWatchPendingFiresOnAPost(t *testing.T) {
-	t.Parallel()
+// newFrontier4 returns the frontier of a new crawl of 4 shards (host
+// spread 1).
+func newFrontier4(t *testing.T) *frontier.Frontier {
+	t.Helper()
 	root := testRoot(t)
 	c := connect(t, zkAddr(t))
 	levels, err := frontier.StoreLevels(4)
@@ -19,7 +19,14 @@ func TestWatchPendingFiresOnAPost(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := newQueue(t, c, root, 4, levels...)
-	f := frontier.New(q, frontier.Layout{Shards: 4, Spread: 1}, 0)
+	return frontier.New(q, frontier.Layout{Shards: 4, Spread: 1}, 0)
+}
+
+// WatchPending counts what Pending counts and closes changed once an
+// inbox gets a post (the shards' watches are coord.Queue.WatchShards's).
+func TestWatchPendingFiresOnAPost(t *testing.T) {
+	t.Parallel()
+	f := newFrontier4(t)
 	ctx := testenv.Context(t, 30*time.Second)
 	p, changed, err := f.WatchPending(ctx)
 	if err != nil || !p.Empty() {
@@ -53,14 +60,7 @@ func TestWatchPendingFiresOnAPost(t *testing.T) {
 // another after a post.
 func TestPendingStampMovesWithAPost(t *testing.T) {
 	t.Parallel()
-	root := testRoot(t)
-	c := connect(t, zkAddr(t))
-	levels, err := frontier.StoreLevels(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := newQueue(t, c, root, 4, levels...)
-	f := frontier.New(q, frontier.Layout{Shards: 4, Spread: 1}, 0)
+	f := newFrontier4(t)
 	ctx := testenv.Context(t, 30*time.Second)
 	p1, s1, err := f.PendingStamp(ctx)
 	if err != nil || !p1.Empty() {

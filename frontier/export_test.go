@@ -16,15 +16,15 @@ func (b *Backlog) StoreBytes(ctx context.Context, g int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, n, err := b.q.Stat(ctx, b.cursorPath(g))
+	_, n, _, err := b.q.Stat(ctx, b.cursorPath(g))
 	total := int64(n)
 	for _, bt := range cur.batches {
-		_, n, err2 := b.q.Stat(ctx, b.batchPath(g, bt.seq))
+		_, n, _, err2 := b.q.Stat(ctx, b.batchPath(g, bt.seq))
 		err = errors.Join(err, err2)
 		total += int64(n)
 	}
 	for _, c := range cur.chunks {
-		_, n, err2 := b.q.Stat(ctx, b.chunkPath(g, c.seq))
+		_, n, _, err2 := b.q.Stat(ctx, b.chunkPath(g, c.seq))
 		err = errors.Join(err, err2)
 		total += int64(n)
 	}

@@ -321,7 +321,7 @@ func (f *Frontier) Pending(ctx context.Context) (Pending, error) {
 
 // PendingStamp is Pending with a stamp of what it read: the child versions
 // of every shard parent, inbox and R/failed and the version of every
-// cursor (coord.StampVersions). Two reads with the same stamp saw each of
+// cursor (FNV-1a 64). Two reads with the same stamp saw each of
 // those znodes unchanged from its first read to its second, as child
 // watches that did not fire would show, with no watch set: if both read
 // Empty, the crawl was done at the end of the first (docs/design.md,
@@ -330,14 +330,14 @@ func (f *Frontier) PendingStamp(ctx context.Context) (Pending, uint64, error) {
 	// The shard counts and the groups' stats go at once (one round trip).
 	var qp coord.QueueStats
 	var groups []GroupStats
-	var stamp uint64
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		qp, err = f.q.Pending(gctx)
 		return err
 	})
+	var versions []int32
 	g.Go(func() (err error) {
-		groups, stamp, err = f.b.stats(gctx, true)
+		groups, versions, err = f.b.stats(gctx, true)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -345,7 +345,7 @@ func (f *Frontier) PendingStamp(ctx context.Context) (Pending, uint64, error) {
 	}
 	out := BacklogPending(groups, f.policy())
 	out.Ready, out.Claimed = qp.Queued, qp.Claimed
-	return out, coord.StampVersions(stamp, int32(qp.Stamp>>32), int32(qp.Stamp)), nil
+	return out, stampVersions(versions, qp.Stamp), nil
 }
 
 // BacklogPending sums the groups' part of Pending (Backlog, Posts, Held,
