@@ -23,8 +23,8 @@ type QueueStats struct {
 	// bumped by every child created or deleted) of every parent counted:
 	// two reads with the same Stamp saw each parent with the same children
 	// over the time between them, the same proof as a child watch that did
-	// not fire, with no watch set (FNV-1a 64: a collision needs 2^32 reads
-	// of changed parents).
+	// not fire, with no watch set (FNV-1a 64: a changed parent goes
+	// unseen with odds of about 2^-64 per comparison).
 	Stamp uint64
 }
 

@@ -223,13 +223,6 @@ type assignedView struct {
 func (w *Worker) awaitHandoff(ctx context.Context, shard int, gained assignedView) error {
 	view := gained.id
 	deadline := time.Now().Add(handoffAckWait(w.opts.SessionTimeout))
-	if gained.first {
-		// The crawl's first assignment: no worker owned a shard before it,
-		// so none can be claiming in this one, acknowledged or not (the
-		// wait cost a fresh crawl's first claims about 130 ms: every
-		// member's acknowledgement, polled every handoffPoll).
-		deadline = time.Now()
-	}
 	others := true // unknown until the member list is read: assume a handoff
 	pause := func() error {
 		if !sleepCtx(ctx, handoffPoll) {
@@ -237,7 +230,11 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, gained assignedVie
 		}
 		return nil
 	}
-	for time.Now().Before(deadline) {
+	// Under the crawl's first assignment no worker owned a shard before
+	// it, so none can be claiming in this one, acknowledged or not (the
+	// wait cost a fresh crawl's first claims about 130 ms: every member's
+	// acknowledgement, polled every handoffPoll).
+	for !gained.first && time.Now().Before(deadline) {
 		ids, data, err := coord.Members(ctx, w.client, w.root)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -287,8 +287,10 @@ func (w *Worker) waitDone(ctx context.Context) error {
 		if !worked && quietSince.IsZero() {
 			minGap = idleGap(w.opts.QuietPeriod)
 		}
-		caughtUp := worked && seenLeft >= 0 && w.counters.pages.Load()-finishedAt >= int64(seenLeft)
-		if gap := minGap - time.Since(lastRead); gap > 0 && !memberLeft && !caughtUp {
+		caughtUp := func() bool {
+			return seenLeft >= 0 && w.counters.pages.Load()-finishedAt >= int64(seenLeft)
+		}
+		if gap := minGap - time.Since(lastRead); gap > 0 && !memberLeft && !(worked && caughtUp()) {
 			// Watches fire on every claim and completion: read at most
 			// once per doneMinGap (doneIdleGap while this worker fetched
 			// nothing: the crawl's last page is another's, who sees the
@@ -298,8 +300,7 @@ func (w *Worker) waitDone(ctx context.Context) error {
 			if err := sleepOrChange(ctx, gap, nil, left, idle); err != nil {
 				return err
 			}
-			caughtUp = seenLeft >= 0 && w.counters.pages.Load()-finishedAt >= int64(seenLeft)
-			if isClosed(idle) && !isClosed(left) && !caughtUp {
+			if isClosed(idle) && !isClosed(left) && !caughtUp() {
 				// It fetched meanwhile: its last item may be the crawl's.
 				if gap := doneMinGap - time.Since(lastRead); gap > 0 && !sleepCtx(ctx, gap) {
 					return ctx.Err()
