@@ -70,6 +70,10 @@ type Owner struct {
 	opts   OwnerOptions
 
 	groups sync.Map // int -> *ownedGroup
+	// busyKeys sums the groups' activeGauge: the politeness keys with
+	// records not yet finished over every group running here, which
+	// share readyBudget (readyWindowFor).
+	busyKeys atomic.Int64
 
 	dropLogMu  sync.Mutex
 	dropLogged map[string]bool // "reason host" already logged
@@ -442,7 +446,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 	og.setActive(true)
 	defer og.setActive(false)
 	defer og.backlogGauge.Store(0)
-	defer og.activeGauge.Store(0)
+	defer func() { o.busyKeys.Add(-og.activeGauge.Swap(0)) }()
 	defer og.atBudget.Store(0)
 	defer og.held.Store(0)
 	defer og.scheduled.Store(0)
@@ -465,7 +469,7 @@ func (o *Owner) runGroup(ctx context.Context, sess *coord.Session, g int) error 
 		}
 		busy, lost, err := o.groupStep(ctx, og, og.takeOffers())
 		og.backlogGauge.Store(og.backlogLen())
-		og.activeGauge.Store(og.busyHosts)
+		o.busyKeys.Add(og.busyHosts - og.activeGauge.Swap(og.busyHosts))
 		if err != nil {
 			return err
 		}
@@ -546,6 +550,7 @@ func (o *Owner) groupStep(ctx context.Context, og *ownedGroup, offers []offer) (
 		og.reschedule(newSchedPolicy(cfg))
 	}
 	plan := newStepPlan(og, cfg, o.layout.Groups(), len(offers))
+	plan.otherKeys = o.busyKeys.Load() - og.activeGauge.Load()
 	plan.step.Drop, og.sched.stale = og.sched.stale, nil // duplicates found at load
 	defer func() { answerOffers(og, offers, plan.rest, err) }()
 	var posts []Post
@@ -607,7 +612,10 @@ type stepPlan struct {
 	view   *ownedGroup
 	cfg    config.Config
 	groups int64 // shard groups of the crawl: quotas are per group
-	budget *hostBudget
+	// otherKeys counts the busy keys of the owner's other groups as
+	// their loops last saw them (readyWindowFor adds this group's own).
+	otherKeys int64
+	budget    *hostBudget
 
 	step     Step
 	accepted []string       // per step.Accept: its host
@@ -739,22 +747,46 @@ func (plan *stepPlan) overQuota(host, u string) string {
 }
 
 // ReadyWindow is how many ready items a group's owner keeps per politeness
-// key under cfg: 4 x per_host_max_in_flight + 1. A ready item stays in the
-// window from its creation until its completion multi has deleted it and
-// the owner's next step has replaced it (waiting to be claimed, the claim
-// round trip, the fetch, the WARC write, the fsync batch, the completion
-// multi and the refill step), so by Little's law the window must hold
-// per_host_max_in_flight items for that whole time, many times a fast
-// fetch (docs/design.md, "Move", gives the measurement). A window of 16 x
-// without a rate was tried: it sped one fast host up (make demo-real) but
-// a crawl of 100 hosts at in-flight 8 held 12,900 ready items and a
-// worker's peak RSS rose to 177 MB; the claim slots (worker) carry the
-// fast host instead. Bound: that many znodes of ~100-200 B per key that has
-// a backlog.
+// key under cfg at least: 4 x per_host_max_in_flight + 1. A ready item
+// stays in the window from its creation until its completion multi has
+// deleted it and the owner's next step has replaced it (waiting to be
+// claimed, the claim round trip, the fetch, the WARC write, the fsync
+// batch, the completion multi and the refill step), so by Little's law the
+// window must hold per_host_max_in_flight items for that whole time, many
+// times a fast fetch (docs/design.md, "Move", gives the measurement).
+// Without a per-host rate a key's window grows with the owner's spare
+// ready budget (readyWindowFor). Bound: that many znodes of ~100-200 B per
+// key that has a backlog.
 func ReadyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 
+// readyBudget is how many ready items an owner process lets the windows
+// of its busy keys grow into without a per-host rate (readyWindowFor):
+// about 3 KB of a worker's RSS and 100-200 B of ZooKeeper data each, so
+// at most about 3 MB and 200 KB per owner beyond the ReadyWindow floor.
+const readyBudget = 1024
+
+// readyWindowFor returns the ready window per key of an owner whose groups
+// hold busy keys with records not yet finished, under cfg: ReadyWindow
+// under a per-host rate (a key's requests are spaced by it, and its
+// window drains no faster than the rate); without one the keys share
+// readyBudget, each between ReadyWindow and 16 x per_host_max_in_flight +
+// 1. One fast host alone (a site crawl: make demo-real's manual at
+// in-flight 8) then has 129 ready items: with 33 its takers waited for the
+// refill, its window's items spending about 30 ms each from creation to
+// replacement for a 1-3 ms fetch; hundreds of hosts keep ReadyWindow (a
+// window of 16 x for every key of 100 hosts held 12,900 ready items and
+// raised a worker's peak RSS from about 140 to 177 MB).
+func readyWindowFor(cfg config.Config, busyKeys int64) int {
+	base := ReadyWindow(cfg)
+	if cfg.PerHostRatePerS > 0 {
+		return base
+	}
+	share := readyBudget / max(busyKeys, 1)
+	return int(min(max(share, int64(base)), int64(16*cfg.PerHostMaxInFlight+1)))
+}
+
 // fillWindows adds the moves that fill the hosts' ready windows
-// (ReadyWindow items) from their oldest pending records and their due
+// (readyWindowFor items) from their oldest pending records and their due
 // schedule entries (at now, Unix seconds; new records first under
 // recrawl_new_first), hosts with the fewest ready items first. A window is
 // refilled once a third of it (at least one item) is free, so one step
@@ -769,7 +801,7 @@ func ReadyWindow(cfg config.Config) int { return 4*cfg.PerHostMaxInFlight + 1 }
 // turns (a turn missed at a per-host rate is a whole interval lost).
 func (plan *stepPlan) fillWindows(layout Layout, now int64) {
 	v := plan.view
-	window := ReadyWindow(plan.cfg)
+	window := readyWindowFor(plan.cfg, plan.otherKeys+v.busyHosts)
 	refillAt := window - max(1, window/3)
 	var order []string
 	for h, hb := range v.hosts {
