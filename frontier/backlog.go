@@ -18,8 +18,9 @@ const (
 	// batchRawBytes is how many raw record bytes a backlog batch takes
 	// before a new batch is started (about 8 KiB once compressed).
 	batchRawBytes = 32 << 10
-	// chunkKeys is how many fingerprints a seen chunk holds (8 bytes or
-	// fewer each once delta-coded: at most ~36 KiB of data).
+	// chunkKeys is how many fingerprints a seen chunk holds (Elias-Fano
+	// coded, encodeKeys: under 54 bits each, at most 27,653 bytes of data;
+	// 6.75 bytes a key for uniform fingerprints).
 	chunkKeys = 4096
 	// maxPostBytes bounds the encoded data of one post.
 	maxPostBytes = 256 << 10

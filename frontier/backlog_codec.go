@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"sync"
 )
@@ -112,22 +113,138 @@ func decodeRecords(data []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// encodeKeys returns sorted keys as uvarint n followed by the uvarint gaps
-// between consecutive keys (the first gap from 0): a seen chunk. keys must
-// be sorted and free of duplicates.
+// keysEliasFano is the format byte of a seen chunk in Elias-Fano form,
+// written after a 0x00 byte. A chunk of the earlier form (decodeKeysV1) has
+// no format byte: it starts with uvarint n, so the only one that starts
+// with 0x00 is the empty chunk, exactly the byte 0x00; the two forms never
+// read as each other, and the earlier decoder refuses this one (an empty
+// chunk followed by trailing bytes).
+const keysEliasFano = 'E'
+
+// encodeKeys returns keys as a seen chunk: 0x00, keysEliasFano, uvarint n
+// and, when n > 0, a byte L and the Elias-Fano bits of the keys, least
+// significant bit first in each byte, zero-padded to a whole byte: the low
+// L bits of every key (n x L bits), then the high parts key>>L in unary
+// (for each key, the rise from the previous key's high part, 0 before the
+// first, as that many 0 bits and then a 1: n + max>>L bits). L is
+// floor(log2(max/n)) (0 when max < n), so the n keys take n x (L + 1) +
+// max>>L bits, under L + 3 a key: 54 bits (6.75 bytes) a key for 4,096
+// uniform 64-bit fingerprints (L = 51), where uvarint gaps took 7.9 bytes,
+// and a chunk of chunkKeys keys is at most 27,653 bytes, 5 of them header. keys must be sorted ascending
+// and free of duplicates (the callers' guarantee, not checked: decodeKeys
+// refuses such a chunk). Written by hand: the standard library has no
+// Elias-Fano coder, and the stored format must stay fixed and ours.
 func encodeKeys(keys []uint64) []byte {
-	out := make([]byte, 0, 8*len(keys)+binary.MaxVarintLen64)
-	out = binary.AppendUvarint(out, uint64(len(keys)))
-	prev := uint64(0)
-	for _, k := range keys {
-		out = binary.AppendUvarint(out, k-prev)
-		prev = k
+	n := uint64(len(keys))
+	out := binary.AppendUvarint([]byte{0, keysEliasFano}, n)
+	if n == 0 {
+		return out
 	}
-	return out
+	maxKey := keys[n-1]
+	l := uint64(0)
+	if maxKey/n > 0 {
+		l = uint64(bits.Len64(maxKey/n) - 1)
+	}
+	lowBits := n * l
+	words := make([]uint64, (lowBits+n+maxKey>>l)/64+2) // one spare: a low part may straddle the last
+	for i, k := range keys {
+		p, low := uint64(i)*l, k&(1<<l-1)
+		words[p/64] |= low << (p % 64)
+		if p%64+l > 64 {
+			words[p/64+1] |= low >> (64 - p%64)
+		}
+		h := lowBits + k>>l + uint64(i)
+		words[h/64] |= 1 << (h % 64)
+	}
+	out = append(out, byte(l))
+	size := len(out) + int((lowBits+n+maxKey>>l+7)/8)
+	for _, w := range words {
+		out = binary.LittleEndian.AppendUint64(out, w)
+	}
+	return out[:size]
 }
 
-// decodeKeys parses encodeKeys' output. Errors wrap errBadEncoding.
+// decodeKeys parses a seen chunk of either form, encodeKeys' or
+// decodeKeysV1's, into its keys (ascending, distinct, at most 8 per byte
+// of data). Errors wrap errBadEncoding: an unknown format, a key count the
+// data cannot hold, L over 63, a truncated chunk, a key over 64 bits, a
+// key not above the one before (out of order or duplicate), trailing
+// bytes or set padding bits.
 func decodeKeys(data []byte) ([]uint64, error) {
+	if len(data) < 2 || data[0] != 0 {
+		return decodeKeysV1(data)
+	}
+	if data[1] != keysEliasFano {
+		return nil, fmt.Errorf("%w: seen chunk format %q", errBadEncoding, data[1])
+	}
+	n, k := binary.Uvarint(data[2:])
+	if k <= 0 {
+		return nil, fmt.Errorf("%w: seen chunk key count", errBadEncoding)
+	}
+	data = data[2+k:]
+	if n == 0 && len(data) == 0 {
+		return []uint64{}, nil
+	}
+	if n == 0 || len(data) == 0 {
+		return nil, fmt.Errorf("%w: seen chunk of %d keys in %d bytes", errBadEncoding, n, len(data))
+	}
+	l, src := uint64(data[0]), data[1:]
+	if l > 63 {
+		return nil, fmt.Errorf("%w: seen chunk low bits %d, over 63", errBadEncoding, l)
+	}
+	size := 8 * uint64(len(src))
+	if n > size/(l+1) { // each key takes l bits and a 1
+		return nil, fmt.Errorf("%w: seen chunk of %d keys, %d low bits each, in %d bytes", errBadEncoding, n, l, len(src))
+	}
+	words := make([]uint64, len(src)/8+2) // zero-padded: a low part may straddle into the next word
+	for i := 0; i+8 <= len(src); i += 8 {
+		words[i/8] = binary.LittleEndian.Uint64(src[i:])
+	}
+	var tail [8]byte
+	copy(tail[:], src[len(src)/8*8:])
+	words[len(src)/8] = binary.LittleEndian.Uint64(tail[:])
+	out := make([]uint64, 0, n)
+	hi0 := n * l                                       // where the high parts start
+	wi, w := hi0/64, words[hi0/64]>>(hi0%64)<<(hi0%64) // the word of the next 1 bit, its bits not yet read
+	hi := uint64(0)                                    // one past the last 1 bit read
+	for i := range n {
+		for w == 0 {
+			if wi++; wi*64 >= size {
+				return nil, fmt.Errorf("%w: seen chunk truncated at key %d of %d", errBadEncoding, i, n)
+			}
+			w = words[wi]
+		}
+		hi = wi*64 + uint64(bits.TrailingZeros64(w)) + 1
+		w &= w - 1
+		high := hi - 1 - hi0 - i // the 0 bits before this key's 1
+		if l > 0 && high>>(64-l) != 0 {
+			return nil, fmt.Errorf("%w: seen chunk key %d of %d over 64 bits", errBadEncoding, i, n)
+		}
+		p := i * l
+		low := words[p/64] >> (p % 64)
+		if p%64+l > 64 {
+			low |= words[p/64+1] << (64 - p%64)
+		}
+		key := high<<l | low&(1<<l-1)
+		if i > 0 && key <= out[i-1] {
+			return nil, fmt.Errorf("%w: seen chunk key %d of %d not above the one before", errBadEncoding, i, n)
+		}
+		out = append(out, key)
+	}
+	if (hi+7)/8 != uint64(len(src)) || w != 0 { // more bytes, or set bits padding the last
+		return nil, fmt.Errorf("%w: trailing bits in seen chunk", errBadEncoding)
+	}
+	return out, nil
+}
+
+// decodeKeysV1 parses a seen chunk of the form written before Elias-Fano:
+// uvarint n, then n uvarint gaps between consecutive keys (the first from
+// 0), 1 to 10 bytes a key (7.9 for a full chunk of uniform fingerprints).
+// Existing crawls hold such chunks; nothing writes them. Keys come back
+// ascending and distinct, at most one per byte of data. Errors wrap
+// errBadEncoding: a bad count, a truncated gap, a zero gap after the first
+// key (a duplicate), a key past 2^64, trailing bytes.
+func decodeKeysV1(data []byte) ([]uint64, error) {
 	n, k := binary.Uvarint(data)
 	if k <= 0 || n > uint64(len(data)) {
 		return nil, fmt.Errorf("%w: seen chunk key count", errBadEncoding)
@@ -139,6 +256,9 @@ func decodeKeys(data []byte) ([]uint64, error) {
 		d, k := binary.Uvarint(data)
 		if k <= 0 {
 			return nil, fmt.Errorf("%w: seen chunk key %d of %d", errBadEncoding, i, n)
+		}
+		if i > 0 && (d == 0 || prev+d < prev) {
+			return nil, fmt.Errorf("%w: seen chunk key %d of %d not above the one before", errBadEncoding, i, n)
 		}
 		prev += d
 		out = append(out, prev)
