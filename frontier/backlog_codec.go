@@ -156,8 +156,8 @@ func encodeKeys(keys []uint64) []byte {
 		h := lowBits + k>>l + uint64(i)
 		words[h/64] |= 1 << (h % 64)
 	}
-	out = append(out, byte(l))
-	size := len(out) + int((lowBits+n+maxKey>>l+7)/8)
+	size := len(out) + 1 + int((lowBits+n+maxKey>>l+7)/8)
+	out = append(slices.Grow(out, 1+8*len(words)), byte(l))
 	for _, w := range words {
 		out = binary.LittleEndian.AppendUint64(out, w)
 	}
