@@ -316,7 +316,8 @@ func TestGroupStepsUnderConnectionLoss(t *testing.T) {
 
 // SeenBytes sums the data of the groups' seen chunks as ZooKeeper stores
 // them: 0 before any batch retired, then at least a byte per key folded
-// in and no more than the 8 bytes of a raw key each (delta + uvarint).
+// in and no more than the 8 bytes of a raw key each (Elias-Fano: about
+// 7.4 for 100 uniform keys).
 func TestBacklogSeenBytes(t *testing.T) {
 	t.Parallel()
 	root := testRoot(t)
