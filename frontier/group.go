@@ -278,7 +278,14 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 	read := 0
 	gr.more = false
 	for len(names) > 0 && read < maxBytes {
+		// 8 posts first, then as many as the budget left holds at the
+		// mean size read so far (at most inboxReadsAtOnce): a backlog of
+		// small posts (links from many workers to a group while it changed
+		// owners) is read in a few round trips, not one per 8 posts.
 		n := min(len(names), 8)
+		if len(out) > 0 {
+			n = min(len(names), inboxReadsAtOnce, max(1, (maxBytes-read)/max(1, read/len(out))))
+		}
 		batch, sizes, err := gr.readPosts(ctx, names[:n])
 		if err != nil {
 			return nil, fmt.Errorf("frontier: inbox of group %s: %w", GroupName(gr.g), err)
@@ -302,6 +309,9 @@ func (gr *Group) Inbox(ctx context.Context, maxBytes int) ([]Post, error) {
 	gr.more = len(names) > 0
 	return out, nil
 }
+
+// inboxReadsAtOnce bounds the posts Inbox reads in one round trip.
+const inboxReadsAtOnce = 64
 
 // listInbox returns the inbox's post names in sequence order, arming a
 // child watch unless one stands (or the Group only peeks).

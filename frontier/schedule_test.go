@@ -21,6 +21,7 @@ type schedCrawl struct {
 	root string
 	cfg  atomic.Pointer[config.Config]
 	f    *frontier.Frontier
+	o    *frontier.Owner
 	stop func()
 }
 
@@ -52,7 +53,7 @@ func (sc *schedCrawl) start() {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); o.Run(ctx, sess, 0) }()
-	sc.f = f
+	sc.f, sc.o = f, o
 	sc.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(sc.stop)
 }

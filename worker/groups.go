@@ -20,11 +20,13 @@ const (
 
 // groupOwner is the seam to the owner of this worker's shard groups
 // (*frontier.Owner): Run runs one owned group while ctx lives, the claim
-// loop tells it which ready items were finished here (Finished), and
+// loop tells it which ready items were finished here (Finished), a
+// handoff that the previous owner's items there are gone (Resync), and
 // status and gauges read its Totals.
 type groupOwner interface {
 	Run(ctx context.Context, sess *coord.Session, g int)
 	Finished(g, shard int, name string)
+	Resync(g int)
 	Totals() frontier.OwnerTotals
 }
 

@@ -186,6 +186,7 @@ func (o *memOwner) Finished(g, shard int, name string) {
 	o.freed[g] = append(o.freed[g], coord.ShardName(shard)+"/"+name)
 }
 func (o *memOwner) Totals() frontier.OwnerTotals { return frontier.OwnerTotals{} }
+func (o *memOwner) Resync(int)                   {}
 
 // newPipeline returns a worker with cfg in force whose fetches answer from
 // pages. No dead-letter cap (counting R/failed would ask ZooKeeper), no

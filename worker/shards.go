@@ -267,6 +267,11 @@ func (w *Worker) awaitHandoff(ctx context.Context, shard int, gained assignedVie
 	}
 	if others && !gained.first {
 		w.handoffs.handedOver(shard, time.Now())
+		// The previous owner finished the ready items it held here: the
+		// group's loop, which loaded them as ready, sees their places free.
+		if w.owner != nil {
+			w.owner.Resync(w.layout.GroupOf(shard))
+		}
 	}
 	return nil
 }
