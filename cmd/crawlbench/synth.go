@@ -123,11 +123,7 @@ func (b *bench) synthRun(ctx context.Context, web *testenv.Web, truth map[string
 	if _, err := b.seed(ctx, zk.addr, run.Crawl, dir, cfg, web.Seeds(), time.Minute); err != nil {
 		return run, err
 	}
-	var pending func(context.Context) (bool, error) // nil: frontier.Pending
-	// A baseline of layout 1 has only ready and claimed items; one of
-	// layout 2 (a build since) also has backlogs and inboxes, which a
-	// handoff can leave while nothing is ready or claimed for a moment:
-	// it is judged by frontier.Pending too.
+	var pending func(context.Context) (bool, error) // nil: frontier.Pending; below: a layout 1 baseline (no backlogs)
 	if _, err := frontier.Open(ctx, zk.client, crawlRoot(run.Crawl)); run.Baseline && err != nil {
 		q, err := coord.OpenQueue(ctx, zk.client, crawlRoot(run.Crawl))
 		if err != nil {
