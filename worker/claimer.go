@@ -239,36 +239,56 @@ func (ks *keySlots) free(key string) int {
 // caller uses the decoded item and frees the very slot that was taken,
 // without decoding the item or computing its key again.
 func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte) (release func(), ok bool) {
-	return func(_ string, data []byte) (func(), bool) {
-		it, err := frontier.DecodeItem(data)
-		if err != nil {
-			if !w.tryClaimSlot(shard) {
-				return nil, false
+	return func(name string, data []byte) (func(), bool) {
+		// An item turned down before is judged from its memo entry
+		// (candidateMemo) until it is admitted; then it is decoded.
+		sum := w.cands.sum(data)
+		c, known := w.cands.get(shard, name, sum)
+		var it frontier.Item
+		if !known {
+			var err error
+			if it, err = frontier.DecodeItem(data); err != nil {
+				if !w.tryClaimSlot(shard) {
+					return nil, false
+				}
+				*t = taken{err: err}
+				return w.releaseClaimSlot, true // claimed, then moved to failed with the reason
 			}
-			*t = taken{err: err}
-			return w.releaseClaimSlot, true // claimed, then moved to failed with the reason
+			c = candidate{sum: sum, key: w.layout.Key(it.URL), notBefore: notBeforeNanos(it.NotBefore)}
 		}
-		if !it.NotBefore.IsZero() && w.clusterNow().Before(it.NotBefore) { // ZooKeeper's clock, as retryAt
+		if c.notBefore != 0 && w.clusterNow().UnixNano() < c.notBefore { // ZooKeeper's clock, as retryAt
+			w.cands.put(shard, name, c)
 			return nil, false
 		}
 		cfg := &w.current().cfg // per candidate: no copy of the Config
 		if cfg.Paused {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
-		key := w.layout.Key(it.URL)
 		limit := keyClaimLimit(cfg, w.claimSlots.Load(), w.current().claimCap)
-		if !w.slots.reserve(key, limit, shard) {
+		if !w.slots.reserve(c.key, limit, shard) {
 			if limit < claimSlotsPerKey(cfg) {
 				w.capWait.add(shard) // a freed claim slot may lift the limit
 			}
+			w.cands.put(shard, name, c)
 			return nil, false
 		}
 		if !w.tryClaimSlot(shard) {
-			w.freeKeySlot(key)
+			w.freeKeySlot(c.key)
+			w.cands.put(shard, name, c)
 			return nil, false
 		}
-		*t = taken{item: it, key: key, admitted: time.Now()}
-		return func() { w.freeKeySlot(key); w.releaseClaimSlot() }, true
+		w.cands.drop(shard, name)
+		if known {
+			var err error
+			it, err = frontier.DecodeItem(data)
+			if err != nil || w.layout.Key(it.URL) != c.key { // a maphash collision: judge it afresh next time
+				w.freeKeySlot(c.key)
+				w.releaseClaimSlot()
+				return nil, false
+			}
+		}
+		*t = taken{item: it, key: c.key, admitted: time.Now()}
+		return func() { w.freeKeySlot(c.key); w.releaseClaimSlot() }, true
 	}
 }
 
