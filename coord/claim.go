@@ -93,6 +93,20 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 	if !sess.alive() {
 		return nil, sess.expired("coord: Queue.Claim")
 	}
+	var it cachedItem
+	if accept != nil {
+		// Judge the candidate first: most candidates a filter sees are
+		// turned down (a busy politeness key), each then costing one
+		// lookup in the shard's item cache, no claim path, reservation or
+		// fence (on a web of 5,000 rated hosts those had been 10% of a
+		// worker's CPU).
+		if it, err = q.peekItem(ctx, shard, name); err != nil {
+			return nil, err
+		}
+		if !accept(name, it.data) {
+			return nil, errRejected
+		}
+	}
 	cp := q.claimPath(shard, name)
 	if !q.c.reserve(cp, sess) {
 		return nil, fmt.Errorf("coord: Queue.Claim %s/%s: %w", ShardName(shard), name, ErrClaimed)
@@ -107,19 +121,18 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 	if err != nil {
 		return nil, err
 	}
-	for {
-		it, err := q.readItem(ctx, shard, name, accept != nil)
-		if err != nil {
-			return nil, err
-		}
-		if accept != nil && !accept(name, it.data) {
-			q.cache(shard, name, it, true)
-			return nil, errRejected
-		}
-		if accept == nil {
-			// readItem did not use (nor take out) a cached entry, such as
-			// Commit's for the ready items it creates: drop it.
-			q.cache(shard, name, cachedItem{}, false)
+	// The claim takes the item out of the cache, whatever its outcome
+	// (Commit caches the data of the ready items it creates).
+	q.cache(shard, name, cachedItem{}, false)
+	for judged := accept != nil; ; judged = false {
+		if !judged {
+			if it, err = q.readItem(ctx, shard, name); err != nil {
+				return nil, err
+			}
+			if accept != nil && !accept(name, it.data) {
+				q.cache(shard, name, it, true)
+				return nil, errRejected
+			}
 		}
 		cl, orphaned, err := q.createClaim(ctx, sess, fence, shard, name, it)
 		keep = orphaned || err == nil
@@ -129,17 +142,29 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 	}
 }
 
-// readItem returns an item's data and version: from Take's cache when
-// cached is allowed and holds it, read from ZooKeeper otherwise. When
-// cached is allowed, the item's entry is taken out of the cache (claim puts
-// it back if accept turns the item down).
+// peekItem returns an item's data and version from Take's cache, or read
+// from ZooKeeper and then cached, so that a candidate turned down is not
+// read again until it changes.
 // Errors: ErrGone; ZooKeeper errors after retries.
-func (q *Queue) readItem(ctx context.Context, shard int, name string, cached bool) (cachedItem, error) {
-	if cached {
-		if it, ok := q.uncache(shard, name); ok {
-			return it, nil
-		}
+func (q *Queue) peekItem(ctx context.Context, shard int, name string) (cachedItem, error) {
+	cur := q.cursors[shard]
+	cur.mu.Lock()
+	it, ok := cur.items[name]
+	cur.mu.Unlock()
+	if ok {
+		return it, nil
 	}
+	it, err := q.readItem(ctx, shard, name)
+	if err == nil {
+		q.cache(shard, name, it, true)
+	}
+	return it, err
+}
+
+// readItem reads an item's data and version from ZooKeeper.
+// Errors: ErrGone (and its cache entry is dropped); ZooKeeper errors after
+// retries.
+func (q *Queue) readItem(ctx context.Context, shard int, name string) (cachedItem, error) {
 	data, st, err := q.c.readData(ctx, q.itemPath(shard, name))
 	if errors.Is(err, zk.ErrNoNode) {
 		q.cache(shard, name, cachedItem{}, false)

@@ -661,3 +661,77 @@ func TestPendingStampSeesAnItemThatCameAndWent(t *testing.T) {
 		t.Errorf("the same stamp %x after an item was queued, claimed and completed", after.Stamp)
 	}
 }
+
+// Concurrent takers of one shard, one Client, with a filter that reserves
+// something per admission (as the crawler's per-key slots): every item is
+// claimed once, and every admission that did not become a claim (two
+// takers judged the same item; one lost the in-process reservation or the
+// claim) is given back, so none leaks.
+func TestTakeGivesBackAdmissionsNotClaimed(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	ctx := testenv.Context(t, 60*time.Second)
+	c := connect(t, zkAddr(t))
+	q := coord.NewQueue(c, root, 1)
+	q.SetRecheck(20 * time.Millisecond)
+	if err := q.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := c.Session(ctx)
+	const items, takers = 200, 16
+	for i := range items {
+		if _, err := q.Put(ctx, 0, fmt.Sprintf("a%03d", i), fmt.Appendf(nil, "%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var held atomic.Int64 // admissions not given back
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range takers {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				done := len(seen) == items
+				mu.Unlock()
+				if done {
+					return
+				}
+				var release func()
+				tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				cl, err := q.Take(tctx, sess, 0, func(_ string, _ []byte) (func(), bool) {
+					held.Add(1)
+					release = func() { held.Add(-1) }
+					return release, true
+				})
+				cancel()
+				if errors.Is(err, context.DeadlineExceeded) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				seen[string(cl.Data())]++
+				mu.Unlock()
+				if err := cl.Complete(ctx); err != nil {
+					t.Error(err)
+				}
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("item %s claimed %d times", k, n)
+		}
+	}
+	if len(seen) != items {
+		t.Errorf("%d of %d items claimed", len(seen), items)
+	}
+	if n := held.Load(); n != 0 {
+		t.Errorf("%d admissions never given back", n)
+	}
+}

@@ -49,16 +49,6 @@ type cachedItem struct {
 	since   time.Time
 }
 
-// uncache returns and drops the cached data of an item of shard.
-func (q *Queue) uncache(shard int, name string) (cachedItem, bool) {
-	cur := q.cursors[shard]
-	cur.mu.Lock()
-	defer cur.mu.Unlock()
-	it, ok := cur.items[name]
-	delete(cur.items, name)
-	return it, ok
-}
-
 // cache stores (ok) or drops (!ok) an item's cached data.
 func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
 	cur := q.cursors[shard]
