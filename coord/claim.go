@@ -93,22 +93,10 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 	if !sess.alive() {
 		return nil, sess.expired("coord: Queue.Claim")
 	}
-	var it cachedItem
-	if accept != nil {
-		// Judge the candidate first: most candidates a filter sees are
-		// turned down (a busy politeness key), each then costing one
-		// lookup in the shard's item cache, no claim path, reservation or
-		// fence (on a web of 5,000 rated hosts those had been 10% of a
-		// worker's CPU).
-		if it, err = q.peekItem(ctx, shard, name); err != nil {
-			return nil, err
-		}
-		if !accept(name, it.data) {
-			return nil, errRejected
-		}
-	}
 	cp := q.claimPath(shard, name)
 	if !q.c.reserve(cp, sess) {
+		// Held here already (a claim of this process made after the shard
+		// was listed): turned away before any read.
 		return nil, fmt.Errorf("coord: Queue.Claim %s/%s: %w", ShardName(shard), name, ErrClaimed)
 	}
 	keep := false // set when the reservation passes to a Claim or to an orphan handler
@@ -117,6 +105,19 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 			q.c.unreserve(cp, sess)
 		}
 	}()
+	var it cachedItem
+	if accept != nil {
+		// Judge the candidate before the fence: most candidates a filter
+		// sees are turned down (a busy politeness key), each then costing
+		// one lookup in the shard's item cache and none of the fence's
+		// bookkeeping.
+		if it, err = q.peekItem(ctx, shard, name); err != nil {
+			return nil, err
+		}
+		if !accept(name, it.data) {
+			return nil, errRejected
+		}
+	}
 	fence, err := q.fence(ctx, sess)
 	if err != nil {
 		return nil, err

@@ -91,7 +91,12 @@ func StandbyRoot(root string) string { return root + "/" + standbyDir }
 
 // ShardName returns the znode name of shard i: "s000", "s001", ... (at least
 // three digits).
-func ShardName(i int) string { return fmt.Sprintf("s%03d", i) }
+func ShardName(i int) string {
+	if i >= 0 && i < 1000 { // without fmt: a claim path per candidate item
+		return string([]byte{'s', byte('0' + i/100), byte('0' + i/10%10), byte('0' + i%10)})
+	}
+	return fmt.Sprintf("s%03d", i)
+}
 
 // itemSeq returns the sequence number of an item name ("u-0000000042" ->
 // 42), or -1.

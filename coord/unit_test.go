@@ -209,3 +209,12 @@ func TestCombineSendsASharedCheckOnce(t *testing.T) {
 		}
 	}
 }
+
+// ShardName's fast path matches the "s%03d" form it stands for.
+func TestShardNameForm(t *testing.T) {
+	for _, i := range []int{0, 7, 42, 100, 999, 1000, 12345} {
+		if got, want := ShardName(i), fmt.Sprintf("s%03d", i); got != want {
+			t.Errorf("ShardName(%d) = %q, want %q", i, got, want)
+		}
+	}
+}
