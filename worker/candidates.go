@@ -10,9 +10,10 @@ import (
 // candidateMemoSize is how many ready items a worker remembers decoded
 // (candidateMemo): 230 bytes each with the LRU's list and map and the
 // entry's name and key strings (measured: 16,384 entries of 12-byte names
-// and 20-byte keys, heap after GC), so 3.8 MB at most. It covers the ready windows of a worker's shards up to
-// about 3,000 hosts at the floor window (5 items at per_host_max_in_flight
-// 1); beyond that the least recently looked at are decoded again.
+// and 20-byte keys, heap after GC), so 3.8 MB at most. It covers the ready
+// windows of a worker's shards up to about 3,000 hosts at the floor window
+// (5 items at per_host_max_in_flight 1); beyond that the least recently
+// looked at are decoded again.
 const candidateMemoSize = 16384
 
 // candidateID names a ready item: its shard and znode name (names are
