@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -80,7 +81,7 @@ func (cl *Claim) Shard() int { return cl.shard }
 // ErrSessionExpired (sess ended); ErrNotInitialized; ErrInvalidArgument; ctx
 // errors (a claim created after the caller gave up is released in the
 // background).
-func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string, accept func(string, []byte) bool) (cl *Claim, err error) {
+func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string, accept func(string, []byte, *atomic.Value) bool) (cl *Claim, err error) {
 	start := time.Now()
 	defer func() {
 		if !errors.Is(err, errRejected) {
@@ -114,7 +115,7 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 		if it, err = q.peekItem(ctx, shard, name); err != nil {
 			return nil, err
 		}
-		if !accept(name, it.data) {
+		if !accept(name, it.data, it.note) {
 			return nil, errRejected
 		}
 	}
@@ -130,7 +131,7 @@ func (q *Queue) claim(ctx context.Context, sess *Session, shard int, name string
 			if it, err = q.readItem(ctx, shard, name); err != nil {
 				return nil, err
 			}
-			if accept != nil && !accept(name, it.data) {
+			if accept != nil && !accept(name, it.data, it.note) {
 				q.cache(shard, name, it, true)
 				return nil, errRejected
 			}
@@ -174,7 +175,7 @@ func (q *Queue) readItem(ctx context.Context, shard int, name string) (cachedIte
 	if err != nil {
 		return cachedItem{}, err
 	}
-	return cachedItem{data: data, version: st.Version, since: q.c.clock.localOf(st.Mtime)}, nil
+	return newCachedItem(data, st.Version, q.c.clock.localOf(st.Mtime)), nil
 }
 
 // createClaim sends the claim multi for item it (as read) of shard, and

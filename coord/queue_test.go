@@ -425,7 +425,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if err := cl.Complete(ctx); !errors.Is(err, coord.ErrClaimLost) {
 		t.Fatalf("Complete after Reschedule: %v", err)
 	}
-	cl2, err := oq.Take(ctx, osess, 1, func(n string, d []byte) (func(), bool) { return nil, string(d) == "v2" })
+	cl2, err := oq.Take(ctx, osess, 1, func(n string, d []byte, _ *atomic.Value) (func(), bool) { return nil, string(d) == "v2" })
 	if err != nil || cl2.Name() != name {
 		t.Fatalf("Take after Reschedule = %v, %v", cl2, err)
 	}
@@ -598,7 +598,7 @@ func TestTakeWaitsForPut(t *testing.T) {
 	var order []string
 	var rejectOnce atomic.Bool
 	for len(order) < 3 {
-		cl, err := q.Take(ctx, sess, 0, func(_ string, d []byte) (func(), bool) {
+		cl, err := q.Take(ctx, sess, 0, func(_ string, d []byte, _ *atomic.Value) (func(), bool) {
 			return nil, string(d) != "c001" || rejectOnce.Swap(true)
 		})
 		if err != nil {
@@ -699,7 +699,7 @@ func TestTakeGivesBackAdmissionsNotClaimed(t *testing.T) {
 				}
 				var release func()
 				tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				cl, err := q.Take(tctx, sess, 0, func(_ string, _ []byte) (func(), bool) {
+				cl, err := q.Take(tctx, sess, 0, func(string, []byte, *atomic.Value) (func(), bool) {
 					held.Add(1)
 					release = func() { held.Add(-1) }
 					return release, true
@@ -733,5 +733,58 @@ func TestTakeGivesBackAdmissionsNotClaimed(t *testing.T) {
 	}
 	if n := held.Load(); n != 0 {
 		t.Errorf("%d admissions never given back", n)
+	}
+}
+
+// A Take filter's note for an item holds what the filter stored at its
+// last look, for as long as that version of the item waits; a rewritten
+// item (Reschedule's new data) starts with an empty note.
+func TestTakeKeepsNotePerVersion(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	c := connect(t, zkAddr(t))
+	q := coord.NewQueue(c, root, 1)
+	q.SetRecheck(50 * time.Millisecond)
+	if err := q.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Put(ctx, 0, "ab01", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	// look returns a filter that records the note each look finds, stores
+	// the data it judged, and admits from the admitAt-th look on.
+	look := func(seen *[]any, admitAt int) func(string, []byte, *atomic.Value) (func(), bool) {
+		return func(_ string, d []byte, note *atomic.Value) (func(), bool) {
+			*seen = append(*seen, note.Load())
+			note.Store("noted " + string(d))
+			return nil, len(*seen) >= admitAt
+		}
+	}
+	var first []any
+	cl, err := q.Take(ctx, sess, 0, look(&first, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(first) != "[<nil> noted v1 noted v1]" {
+		t.Fatalf("notes seen on the first version: %v", first)
+	}
+	if err := cl.Reschedule(ctx, []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	var second []any
+	cl, err = q.Take(ctx, sess, 0, look(&second, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cl.Data()) != "v2" || fmt.Sprint(second) != "[<nil> noted v2]" {
+		t.Fatalf("took %q; notes seen on the rewritten item: %v", cl.Data(), second)
+	}
+	if err := cl.Complete(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -182,7 +182,7 @@ func (q *Queue) created(ops []Op, resp []zk.MultiResponse) []string {
 			names[i] = path.Base(resp[i].String)
 		}
 		if o.Kind == OpReady {
-			q.cache(o.Shard, names[i], cachedItem{data: o.Data, version: 0, since: now}, true)
+			q.cache(o.Shard, names[i], newCachedItem(o.Data, 0, now), true)
 		}
 	}
 	return names

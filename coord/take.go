@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -41,12 +42,22 @@ type cursor struct {
 	items map[string]cachedItem
 }
 
-// cachedItem is an item's data and znode version as last read, and since
-// when it has held that data (local clock; zero when unknown).
+// cachedItem is an item's data and znode version as last read, since when
+// it has held that data (local clock; zero when unknown), and the note a
+// Take filter keeps beside this data (Take's reserve): every new cachedItem
+// gets an empty one (newCachedItem), so a note never outlives the version
+// it was made from.
 type cachedItem struct {
 	data    []byte
 	version int32
 	since   time.Time
+	note    *atomic.Value
+}
+
+// newCachedItem returns data at version, held since since, with an empty
+// note.
+func newCachedItem(data []byte, version int32, since time.Time) cachedItem {
+	return cachedItem{data: data, version: version, since: since, note: new(atomic.Value)}
 }
 
 // cache stores (ok) or drops (!ok) an item's cached data.
@@ -74,7 +85,16 @@ func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
 //
 // reserve is the caller's admission policy (a per-host slot policy, say),
 // called with each candidate item's name and data: ok admits the item, and
-// the policy may hold a resource of the caller's for it at once. release,
+// the policy may hold a resource of the caller's for it at once. note is
+// the candidate's scratch slot for the policy (never nil): what it Stores
+// there (one concrete type per Queue, as atomic.Value requires) it finds
+// again at its next look at the same item, for as long as this version of
+// the item's data waits in the shard; a rewritten item (a new version), a
+// claimed one or one gone starts an empty note. So a policy that decodes
+// the data to judge it (a politeness key, a retry time) decodes each
+// version once, however often a busy key turns the item down. A note costs
+// what is stored in it, kept at most as long as Take keeps the item's data
+// (one per item waiting in the shard). release,
 // if not nil, is called when the admitted item is not claimed after all
 // (claimed by another, gone, changed meanwhile, or an error), so a
 // reservation cannot leak; when Take returns a Claim, the reservation made
@@ -88,7 +108,7 @@ func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
 //
 // Errors: ErrSessionExpired when sess ends; ctx errors; ErrInvalidArgument;
 // ErrNotInitialized; other ZooKeeper errors after retries.
-func (q *Queue) Take(ctx context.Context, sess *Session, shard int, reserve func(name string, data []byte) (release func(), ok bool)) (*Claim, error) {
+func (q *Queue) Take(ctx context.Context, sess *Session, shard int, reserve func(name string, data []byte, note *atomic.Value) (release func(), ok bool)) (*Claim, error) {
 	if err := q.checkShard("Queue.Take", shard); err != nil {
 		return nil, err
 	}
@@ -103,11 +123,11 @@ func (q *Queue) Take(ctx context.Context, sess *Session, shard int, reserve func
 		}
 	}
 	defer giveBack()
-	var accept func(string, []byte) bool
+	var accept func(string, []byte, *atomic.Value) bool
 	if reserve != nil {
-		accept = func(name string, data []byte) bool {
+		accept = func(name string, data []byte, note *atomic.Value) bool {
 			giveBack() // an earlier admission (e.g. before a re-read) was not claimed
-			release, ok := reserve(name, data)
+			release, ok := reserve(name, data, note)
 			if ok {
 				held = release
 			}

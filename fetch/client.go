@@ -190,8 +190,17 @@ func (f *Fetcher) newTransportFor(o Options, tee *teeDialer) *http.Transport {
 		MaxConnsPerHost:        o.MaxConnsPerHost,
 		IdleConnTimeout:        IdleConnTimeout,
 		MaxResponseHeaderBytes: 1 << 20,
+		WriteBufferSize:        writeBufferSize,
 	}
 }
+
+// writeBufferSize is each connection's request write buffer (net/http's
+// default is 4 KiB): a crawler's request is a header block of a few hundred
+// bytes, and a longer one (many cookies) is written in more than one
+// write, so the buffer only costs memory while the connection is kept
+// (5,000 hosts with a connection each: 20 MiB of 4 KiB buffers, 5 MiB of
+// these).
+const writeBufferSize = 1 << 10
 
 // The Fetcher's keep-alive pool (net/http.Transport): a host's connection
 // is reused by its next request while idle for less than IdleConnTimeout.

@@ -2,6 +2,7 @@ package frontier_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func TestOwnerResyncRefillsWhatOthersFinished(t *testing.T) {
 	}
 	for round := range 4 {
 		for range window {
-			cl, err := q.Queue().Take(ctx, sess, 0, func(string, []byte) (func(), bool) { return func() {}, true })
+			cl, err := q.Queue().Take(ctx, sess, 0, func(string, []byte, *atomic.Value) (func(), bool) { return func() {}, true })
 			if err != nil {
 				t.Fatal(err)
 			}

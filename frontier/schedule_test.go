@@ -234,7 +234,7 @@ func clearReady(t *testing.T, sc *schedCrawl) {
 		t.Fatal(err)
 	}
 	for range names {
-		cl, err := q.Take(ctx, sess, 0, func(string, []byte) (func(), bool) { return nil, true })
+		cl, err := q.Take(ctx, sess, 0, func(string, []byte, *atomic.Value) (func(), bool) { return nil, true })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,9 +10,9 @@ import (
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
 
-// The claim filter turns an item down from its memo entry once it has
-// decoded it, admits it with a full decode when its key frees, and decodes
-// afresh an item whose data changed or that fails to decode.
+// The claim filter keeps what it decoded of an item it turned down in the
+// item's note and judges its next looks from it, admits it with a full
+// decode when its key frees, and never notes data that fails to decode.
 func TestClaimFilterRemembersTurnedDown(t *testing.T) {
 	cfg := testConfig()
 	cfg.PerHostRatePerS = 0.01 // one claim slot per key: no prefetched claim at 100 s (claimSlotsPerKey)
@@ -34,53 +35,50 @@ func TestClaimFilterRemembersTurnedDown(t *testing.T) {
 		return b
 	}
 	a, b := rec("http://a.example/1"), rec("http://a.example/2")
+	noteA, noteB := new(atomic.Value), new(atomic.Value)
 	var got taken
 	filter := w.reserveFor(0, &got)
-	releaseA, ok := filter("u-1", a)
+	releaseA, ok := filter("u-1", a, noteA)
 	if !ok || got.item.URL != "http://a.example/1" || got.key == "" {
 		t.Fatalf("first item: ok %v, taken %+v", ok, got)
 	}
-	if _, ok := filter("u-2", b); ok {
+	if noteA.Load() != nil {
+		t.Fatal("an admitted item got a note: its claim drops the cached data")
+	}
+	if _, ok := filter("u-2", b, noteB); ok {
 		t.Fatal("second item of the key admitted while the first holds its only claim slot")
 	}
-	if _, known := w.cands.get(0, "u-2", w.cands.sum(b)); !known {
-		t.Fatal("a turned-down item has no memo entry")
+	if c, _ := noteB.Load().(candidate); c.key != w.layout.Key("http://a.example/2") {
+		t.Fatalf("a turned-down item's note holds %+v", noteB.Load())
 	}
-	if _, known := w.cands.get(0, "u-1", w.cands.sum(a)); known {
-		t.Fatal("an admitted item kept its memo entry")
+	// The next look judges from the note: a note naming another key is
+	// believed (only coord's note of this very data is ever passed).
+	noteB.Store(candidate{key: "other.example"})
+	if _, ok := filter("u-2", b, noteB); !ok || got.key != "other.example" {
+		t.Fatalf("the note was not used: ok %v, taken %+v", ok, got)
 	}
-	if _, ok := filter("u-2", b); ok {
-		t.Fatal("second item admitted from its memo entry while the key is busy")
+	w.freeKeySlot("other.example")
+	w.releaseClaimSlot()
+	noteB.Store(candidate{key: w.layout.Key("http://a.example/2")})
+	if _, ok := filter("u-2", b, noteB); ok {
+		t.Fatal("second item admitted from its note while the key is busy")
 	}
 	releaseA()
 	got = taken{}
-	if _, ok := filter("u-2", b); !ok || got.item.URL != "http://a.example/2" || got.key != w.layout.Key("http://a.example/2") {
+	if _, ok := filter("u-2", b, noteB); !ok || got.item.URL != "http://a.example/2" || got.key != w.layout.Key("http://a.example/2") {
 		t.Fatalf("second item after the key freed: ok %v, taken %+v", ok, got)
 	}
-	// Data that changed under the same name (a retried item) is decoded again.
-	cc := rec("http://c.example/1")
-	w.cands.put(1, "u-9", candidate{sum: w.cands.sum(b), key: "x"})
-	if _, known := w.cands.get(0, "u-9", w.cands.sum(b)); known {
-		t.Fatal("shard 0 sees shard 1's entry: names are unique within a shard only")
+	// An item whose retry time has not come is turned down from its note.
+	future := candidate{key: "f.example", notBefore: time.Now().Add(time.Hour).UnixNano()}
+	noteF := new(atomic.Value)
+	noteF.Store(future)
+	if _, ok := filter("u-5", rec("http://f.example/1"), noteF); ok {
+		t.Fatal("admitted before its retry time")
 	}
+	// Bad data is never noted: it is admitted to be failed with its reason.
 	got = taken{}
-	filter1 := w.reserveFor(1, &got)
-	if _, ok := filter1("u-9", cc); !ok || got.key != w.layout.Key("http://c.example/1") {
-		t.Fatalf("changed data judged by the stale entry: ok %v, taken %+v", ok, got)
-	}
-	// An entry whose key is not the data's (a hash collision) is caught at admission.
-	d := rec("http://d.example/1")
-	w.cands.put(2, "u-3", candidate{sum: w.cands.sum(d), key: "wrong.example"})
-	filter2 := w.reserveFor(2, &got)
-	if _, ok := filter2("u-3", d); ok {
-		t.Fatal("admitted under a key that is not the item's")
-	}
-	if _, ok := filter2("u-3", d); !ok || got.key != w.layout.Key("http://d.example/1") {
-		t.Fatalf("after a mismatch the item is not judged afresh: ok %v, taken %+v", ok, got)
-	}
-	// Bad data is never remembered: it is admitted to be failed with its reason.
-	got = taken{}
-	if _, ok := filter2("u-4", []byte("{")); !ok || got.err == nil {
-		t.Fatalf("bad item: ok %v, taken %+v", ok, got)
+	noteBad := new(atomic.Value)
+	if _, ok := filter("u-4", []byte("{"), noteBad); !ok || got.err == nil || noteBad.Load() != nil {
+		t.Fatalf("bad item: ok %v, taken %+v, note %v", ok, got, noteBad.Load())
 	}
 }

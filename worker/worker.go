@@ -144,14 +144,13 @@ type Worker struct {
 	// created (a value: front's, or a test's where there is no frontier).
 	layout frontier.Layout
 
-	fetchPipeline                // the pipeline's parts (process.go)
-	liveState                    // the config in force (live.go)
-	membership                   // this worker among the crawl's workers (shards.go, standby.go)
-	slots         *keySlots      // the claimer's claim slots per politeness key (claimer.go)
-	cands         *candidateMemo // ready items the claimer turned down, decoded (candidates.go)
-	owner         groupOwner     // runs the owned shard groups (*frontier.Owner; groups.go)
-	reporting                    // running totals, metrics and progress (status.go, progress.go)
-	outputs       outputHealth   // whether writes to the outputs work (outputs.go)
+	fetchPipeline              // the pipeline's parts (process.go)
+	liveState                  // the config in force (live.go)
+	membership                 // this worker among the crawl's workers (shards.go, standby.go)
+	slots         *keySlots    // the claimer's claim slots per politeness key (claimer.go)
+	owner         groupOwner   // runs the owned shard groups (*frontier.Owner; groups.go)
+	reporting                  // running totals, metrics and progress (status.go, progress.go)
+	outputs       outputHealth // whether writes to the outputs work (outputs.go)
 }
 
 // fetchPipeline is what process (process.go) runs an item through. The
@@ -351,7 +350,6 @@ func newWorker(opts Options, root string) *Worker {
 			norm:     newNormCache(),
 		},
 		slots:     newKeySlots(),
-		cands:     newCandidateMemo(),
 		reporting: reporting{metrics: opts.Metrics, progress: newProgress()},
 	}
 	w.robots = fetch.NewRobots(http, fetch.RobotsOptions{Logger: log, Gate: w.robotsGate, Fetched: w.robotsFetched})
