@@ -28,7 +28,10 @@
 #                  fsync, complete; total is claimed to finished
 #   cpu_s, rss_mb  per worker, from the last metrics scrape before its exit
 #   flat           per worker, runs of 3 min or more: goroutines, heap in
-#                  use, open fds and RSS, the peak of the second minute ->
+#                  use (live and garbage not yet collected), heap goal
+#                  (the next collection's target, about twice the live
+#                  heap: it follows the live heap, not the GC cycle),
+#                  open fds and RSS, the peak of the second minute ->
 #                  the peak of the last (flat: no per-host growth)
 #   site           the site's own view (testweb --arrivals-file): requests
 #                  that arrived, robots.txt among them, those with no
@@ -167,17 +170,18 @@ print(" | ".join(per))
 # in its second minute, in its last minute, and over the whole run. Flat:
 # the last minute's peak within the second minute's plus noise.
 for f in sorted(glob.glob(os.path.join(run, "metrics", "*.series"))):
-    rows = [list(map(float, l.split())) for l in open(f) if len(l.split()) == 5]
+    rows = [list(map(float, l.split())) for l in open(f) if len(l.split()) == 6]
     if not rows or rows[-1][0] - rows[0][0] < 180:
         continue
     t00, tend = rows[0][0], rows[-1][0]
     def peak(i, lo, hi):
         xs = [r[i] for r in rows if lo <= r[0] < hi]
         return max(xs) if xs else float("nan")
-    print("flat %s (%.0f s): goroutines %.0f -> %.0f (max %.0f)  heap_inuse_mb %.0f -> %.0f (max %.0f)  fds %.0f -> %.0f  rss_mb %.0f -> %.0f (max %.0f)" % (
+    print("flat %s (%.0f s): goroutines %.0f -> %.0f (max %.0f)  heap_inuse_mb %.0f -> %.0f (max %.0f)  heap_goal_mb %.0f -> %.0f (max %.0f)  fds %.0f -> %.0f  rss_mb %.0f -> %.0f (max %.0f)" % (
         os.path.basename(f).split(".")[0], tend - t00,
         peak(1, t00 + 60, t00 + 120), peak(1, tend - 60, tend + 1), peak(1, 0, 1e18),
         peak(2, t00 + 60, t00 + 120) / 2**20, peak(2, tend - 60, tend + 1) / 2**20, peak(2, 0, 1e18) / 2**20,
+        peak(5, t00 + 60, t00 + 120) / 2**20, peak(5, tend - 60, tend + 1) / 2**20, peak(5, 0, 1e18) / 2**20,
         peak(3, t00 + 60, t00 + 120), peak(3, tend - 60, tend + 1),
         peak(4, t00 + 60, t00 + 120) / 2**20, peak(4, tend - 60, tend + 1) / 2**20, peak(4, 0, 1e18) / 2**20))
 # The site's view: the arrivals of this run (t0..t_end) from testweb's log.
@@ -240,8 +244,8 @@ say "politeness bound: ${BOUND}s ($(awk -F'\t' '$1=="requests"{print $2}' "$WIDE
 
 # scrape DIR PORT...: every second, each worker's metrics into DIR/PORT.prom
 # (the last good scrape stays), and every 10 s a line "unix_s goroutines
-# heap_inuse_bytes open_fds rss_bytes" appended to DIR/PORT.series (the
-# report's flatness line), until killed.
+# heap_inuse_bytes open_fds rss_bytes next_gc_bytes" appended to
+# DIR/PORT.series (the report's flatness line), until killed.
 scrape() {
 	local dir=$1 p n=0
 	shift
@@ -251,7 +255,8 @@ scrape() {
 				[ $((n % 10)) = 0 ] && awk -v t="$(date +%s)" '
 					$1=="go_goroutines"{g=$2} $1=="go_memstats_heap_inuse_bytes"{h=$2}
 					$1=="process_open_fds"{f=$2} $1=="process_resident_memory_bytes"{r=$2}
-					END{print t, g, h, f, r}' "$dir/$p.prom" >>"$dir/$p.series"
+					$1=="go_memstats_next_gc_bytes"{x=$2}
+					END{print t, g, h, f, r, x}' "$dir/$p.prom" >>"$dir/$p.series"
 		done
 		n=$((n + 1))
 		sleep 1
