@@ -741,14 +741,10 @@ func TestTakeGivesBackAdmissionsNotClaimed(t *testing.T) {
 // item (Reschedule's new data) starts with an empty note.
 func TestTakeKeepsNotePerVersion(t *testing.T) {
 	t.Parallel()
-	root := testRoot(t)
 	ctx := testenv.Context(t, 30*time.Second)
 	c := connect(t, zkAddr(t))
-	q := coord.NewQueue(c, root, 1)
+	q := newQueue(t, c, testRoot(t), 1)
 	q.SetRecheck(50 * time.Millisecond)
-	if err := q.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
 	sess, err := c.Session(ctx)
 	if err != nil {
 		t.Fatal(err)
