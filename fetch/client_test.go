@@ -627,3 +627,44 @@ func TestFetchRawResponseStopsAtContentLength(t *testing.T) {
 		t.Errorf("RawResponse %q, want %q", res.RawResponse, want)
 	}
 }
+
+// A request whose header block is longer than a connection's write buffer
+// (so it goes out in more than one write) is captured whole: RawRequest is
+// byte for byte what the server read.
+func TestFetchLongRequestCapturedWhole(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	read := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var got []byte
+		buf := make([]byte, 512)
+		for !bytes.Contains(got, []byte("\r\n\r\n")) {
+			n, err := c.Read(buf)
+			if err != nil {
+				break
+			}
+			got = append(got, buf[:n]...)
+		}
+		read <- got
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+	}()
+	url := "http://" + ln.Addr().String() + "/" + strings.Repeat("p", 3*writeBufferSize)
+	res, err := newFetcher(t, loopbackOpts()).Fetch(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := <-read
+	if len(sent) <= writeBufferSize || !bytes.Equal(res.RawRequest, sent) {
+		t.Errorf("RawRequest (%d bytes) is not what the server read (%d bytes, the buffer %d):\n%q\n%q",
+			len(res.RawRequest), len(sent), writeBufferSize, res.RawRequest, sent)
+	}
+}
