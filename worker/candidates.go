@@ -8,7 +8,7 @@ import "time"
 // reserve), which lives as long as that version of the item's data waits
 // in coord's cache: 56 bytes an item waiting in an owned shard (measured:
 // the note, the boxed candidate and a 15-byte key string of its own), and
-// the item's URL string (its key is a slice of it), about 110 in all.
+// the item's URL string, which the key slices and so keeps.
 type candidate struct {
 	key       string
 	notBefore int64
