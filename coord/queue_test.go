@@ -160,6 +160,22 @@ func newQueue(t testing.TB, c *coord.Client, root string, shards int) *coord.Que
 	return q
 }
 
+// takeShard returns a context of timeout, a one-shard queue under a fresh
+// root whose Take looks at turned-down items again after recheck, and a
+// session to take with.
+func takeShard(t *testing.T, timeout, recheck time.Duration) (context.Context, *coord.Queue, *coord.Session) {
+	t.Helper()
+	ctx := testenv.Context(t, timeout)
+	c := connect(t, zkAddr(t))
+	q := newQueue(t, c, testRoot(t), 1)
+	q.SetRecheck(recheck)
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, q, sess
+}
+
 // 4 producers and 4 consumers over 10,000 items: every item consumed
 // exactly once when nobody dies.
 func TestQueueExactlyOnce(t *testing.T) {
@@ -557,15 +573,7 @@ func TestClaimQueuedAcrossExpiryIsFenced(t *testing.T) {
 // watch, and skips items it rejects until the recheck interval.
 func TestTakeWaitsForPut(t *testing.T) {
 	t.Parallel()
-	root := testRoot(t)
-	ctx := testenv.Context(t, 30*time.Second)
-	c := connect(t, zkAddr(t))
-	q := coord.NewQueue(c, root, 1)
-	q.SetRecheck(200 * time.Millisecond)
-	if err := q.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sess, _ := c.Session(ctx)
+	ctx, q, sess := takeShard(t, 30*time.Second, 200*time.Millisecond)
 	got := make(chan *coord.Claim, 1)
 	go func() {
 		cl, err := q.Take(ctx, sess, 0, nil)
@@ -669,15 +677,7 @@ func TestPendingStampSeesAnItemThatCameAndWent(t *testing.T) {
 // claim) is given back, so none leaks.
 func TestTakeGivesBackAdmissionsNotClaimed(t *testing.T) {
 	t.Parallel()
-	root := testRoot(t)
-	ctx := testenv.Context(t, 60*time.Second)
-	c := connect(t, zkAddr(t))
-	q := coord.NewQueue(c, root, 1)
-	q.SetRecheck(20 * time.Millisecond)
-	if err := q.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sess, _ := c.Session(ctx)
+	ctx, q, sess := takeShard(t, 60*time.Second, 20*time.Millisecond)
 	const items, takers = 200, 16
 	for i := range items {
 		if _, err := q.Put(ctx, 0, fmt.Sprintf("a%03d", i), fmt.Appendf(nil, "%d", i)); err != nil {
@@ -741,14 +741,7 @@ func TestTakeGivesBackAdmissionsNotClaimed(t *testing.T) {
 // item (Reschedule's new data) starts with an empty note.
 func TestTakeKeepsNotePerVersion(t *testing.T) {
 	t.Parallel()
-	ctx := testenv.Context(t, 30*time.Second)
-	c := connect(t, zkAddr(t))
-	q := newQueue(t, c, testRoot(t), 1)
-	q.SetRecheck(50 * time.Millisecond)
-	sess, err := c.Session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, q, sess := takeShard(t, 30*time.Second, 50*time.Millisecond)
 	if _, err := q.Put(ctx, 0, "ab01", []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
