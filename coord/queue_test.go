@@ -777,3 +777,90 @@ func TestTakeKeepsNotePerVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An item the filter turned down stays parked: a child event (another
+// item queued) does not make Take judge it again, a Nudge naming it does
+// at once (without judging the other parked items), and a Nudge without
+// names judges them all.
+func TestTakeParksTurnedDownItems(t *testing.T) {
+	t.Parallel()
+	ctx, q, sess := takeShard(t, 30*time.Second, time.Minute) // no recheck in this test
+	var mu sync.Mutex
+	judged := map[string]int{} // data -> filter calls
+	names := map[string]string{}
+	var allowA atomic.Bool
+	filter := func(name string, d []byte, _ *atomic.Value) (func(), bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		judged[string(d)]++
+		names[string(d)] = name
+		return nil, string(d) == "b" || (string(d) == "a" && allowA.Load())
+	}
+	count := func(d string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return judged[d]
+	}
+	for _, k := range []string{"a", "b"} {
+		if _, err := q.Put(ctx, 0, "aa0"+k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := q.Take(ctx, sess, 0, filter)
+	if err != nil || string(cl.Data()) != "b" {
+		t.Fatalf("first Take: %v, %v; want b (a turned down)", cl, err)
+	}
+	if err := cl.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *coord.Claim, 1)
+	go func() {
+		cl, err := q.Take(ctx, sess, 0, filter)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- cl
+	}()
+	if _, err := q.Put(ctx, 0, "aa0c", []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count("c") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if count("c") != 1 || count("a") != 1 {
+		t.Fatalf("after a child event: a judged %d times, c %d; want 1 and 1 (a parked)", count("a"), count("c"))
+	}
+	allowA.Store(true)
+	mu.Lock()
+	aName := names["a"]
+	mu.Unlock()
+	q.Nudge(0, aName)
+	select {
+	case cl := <-got:
+		if cl == nil || string(cl.Data()) != "a" {
+			t.Fatalf("took %v after a Nudge naming a", cl)
+		}
+		if err := cl.Complete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Nudge naming a parked item did not wake Take")
+	}
+	if count("c") != 1 {
+		t.Errorf("a Nudge naming a judged c again (%d calls)", count("c"))
+	}
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	go q.Take(tctx, sess, 0, filter) //nolint:errcheck // ends with tctx; c is never admitted
+	time.Sleep(100 * time.Millisecond)
+	q.Nudge(0)
+	deadline = time.Now().Add(time.Second)
+	for count("c") < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if count("c") < 2 {
+		t.Errorf("a Nudge without names did not judge the parked c again")
+	}
+}

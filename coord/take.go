@@ -35,6 +35,19 @@ type cursor struct {
 	fired    bool            // the shard may have changed since listing
 	rejected bool            // accept turned an item down since listing
 	kick     chan struct{}   // closed by Nudge to wake a waiting Take
+	// parked holds the names reserve turned down, which later scans (a
+	// re-list after a child event included) skip until a Nudge names them
+	// (they move to retry), a Nudge without names, or the recheck interval
+	// since the first of them was parked (parkedSince): on a web of
+	// thousands of rated hosts most ready items wait for their host's
+	// turn, and a shard of 400 such items changes at every page, so
+	// judging each again at every change was most of a worker's claim
+	// loop. Bounded by the shard's ready items.
+	parked      map[string]bool
+	parkedSince time.Time
+	// retry holds the names a Nudge named, handed out before names[next:]
+	// (at most maxRetry).
+	retry []string
 	// items caches the data of items read but not claimed (turned down by
 	// accept), so re-scanning a shard whose items wait (a busy host, a
 	// future not_before) costs no ZooKeeper read per item. The claim multi
@@ -80,8 +93,9 @@ func (q *Queue) cache(shard int, name string, it cachedItem, ok bool) {
 // consume the queue. It watches the shard's children instead of polling: it
 // wakes on a child event (or a reconnect), and re-lists only when its
 // cached list is exhausted. Items claimed by others, gone, or turned down
-// are skipped; turned-down items are looked at again after a second, or at
-// once after Nudge.
+// are skipped. Turned-down items are parked: a re-list (a child event)
+// skips them until a Nudge names them or comes without names (at once),
+// or a recheck interval (a second) after the first of them was parked.
 //
 // reserve is the caller's admission policy (a per-host slot policy, say),
 // called with each candidate item's name and data: ok admits the item, and
@@ -151,6 +165,9 @@ func (q *Queue) Take(ctx context.Context, sess *Session, shard int, reserve func
 		case errors.Is(err, ErrClaimed), errors.Is(err, errRejected):
 			cur.mu.Lock()
 			cur.rejected = true
+			if errors.Is(err, errRejected) {
+				cur.park(name)
+			}
 			cur.mu.Unlock()
 		default:
 			return nil, err
@@ -170,9 +187,19 @@ func (q *Queue) nextName(ctx context.Context, sess *Session, shard int, cur *cur
 		}
 		cur.mu.Lock()
 		cur.poll()
+		if len(cur.retry) > 0 {
+			name := cur.retry[0]
+			cur.retry = cur.retry[1:]
+			cur.mu.Unlock()
+			return name, nil
+		}
 		if cur.next < len(cur.names) {
 			name := cur.names[cur.next]
 			cur.next++
+			if cur.parked[name] {
+				cur.mu.Unlock()
+				continue // turned down: judged again once unparked
+			}
 			skip := cur.claimed[name]
 			if skip {
 				// Claimed by someone when listed: it may come back (a
@@ -206,12 +233,16 @@ func (q *Queue) nextName(ctx context.Context, sess *Session, shard int, cur *cur
 			}
 			kick := cur.kick
 			cur.mu.Unlock()
-			if err := q.waitChange(ctx, sess, watch, epoch, kick, rejected); err != nil {
+			woke, err := q.waitChange(ctx, sess, watch, epoch, kick, rejected)
+			if err != nil {
 				return "", err
 			}
 			cur.mu.Lock()
-			if cur.watch == watch && cur.epoch == epoch {
-				cur.fired = true
+			if woke == wokeRecheck {
+				cur.unparkAll()
+			}
+			if woke != wokeKick && cur.watch == watch && cur.epoch == epoch {
+				cur.fired = true // a Nudge set fired itself, or filled retry
 			}
 			cur.mu.Unlock()
 			continue
@@ -232,11 +263,62 @@ func (q *Queue) nextName(ctx context.Context, sess *Session, shard int, cur *cur
 
 // Nudge tells Take that items of shard its reserve turned down may be
 // admitted now (the caller's own state changed, e.g. a host slot was
-// freed): a Take waiting on the shard looks at its items again at once,
-// instead of after the recheck interval. Cheap and non-blocking; an invalid
-// shard is ignored.
-func (q *Queue) Nudge(shard int) {
-	q.wake(shard, false)
+// freed), instead of after the recheck interval. Without names a Take
+// re-lists the shard and judges every item again at once. With names it
+// judges just those items at once, in the order given, without re-listing
+// or judging the shard's other turned-down items: each named item is
+// judged once more even if it was not turned down, so a Nudge that comes
+// while the item is being judged is not lost; a name no longer in the
+// shard costs a read at most. Cheap and non-blocking: O(len(names)); an
+// invalid shard is ignored.
+func (q *Queue) Nudge(shard int, names ...string) {
+	if len(names) == 0 {
+		q.wake(shard, false)
+		return
+	}
+	if shard < 0 || shard >= len(q.cursors) {
+		return
+	}
+	cur := q.cursors[shard]
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	if len(cur.retry)+len(names) > maxRetry {
+		// Named items no Take has looked at pile up (a shard no Take
+		// serves any more): judge them all at the next look instead.
+		cur.retry = nil
+		cur.unparkAll()
+		cur.fired = true
+	} else {
+		for _, name := range names {
+			delete(cur.parked, name)
+			cur.retry = append(cur.retry, name)
+		}
+	}
+	if cur.kick != nil {
+		close(cur.kick)
+		cur.kick = nil
+	}
+}
+
+// maxRetry bounds a cursor's retry list: about 200 KB of names.
+const maxRetry = 4096
+
+// park notes that reserve turned name down (Take skips it until it is
+// unparked). cur.mu must be held.
+func (cur *cursor) park(name string) {
+	if cur.parked == nil {
+		cur.parked = make(map[string]bool)
+	}
+	if len(cur.parked) == 0 {
+		cur.parkedSince = time.Now()
+	}
+	cur.parked[name] = true
+}
+
+// unparkAll makes every parked item a candidate again. cur.mu must be held.
+func (cur *cursor) unparkAll() {
+	clear(cur.parked)
+	cur.parkedSince = time.Time{}
 }
 
 // wake makes Take look at shard's items again at once: always (force, after
@@ -250,6 +332,7 @@ func (q *Queue) wake(shard int, force bool) {
 	cur.mu.Lock()
 	if force || cur.rejected {
 		cur.fired = true
+		cur.unparkAll()
 		if cur.kick != nil {
 			close(cur.kick)
 			cur.kick = nil
@@ -258,9 +341,17 @@ func (q *Queue) wake(shard int, force bool) {
 	cur.mu.Unlock()
 }
 
+// What woke a waitChange.
+const (
+	wokeChange  = iota // a child event or a reconnect
+	wokeKick           // a Nudge
+	wokeRecheck        // the recheck interval, items having been turned down
+)
+
 // waitChange blocks until the shard may have changed: a child event, a
-// reconnect, a Nudge, or (when items were rejected) the recheck interval.
-func (q *Queue) waitChange(ctx context.Context, sess *Session, watch <-chan zk.Event, epoch, kick <-chan struct{}, rejected bool) error {
+// reconnect, a Nudge, or (when items were rejected) the recheck interval,
+// and says which.
+func (q *Queue) waitChange(ctx context.Context, sess *Session, watch <-chan zk.Event, epoch, kick <-chan struct{}, rejected bool) (int, error) {
 	var timer <-chan time.Time
 	if rejected {
 		t := time.NewTimer(q.recheck)
@@ -271,13 +362,15 @@ func (q *Queue) waitChange(ctx context.Context, sess *Session, watch <-chan zk.E
 	case <-watch:
 	case <-epoch:
 	case <-kick:
+		return wokeKick, nil
 	case <-timer:
+		return wokeRecheck, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return 0, ctx.Err()
 	case <-sess.done():
-		return sess.expired("coord: Queue.Take")
+		return 0, sess.expired("coord: Queue.Take")
 	}
-	return nil
+	return wokeChange, nil
 }
 
 // poll notes, without blocking, whether the watch or a reconnect fired.
@@ -347,7 +440,7 @@ func (q *Queue) list(ctx context.Context, shard int, cur *cursor) error {
 		claimed[c] = true
 	}
 	cur.mu.Lock()
-	if len(cur.items) > 0 {
+	if len(cur.items) > 0 || len(cur.parked) > 0 {
 		present := make(map[string]bool, len(names))
 		for _, n := range names {
 			present[n] = true
@@ -357,10 +450,26 @@ func (q *Queue) list(ctx context.Context, shard int, cur *cursor) error {
 				delete(cur.items, n) // finished by someone
 			}
 		}
+		for n := range cur.parked {
+			if !present[n] {
+				delete(cur.parked, n)
+			}
+		}
+		if len(cur.parked) == 0 {
+			cur.parkedSince = time.Time{}
+		}
+	}
+	if !cur.parkedSince.IsZero() && time.Since(cur.parkedSince) >= q.recheck {
+		// A busy shard re-lists at every child event and so never waits
+		// out the recheck timer: judge parked items again at least once
+		// per recheck interval all the same (an item whose retry time has
+		// come, a Nudge lost).
+		cur.unparkAll()
 	}
 	cur.claimed = claimed
 	cur.names, cur.next, cur.watch, cur.epoch = names, 0, ev, epoch
-	cur.listed, cur.fired, cur.rejected = true, false, false
+	// Parked items keep the recheck timer armed.
+	cur.listed, cur.fired, cur.rejected = true, false, len(cur.parked) > 0
 	cur.mu.Unlock()
 	return nil
 }

@@ -123,3 +123,30 @@ func TestPolitenessDelayFactorLive(t *testing.T) {
 		}
 	}
 }
+
+// NextTurn is a host's wait for its rate's next token, its hold or its
+// adaptive delay, whichever is longest, and 0 for a host never seen.
+func TestNextTurn(t *testing.T) {
+	p, err := NewPoliteness(PolitenessOptions{RatePerSec: 0.5, Burst: 1, MaxInFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.NextTurn("a.example:80"); d != 0 {
+		t.Fatalf("unknown host: %v", d)
+	}
+	release, err := p.Acquire(context.Background(), "a.example:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if d := p.NextTurn("a.example:80"); d < 1900*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("after a request at 0.5/s: %v, want about 2s", d)
+	}
+	if err := p.SetMaxHold(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	p.Answered("a.example:80", 503, 30*time.Second)
+	if d := p.NextTurn("a.example:80"); d < 29*time.Second || d > 30*time.Second {
+		t.Fatalf("held by a Retry-After of 30s: %v", d)
+	}
+}

@@ -141,3 +141,26 @@ func heldLocked(hs *hostState) time.Time {
 func (p *Politeness) waitHold(ctx context.Context, hs *hostState) error {
 	return p.waitLeft(ctx, hs, func() time.Duration { return time.Until(heldLocked(hs)) })
 }
+
+// NextTurn returns how long a request to host must still wait for its
+// turn as far as time goes: the longest of its rate limiter's next token
+// (the per-host rate or Crawl-delay), its adaptive delay and its hold
+// (HeldUntil); 0 when it may start now or the host has no state here.
+// It does not count the host's in-flight slots nor the request budget,
+// which Acquire waits for as well. A caller deciding when to prepare a
+// request (the worker claims an item about a claim's round trip before
+// its key's turn) calls it instead of waiting in Acquire.
+func (p *Politeness) NextTurn(host string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hs := p.hosts[host]
+	if hs == nil {
+		return 0
+	}
+	now := time.Now()
+	d := max(tokenWaitLocked(hs.lim, now), p.adaptiveWaitLocked(hs, now))
+	if t := heldLocked(hs); t.After(now) {
+		d = max(d, t.Sub(now))
+	}
+	return d
+}

@@ -82,3 +82,55 @@ func TestClaimFilterRemembersTurnedDown(t *testing.T) {
 		t.Fatalf("bad item: ok %v, taken %+v, note %v", ok, got, noteBad.Load())
 	}
 }
+
+// An item whose key's next turn is more than claimLead away is turned
+// down, with its name kept under the key for a timer that nudges it a
+// lead before the turn, and the lead's start in its note, from which the
+// next look turns it down again.
+func TestClaimFilterWaitsForTheLead(t *testing.T) {
+	cfg := testConfig()
+	cfg.PerHostRatePerS = 0.25 // a turn every 4 s
+	cfg.PerHostMaxInFlight = 1
+	zks := testenv.ZooKeeper(t)
+	c := newCrawl(t, zks.Addr(), "lead", cfg, frontier.Layout{Shards: 4, Spread: 1}, nil)
+	w, err := New(context.Background(), Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
+		SessionTimeout: 2 * time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	w.live.Store(&liveConfig{cfg: cfg, claimCap: 100})
+	if err := w.polite.SetLimits(cfg.PerHostRatePerS, 1, cfg.PerHostMaxInFlight); err != nil {
+		t.Fatal(err)
+	}
+	const u = "http://a.example/1"
+	key := w.layout.Key(u)
+	release, err := w.polite.Acquire(context.Background(), key) // the key's request now: its next turn in 4 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	data, err := frontier.Item{URL: u}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got taken
+	filter := w.reserveFor(2, &got)
+	note := new(atomic.Value)
+	if _, ok := filter("u-1", data, note); ok {
+		t.Fatal("admitted 4 s before its key's turn (claimLead 1 s)")
+	}
+	cand, _ := note.Load().(candidate)
+	if lead := time.Until(time.Unix(0, cand.leadFrom)); cand.key != key || lead < 2*time.Second || lead > 3*time.Second {
+		t.Fatalf("note %+v: lead starts in %v, want about 3 s", cand, lead)
+	}
+	w.slots.mu.Lock()
+	waiting, timer := w.slots.waiting[key], w.slots.timers[key]
+	w.slots.mu.Unlock()
+	if len(waiting) != 1 || waiting[0].shard != 2 || len(waiting[0].names) != 1 || waiting[0].names[0] != "u-1" || timer == nil {
+		t.Fatalf("waiting %+v, timer %v: want shard 2 waiting with u-1 under a timer", waiting, timer)
+	}
+	if _, ok := filter("u-1", data, note); ok {
+		t.Fatal("admitted from its note before the lead")
+	}
+}

@@ -171,6 +171,17 @@ func claimSlotsPerKey(cfg *config.Config) int {
 // claim's p99 on two busy cores.
 const prefetchUntil = 4 * time.Second
 
+// claimLead is how long before its politeness key's turn an item is
+// claimed (fetch.Politeness.NextTurn): a key whose next request may not
+// start for longer has its items turned down, and its shard nudged
+// claimLead before the turn (keySlots.wakeIn). So under a slow rate (5,000
+// hosts at 0.1/s) a host's next item is not claimed when its last fetch
+// ends and held for the whole interval (a goroutine, the item and an
+// ephemeral claim znode per host), yet is claimed with time to spare: 1 s
+// is about three times a claim's p99 on two busy cores. Under a rate of
+// one request a claimLead or faster it changes nothing.
+const claimLead = time.Second
+
 // keySlots counts the claims this worker holds per politeness key that
 // wait for or are in a fetch, so that a key never has more than
 // claimSlotsPerKey of them here (claims, within claimCap, are not spent on
@@ -179,29 +190,90 @@ const prefetchUntil = 4 * time.Second
 // completion multi (about 5 ms, far longer than a fetch on a fast server)
 // no longer keep the key's next item from being claimed; the key's ready
 // window (frontier.ReadyWindow) bounds its claims in all. It also remembers which
-// shards turned a busy key's items away, oldest first, so a freed slot
-// wakes the shard that waited longest. Memory: one map entry per key with
-// a claim held or a shard waiting. Safe for concurrent use.
+// shards turned a busy key's items away, oldest first, and which items,
+// so a freed slot (free) or the key's coming turn (wakeIn) makes coord
+// judge just those items again (coord.Queue.Nudge with names; coord
+// parks the items it turned down until then). Memory: one map entry per
+// key with a claim held or a shard waiting, the names of its turned-down
+// items (at most maxWaitingNames a shard) and one timer per key waiting
+// for its turn. Safe for concurrent use.
 type keySlots struct {
 	mu      sync.Mutex
-	held    map[string]int   // key -> claims held or reserved
-	waiting map[string][]int // key -> shards that turned its items away
+	held    map[string]int         // key -> claims held or reserved
+	waiting map[string][]keyWaiter // key -> shards that turned its items away
+	timers  map[string]*time.Timer // key -> its wake before its turn (wakeIn)
 }
+
+// keyWaiter is a shard that turned a busy key's items away, and those
+// items (znode names, oldest first; nil: too many, judge the whole shard).
+type keyWaiter struct {
+	shard int
+	names []string
+}
+
+// maxWaitingNames bounds the names keySlots keeps per key and shard: a
+// key's ready window (frontier.ReadyWindow) is 4 x per_host_max_in_flight
+// + 1 items; past the bound the shard is woken whole (coord.Queue.Nudge
+// without names).
+const maxWaitingNames = 64
 
 func newKeySlots() *keySlots {
-	return &keySlots{held: map[string]int{}, waiting: map[string][]int{}}
+	return &keySlots{held: map[string]int{}, waiting: map[string][]keyWaiter{}, timers: map[string]*time.Timer{}}
 }
 
-// reserve takes one of key's limit claim slots for an item of shard and
-// reports true; with none free it notes that shard waits for key and
-// reports false.
-func (ks *keySlots) reserve(key string, limit, shard int) bool {
+// wait notes that shard turned key's item name away. ks.mu must be held.
+func (ks *keySlots) wait(key string, shard int, name string) {
+	ws := ks.waiting[key]
+	i := slices.IndexFunc(ws, func(w keyWaiter) bool { return w.shard == shard })
+	switch {
+	case i < 0:
+		ks.waiting[key] = append(ws, keyWaiter{shard: shard, names: []string{name}})
+	case ws[i].names == nil || slices.Contains(ws[i].names, name):
+	case len(ws[i].names) < maxWaitingNames:
+		ws[i].names = append(ws[i].names, name)
+	default:
+		ws[i].names = nil // too many: wake the whole shard
+	}
+}
+
+// wakeIn notes that shard turned key's item name away until key's turn
+// comes near, and makes sure key has a timer that, after d, nudges the
+// shards then waiting for key with their items' names (forgetting them). A
+// key has at most one timer: one already set stays (its items judged too
+// early are turned down again and set a new one). Memory: one timer per
+// key waiting for its turn.
+func (ks *keySlots) wakeIn(key string, shard int, name string, d time.Duration, nudge func(shard int, names ...string)) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.wait(key, shard, name)
+	ks.arm(key, d, nudge)
+}
+
+// arm sets key's timer (wakeIn) unless one is set. ks.mu must be held.
+func (ks *keySlots) arm(key string, d time.Duration, nudge func(shard int, names ...string)) {
+	if ks.timers[key] != nil {
+		return
+	}
+	ks.timers[key] = time.AfterFunc(d, func() {
+		ks.mu.Lock()
+		ws := ks.waiting[key]
+		delete(ks.waiting, key)
+		delete(ks.timers, key)
+		ks.mu.Unlock()
+		for _, w := range ws {
+			nudge(w.shard, w.names...)
+		}
+	})
+}
+
+// reserve takes one of key's limit claim slots for item name of shard and
+// reports true; with none free it notes that shard's item waits for key
+// and reports false.
+func (ks *keySlots) reserve(key string, limit, shard int, name string) bool {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.held[key] >= limit {
-		if !slices.Contains(ks.waiting[key], shard) {
-			ks.waiting[key] = append(ks.waiting[key], shard)
-		}
+		ks.wait(key, shard, name)
 		return false
 	}
 	ks.held[key]++
@@ -209,8 +281,9 @@ func (ks *keySlots) reserve(key string, limit, shard int) bool {
 }
 
 // free gives one claim slot of key back and returns the shard that has
-// waited longest for one (forgetting it), or -1.
-func (ks *keySlots) free(key string) int {
+// waited longest for one and the names of its items turned away (nil:
+// all), forgetting them, or shard -1.
+func (ks *keySlots) free(key string) (shard int, names []string) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.held[key]--; ks.held[key] <= 0 {
@@ -218,14 +291,34 @@ func (ks *keySlots) free(key string) int {
 	}
 	q := ks.waiting[key]
 	if len(q) == 0 {
-		return -1
+		return -1, nil
 	}
 	if len(q) == 1 {
 		delete(ks.waiting, key)
 	} else {
 		ks.waiting[key] = q[1:]
 	}
-	return q[0]
+	return q[0].shard, q[0].names
+}
+
+// later puts shard's turned-away names back as waiting for key and arms
+// key's timer to nudge them after d (freeKeySlot, when key's turn is
+// still far).
+func (ks *keySlots) later(key string, shard int, names []string, d time.Duration, nudge func(shard int, names ...string)) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if names == nil {
+		i := slices.IndexFunc(ks.waiting[key], func(w keyWaiter) bool { return w.shard == shard })
+		if i < 0 {
+			ks.waiting[key] = append(ks.waiting[key], keyWaiter{shard: shard})
+		} else {
+			ks.waiting[key][i].names = nil
+		}
+	}
+	for _, n := range names {
+		ks.wait(key, shard, n)
+	}
+	ks.arm(key, d, nudge)
 }
 
 // reserveFor returns shard's Take filter (Queue.Take's reserve): an item is taken
@@ -240,12 +333,16 @@ func (ks *keySlots) free(key string) int {
 // caller uses the decoded item and frees the very slot that was taken,
 // without decoding the item or computing its key again.
 //
-// An item it turns down keeps its key and retry time in the item's note
-// (a candidate), so each version of an item is decoded to be judged once,
-// however often a busy key turns it down: a shard's takers look at every
-// ready item of the shard whenever one of its keys frees a claim slot, and
-// on the wide web (5,000 hosts at 0.1/s, one worker) decoding them again
-// was 18% of the worker's CPU. An admitted item is decoded in full.
+// An item whose key's next turn is more than claimLead away is turned
+// down too, and named to coord a lead before that turn (keySlots.wakeIn),
+// so no claim waits out a politeness interval.
+//
+// An item it turns down keeps its key, retry time and lead in the item's
+// note (a candidate), so each version of an item is decoded to be judged
+// once, however often it is judged again (coord's recheck, a Nudge without
+// names): on the wide web (5,000 hosts at 0.1/s, one worker) decoding
+// again had been 18% of the worker's CPU. An admitted item is decoded in
+// full.
 func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte, note *atomic.Value) (release func(), ok bool) {
 	return func(name string, data []byte, note *atomic.Value) (func(), bool) {
 		c, known := note.Load().(candidate)
@@ -269,8 +366,23 @@ func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte, 
 		if cfg.Paused {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
+		if c.leadFrom != 0 {
+			if d := time.Until(time.Unix(0, c.leadFrom)); d > 0 {
+				// Judged before (a recheck): the key's turn is still far.
+				w.slots.wakeIn(c.key, shard, name, d, w.front.Queue().Nudge)
+				return nil, false
+			}
+		}
+		if wait := w.polite.NextTurn(c.key); wait > claimLead {
+			// The key's turn is far: claim its item a lead before it,
+			// not now, so no claim waits out the interval.
+			c.leadFrom = time.Now().Add(wait - claimLead).UnixNano()
+			note.Store(c)
+			w.slots.wakeIn(c.key, shard, name, wait-claimLead, w.front.Queue().Nudge)
+			return nil, false
+		}
 		limit := keyClaimLimit(cfg, w.claimSlots.Load(), w.current().claimCap)
-		if !w.slots.reserve(c.key, limit, shard) {
+		if !w.slots.reserve(c.key, limit, shard, name) {
 			if limit < claimSlotsPerKey(cfg) {
 				w.capWait.add(shard) // a freed claim slot may lift the limit
 			}
@@ -308,10 +420,17 @@ type taken struct {
 
 // freeKeySlot frees the claim slot of an item whose fetch is over and makes
 // the shard that waited longest for one of that key look at its items
-// again at once (instead of after coord's recheck interval).
+// again (instead of after coord's recheck interval): at once, or when the
+// key's next turn is further than claimLead, claimLead before it (the
+// filter would only turn its items down before then, and each look makes
+// the shard's takers judge every ready item of the shard).
 func (w *Worker) freeKeySlot(key string) {
-	if wake := w.slots.free(key); wake >= 0 {
-		w.front.Queue().Nudge(wake)
+	if wake, names := w.slots.free(key); wake >= 0 {
+		if d := w.polite.NextTurn(key); d > claimLead {
+			w.slots.later(key, wake, names, d-claimLead, w.front.Queue().Nudge)
+			return
+		}
+		w.front.Queue().Nudge(wake, names...)
 	}
 }
 

@@ -29,31 +29,74 @@ func TestWorkerFieldCount(t *testing.T) {
 }
 
 // keySlots caps the claims per politeness key and wakes the shards a busy
-// key turned away, the longest waiting first, each once.
+// key turned away, the longest waiting first, each once, naming the items
+// it turned away (all of the shard past maxWaitingNames).
 func TestKeySlots(t *testing.T) {
 	ks := newKeySlots()
-	if !ks.reserve("a.example", 2, 1) || !ks.reserve("a.example", 2, 1) {
+	if !ks.reserve("a.example", 2, 1, "u-1") || !ks.reserve("a.example", 2, 1, "u-2") {
 		t.Fatal("the first two reservations under a limit of 2 were refused")
 	}
-	if !ks.reserve("b.example", 2, 1) {
+	if !ks.reserve("b.example", 2, 1, "u-3") {
 		t.Fatal("another key's reservation was refused")
 	}
-	for _, shard := range []int{5, 3, 5} {
-		if ks.reserve("a.example", 2, shard) {
-			t.Fatalf("a third reservation of a full key (shard %d) was granted", shard)
+	for _, c := range []struct {
+		shard int
+		name  string
+	}{{5, "u-7"}, {3, "u-4"}, {5, "u-8"}, {5, "u-7"}} {
+		if ks.reserve("a.example", 2, c.shard, c.name) {
+			t.Fatalf("a third reservation of a full key (shard %d) was granted", c.shard)
 		}
 	}
-	if got := ks.free("a.example"); got != 5 {
-		t.Errorf("first free woke shard %d, want 5 (waited longest)", got)
+	if got, names := ks.free("a.example"); got != 5 || fmt.Sprint(names) != "[u-7 u-8]" {
+		t.Errorf("first free woke shard %d for %v, want 5 (waited longest) for [u-7 u-8]", got, names)
 	}
-	if got := ks.free("a.example"); got != 3 {
-		t.Errorf("second free woke shard %d, want 3 (shard 5 waits once however often it was turned away)", got)
+	if got, names := ks.free("a.example"); got != 3 || fmt.Sprint(names) != "[u-4]" {
+		t.Errorf("second free woke shard %d for %v, want 3 for [u-4] (shard 5 waits once however often it was turned away)", got, names)
 	}
-	if got := ks.free("b.example"); got != -1 {
+	if got, _ := ks.free("b.example"); got != -1 {
 		t.Errorf("free of a key nobody waits for woke shard %d, want -1", got)
 	}
 	if len(ks.held) != 0 || len(ks.waiting) != 0 {
 		t.Errorf("after every slot was freed: held %v, waiting %v; want both empty (one entry per busy key only)", ks.held, ks.waiting)
+	}
+	ks.reserve("c.example", 1, 0, "u-0")
+	for i := range maxWaitingNames + 1 {
+		ks.reserve("c.example", 1, 2, fmt.Sprintf("u-%d", i))
+	}
+	if got, names := ks.free("c.example"); got != 2 || names != nil {
+		t.Errorf("free after %d names woke shard %d for %d names, want shard 2 and no names (all)", maxWaitingNames+1, got, len(names))
+	}
+}
+
+// keySlots.wakeIn sets one timer per key, which nudges every shard that
+// waits for the key's turn once, with the items each turned away, then
+// forgets them and itself; later puts a freed slot's waiter back under
+// that timer.
+func TestKeySlotsWakeIn(t *testing.T) {
+	ks := newKeySlots()
+	nudged := make(chan string, 4)
+	nudge := func(shard int, names ...string) { nudged <- fmt.Sprint(shard, names) }
+	start := time.Now()
+	ks.wakeIn("a.example", 7, "u-1", 50*time.Millisecond, nudge)
+	ks.wakeIn("a.example", 2, "u-2", time.Hour, nudge) // the key's timer is set: it stays
+	ks.wakeIn("a.example", 7, "u-3", time.Hour, nudge)
+	ks.later("a.example", 4, nil, time.Hour, nudge)
+	got := []string{<-nudged, <-nudged, <-nudged}
+	if elapsed := time.Since(start); elapsed < 50*time.Millisecond || elapsed > 2*time.Second {
+		t.Errorf("woken after %v, want about 50ms", elapsed)
+	}
+	if fmt.Sprint(got) != "[7 [u-1 u-3] 2 [u-2] 4 []]" {
+		t.Errorf("nudged %v, want [7 [u-1 u-3] 2 [u-2] 4 []] (each shard once with its items, the longest waiting first; 4 whole)", got)
+	}
+	select {
+	case s := <-nudged:
+		t.Errorf("shard %s nudged again", s)
+	case <-time.After(100 * time.Millisecond):
+	}
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if len(ks.waiting) != 0 || len(ks.timers) != 0 {
+		t.Errorf("after the wake: waiting %v, timers %v; want both empty", ks.waiting, ks.timers)
 	}
 }
 
