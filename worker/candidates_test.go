@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkcrawl/zkcrawl/config"
 	"github.com/zkcrawl/zkcrawl/frontier"
 	"github.com/zkcrawl/zkcrawl/testenv"
 )
@@ -17,15 +18,7 @@ func TestClaimFilterRemembersTurnedDown(t *testing.T) {
 	cfg := testConfig()
 	cfg.PerHostRatePerS = 0.01 // one claim slot per key: no prefetched claim at 100 s (claimSlotsPerKey)
 	cfg.PerHostMaxInFlight = 1
-	zks := testenv.ZooKeeper(t)
-	c := newCrawl(t, zks.Addr(), "memo", cfg, frontier.Layout{Shards: 4, Spread: 1}, nil)
-	w, err := New(context.Background(), Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
-		SessionTimeout: 2 * time.Second, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.client.Close()
-	w.live.Store(&liveConfig{cfg: cfg, claimCap: 100})
+	w := filterWorker(t, "memo", cfg)
 	rec := func(u string) []byte {
 		t.Helper()
 		b, err := frontier.Item{URL: u}.Encode()
@@ -91,15 +84,7 @@ func TestClaimFilterWaitsForTheLead(t *testing.T) {
 	cfg := testConfig()
 	cfg.PerHostRatePerS = 0.25 // a turn every 4 s
 	cfg.PerHostMaxInFlight = 1
-	zks := testenv.ZooKeeper(t)
-	c := newCrawl(t, zks.Addr(), "lead", cfg, frontier.Layout{Shards: 4, Spread: 1}, nil)
-	w, err := New(context.Background(), Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
-		SessionTimeout: 2 * time.Second, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.client.Close()
-	w.live.Store(&liveConfig{cfg: cfg, claimCap: 100})
+	w := filterWorker(t, "lead", cfg)
 	if err := w.polite.SetLimits(cfg.PerHostRatePerS, 1, cfg.PerHostMaxInFlight); err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +118,21 @@ func TestClaimFilterWaitsForTheLead(t *testing.T) {
 	if _, ok := filter("u-1", data, note); ok {
 		t.Fatal("admitted from its note before the lead")
 	}
+}
+
+// filterWorker returns a worker of a new crawl named name under cfg, not
+// started, with cfg in force and a claim cap of 100: enough to call its
+// claim filter (reserveFor) directly. Its ZooKeeper client closes with t.
+func filterWorker(t *testing.T, name string, cfg config.Config) *Worker {
+	t.Helper()
+	zks := testenv.ZooKeeper(t)
+	c := newCrawl(t, zks.Addr(), name, cfg, frontier.Layout{Shards: 4, Spread: 1}, nil)
+	w, err := New(context.Background(), Options{Servers: c.zk, Crawl: c.name, OutDir: t.TempDir(), ID: "w1",
+		SessionTimeout: 2 * time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.client.Close() })
+	w.live.Store(&liveConfig{cfg: cfg, claimCap: 100})
+	return w
 }
