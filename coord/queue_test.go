@@ -864,3 +864,48 @@ func TestTakeParksTurnedDownItems(t *testing.T) {
 		t.Errorf("a Nudge without names did not judge the parked c again")
 	}
 }
+
+// A shard that keeps changing (a child event more often than the recheck
+// interval) still judges a parked item again once it has been parked for
+// the recheck interval: its turn-down may have ended without a Nudge (a
+// retry time that came).
+func TestTakeRechecksParkedItemsOfABusyShard(t *testing.T) {
+	t.Parallel()
+	ctx, q, sess := takeShard(t, 30*time.Second, 200*time.Millisecond)
+	if _, err := q.Put(ctx, 0, "ab0a", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	parkedAt := time.Now()
+	var judgedA atomic.Int32
+	filter := func(_ string, d []byte, _ *atomic.Value) (func(), bool) {
+		if string(d) != "a" {
+			return nil, false // the busy shard's other items wait
+		}
+		return nil, judgedA.Add(1) > 1 // a: turned down (parked) at the first look
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // a child event every 20 ms: the recheck timer never runs out
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := q.Put(ctx, 0, fmt.Sprintf("ac%04x", i), []byte("other")); err != nil && ctx.Err() == nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	cl, err := q.Take(ctx, sess, 0, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cl.Data()) != "a" {
+		t.Fatalf("took %q", cl.Data())
+	}
+	if took := time.Since(parkedAt); took > 3*time.Second {
+		t.Errorf("a parked item of a busy shard was judged again after %v, want about the recheck (200ms)", took)
+	}
+}
