@@ -221,13 +221,18 @@ func newKeySlots() *keySlots {
 	return &keySlots{held: map[string]int{}, waiting: map[string][]keyWaiter{}, timers: map[string]*time.Timer{}}
 }
 
-// wait notes that shard turned key's item name away. ks.mu must be held.
+// wait notes that shard turned key's item name away, or all its items
+// when name is "" (no znode is named so). ks.mu must be held.
 func (ks *keySlots) wait(key string, shard int, name string) {
 	ws := ks.waiting[key]
 	i := slices.IndexFunc(ws, func(w keyWaiter) bool { return w.shard == shard })
 	switch {
+	case i < 0 && name == "":
+		ks.waiting[key] = append(ws, keyWaiter{shard: shard})
 	case i < 0:
 		ks.waiting[key] = append(ws, keyWaiter{shard: shard, names: []string{name}})
+	case name == "":
+		ws[i].names = nil
 	case ws[i].names == nil || slices.Contains(ws[i].names, name):
 	case len(ws[i].names) < maxWaitingNames:
 		ws[i].names = append(ws[i].names, name)
@@ -308,12 +313,7 @@ func (ks *keySlots) later(key string, shard int, names []string, d time.Duration
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if names == nil {
-		i := slices.IndexFunc(ks.waiting[key], func(w keyWaiter) bool { return w.shard == shard })
-		if i < 0 {
-			ks.waiting[key] = append(ks.waiting[key], keyWaiter{shard: shard})
-		} else {
-			ks.waiting[key][i].names = nil
-		}
+		ks.wait(key, shard, "") // all of the shard's items
 	}
 	for _, n := range names {
 		ks.wait(key, shard, n)
@@ -366,19 +366,19 @@ func (w *Worker) reserveFor(shard int, t *taken) func(name string, data []byte, 
 		if cfg.Paused {
 			return nil, false // paused since waitRunnable looked: claim nothing
 		}
-		if c.leadFrom != 0 {
-			if d := time.Until(time.Unix(0, c.leadFrom)); d > 0 {
-				// Judged before (a recheck): the key's turn is still far.
-				w.slots.wakeIn(c.key, shard, name, d, w.front.Queue().Nudge)
-				return nil, false
+		// A key whose turn is far has its item claimed a lead before it,
+		// not now, so no claim waits out the interval. A lead noted at an
+		// earlier look (a recheck) is believed until it begins.
+		lead := time.Until(time.Unix(0, c.leadFrom)) // < 0 when none is noted
+		if lead <= 0 {
+			if wait := w.polite.NextTurn(c.key); wait > claimLead {
+				lead = wait - claimLead
+				c.leadFrom = time.Now().Add(lead).UnixNano()
+				note.Store(c)
 			}
 		}
-		if wait := w.polite.NextTurn(c.key); wait > claimLead {
-			// The key's turn is far: claim its item a lead before it,
-			// not now, so no claim waits out the interval.
-			c.leadFrom = time.Now().Add(wait - claimLead).UnixNano()
-			note.Store(c)
-			w.slots.wakeIn(c.key, shard, name, wait-claimLead, w.front.Queue().Nudge)
+		if lead > 0 {
+			w.slots.wakeIn(c.key, shard, name, lead, w.front.Queue().Nudge)
 			return nil, false
 		}
 		limit := keyClaimLimit(cfg, w.claimSlots.Load(), w.current().claimCap)
@@ -420,10 +420,10 @@ type taken struct {
 
 // freeKeySlot frees the claim slot of an item whose fetch is over and makes
 // the shard that waited longest for one of that key look at its items
-// again (instead of after coord's recheck interval): at once, or when the
-// key's next turn is further than claimLead, claimLead before it (the
-// filter would only turn its items down before then, and each look makes
-// the shard's takers judge every ready item of the shard).
+// again (instead of after coord's recheck interval), naming the items it
+// turned away: at once, or when the key's next turn is further than
+// claimLead, claimLead before it (the filter would only turn them down
+// again before then).
 func (w *Worker) freeKeySlot(key string) {
 	if wake, names := w.slots.free(key); wake >= 0 {
 		if d := w.polite.NextTurn(key); d > claimLead {
