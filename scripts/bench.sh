@@ -39,7 +39,9 @@
 # code" is measured in the same run. RECRAWL_AB (default 1; 0 skips it):
 # part 1 also runs its 3-worker crawl with config recrawl on, in the same
 # rounds (crawlbench --recrawl-ab: first-pass pages/s and CPU per page,
-# recrawl on against off; two more crawls, about 30 s on 2 cores).
+# recrawl on against off), RECRAWL_PAIRS (default 3) on/off pairs on each
+# standalone server, each pair's order the other way (one pair alone
+# measured 0.82-1.08 on 2 cores; five more crawls a server, about 75 s).
 # Every process the driver starts (ZooKeeper, nginx, crawlers) is stopped
 # when it ends, on Ctrl-C and if it dies (parent-death signal).
 set -euo pipefail
@@ -83,7 +85,7 @@ if [ "$BASELINE_REV" != none ]; then
 	extra+=(--baseline-bin "$basebin" --baseline-name "layout 1 (git $BASELINE_REV)")
 fi
 [ -n "${SKIP_BIG:-}" ] && args+=(--skip-big)
-[ "${RECRAWL_AB:-1}" = 0 ] || extra+=(--recrawl-ab)
+[ "${RECRAWL_AB:-1}" = 0 ] || extra+=(--recrawl-ab --recrawl-pairs "${RECRAWL_PAIRS:-3}")
 mkdir -p "$OUT"
 echo "bench: $(nproc) CPUs; load average now: $(cut -d' ' -f1-3 /proc/loadavg) (the figures are slower while other jobs run)"
 echo "bench: output in $OUT; progress below, the table at the end"

@@ -50,6 +50,7 @@ type options struct {
 	hosts, pagesPerHost       int
 	bigURLs, bigWave          int
 	repeat, realRepeat        int
+	recrawlPairs              int
 	bigTime, trapTime         time.Duration
 	bigNoSync, recrawlAB      bool
 	baselineBin, baselineName string
@@ -97,6 +98,7 @@ func parseOptions(args []string) (options, func(io.Writer) (*slog.Logger, error)
 	fs.DurationVar(&o.trapTime, "trap-time", 40*time.Second, "part 4: how long one worker crawls each trap")
 	fs.StringVar(&o.baselineBin, "baseline-bin", "", "part 1: also run 3 workers with the seeder and crawler in this directory (the previous frontier layout, built by scripts/bench.sh), in the same rounds")
 	fs.BoolVar(&o.recrawlAB, "recrawl-ab", false, "part 1: also run 3 workers with config recrawl on (a continuous crawl's first pass), in the same rounds, before or after the plain run by turns")
+	fs.IntVar(&o.recrawlPairs, "recrawl-pairs", 1, "part 1 with --recrawl-ab: on/off pairs of 3-worker runs per round and standalone server, each pair's order the other way; the pairs past the first add their own plain run, compared only with recrawl on")
 	fs.StringVar(&o.baselineName, "baseline-name", "layout 1", "part 1: how the report names the --baseline-bin build")
 	fs.StringVar(&o.command, "command", "", "the command that ran this benchmark, for the report (default: this command line)")
 	newLogger := cli.LogFlags(fs)

@@ -72,10 +72,15 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 				if err != nil {
 					return res, err
 				}
-				// 3 workers on a standalone server: recrawl on after off in odd rounds, before it in even ones; the baseline last.
+				// 3 workers on a standalone server: --recrawl-pairs pairs, recrawl on after off in the odd
+				// rounds' first pair, each pair's order the other way; the baseline last.
 				kinds := []report.SynthRun{{}}
 				if n == 3 && !s.Ensemble && o.recrawlAB {
-					kinds = slices.Insert(kinds, a%2, report.SynthRun{Recrawl: true})
+					kinds = nil
+					for p := range max(o.recrawlPairs, 1) {
+						pair := []report.SynthRun{{Pair: p}, {Recrawl: true, Pair: p}}
+						kinds = append(kinds, pair[(a+p+1)%2], pair[(a+p)%2])
+					}
 				}
 				if n == 3 && !s.Ensemble && o.baselineBin != "" {
 					kinds = append(kinds, report.SynthRun{Baseline: true})
@@ -93,10 +98,11 @@ func (b *bench) runSynth(ctx context.Context) (*report.Synth, error) {
 	return res, nil
 }
 
-// synthTag names a part 1 run in directories, crawl names and errors: [baseline-|recrawl-]w<N>-<server>-a<attempt>.
+// synthTag names a part 1 run in directories, crawl names and errors: [baseline-|recrawl-]w<N>-<server>-a<attempt>[-p<pair>].
 func synthTag(r report.SynthRun) string {
 	kind := map[bool]string{true: "baseline-"}[r.Baseline] + map[bool]string{true: "recrawl-"}[r.Recrawl]
-	return fmt.Sprintf("%sw%d-%s-a%d", kind, r.Workers, serverTag(r.Server), r.Attempt)
+	pair := map[bool]string{true: fmt.Sprintf("-p%d", r.Pair)}[r.Pair > 0]
+	return fmt.Sprintf("%sw%d-%s-a%d%s", kind, r.Workers, serverTag(r.Server), r.Attempt, pair)
 }
 
 // synthRun crawls web (ground truth: truth) on zk with run's Workers, Attempt (0: a warm-up) and kind:

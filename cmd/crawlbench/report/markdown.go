@@ -51,6 +51,8 @@ func synthMark(s *Synth, x SynthRun) string {
 		runs, mark = s.Baseline, " ("+s.BaselineName+")"
 	} else if x.Recrawl {
 		runs, mark = s.Recrawl, " (recrawl on)"
+	} else if x.Pair > 0 {
+		runs, mark = nil, " (recrawl off)"
 	}
 	if slices.ContainsFunc(runs, func(y SynthRun) bool { return y.Crawl == x.Crawl }) {
 		mark += " ✓"

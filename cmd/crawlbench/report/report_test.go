@@ -131,7 +131,8 @@ func TestMarkdownGolden(t *testing.T) {
 
 // TestSynthAddKeepsFastest: Add keeps, per kind, worker count and server,
 // the run of most pages/s, in the order the pairs first ran, and every
-// attempt in its kind's list.
+// attempt in its kind's list; a --recrawl-pairs plain run joins the
+// recrawl attempts only. recrawlOff finds it.
 func TestSynthAddKeepsFastest(t *testing.T) {
 	var s Synth
 	for _, r := range []SynthRun{
@@ -140,13 +141,17 @@ func TestSynthAddKeepsFastest(t *testing.T) {
 		{Workers: 1, Server: Quorum, PagesPerS: 8, Attempt: 1},
 		{Workers: 3, Server: Fsync, PagesPerS: 9, Attempt: 1, Recrawl: true}, {Workers: 3, Server: Fsync, PagesPerS: 7, Attempt: 2, Recrawl: true},
 		{Workers: 3, Server: Fsync, PagesPerS: 6, Attempt: 1, Baseline: true},
+		{Workers: 3, Server: Fsync, PagesPerS: 99, Attempt: 1, Pair: 1}, // a --recrawl-pairs plain run: not in Runs
 	} {
 		s.Add(r)
 	}
 	if runs := s.Runs; len(runs) != 3 || runs[0].Attempt != 2 || runs[0].Server != Fsync || runs[1].Attempt != 1 || runs[1].Server != NoFsync || runs[2].Server != Quorum {
 		t.Errorf("Runs = %+v; want attempt 2 of forceSync=yes, then attempt 1 of no, then the ensemble's", runs)
 	}
-	if len(s.Attempts) != 5 || len(s.RecrawlAttempts) != 2 || len(s.Recrawl) != 1 || s.Recrawl[0].Attempt != 1 || len(s.Baseline) != 1 {
+	if len(s.Attempts) != 5 || len(s.RecrawlAttempts) != 3 || len(s.Recrawl) != 1 || s.Recrawl[0].Attempt != 1 || len(s.Baseline) != 1 {
 		t.Errorf("Add: %d attempts, recrawl %+v of %d, baseline %+v", len(s.Attempts), s.Recrawl, len(s.RecrawlAttempts), s.Baseline)
+	}
+	if off := recrawlOff(&s, Fsync); off.PagesPerS != 99 {
+		t.Errorf("recrawlOff = %+v; want the pair's plain run (99 pages/s)", off)
 	}
 }

@@ -76,21 +76,25 @@ type Synth struct {
 	// The --baseline-bin build, 3 workers, same rounds: the fastest per server, and every attempt.
 	BaselineName               string
 	Baseline, BaselineAttempts []SynthRun
-	// --recrawl-ab: 3 workers with config recrawl on, same rounds: the fastest per server, and every attempt.
+	// --recrawl-ab: 3 workers with config recrawl on, same rounds: the fastest per server, and every
+	// attempt, with the plain runs of the pairs past the first (--recrawl-pairs).
 	Recrawl, RecrawlAttempts []SynthRun
 }
 
 // Add files run with its kind's attempts and, when the fastest of its worker count and server so far,
-// in place of that one in Runs, Baseline or Recrawl.
+// in place of that one in Runs, Baseline or Recrawl. The plain run of a pair past the first
+// (--recrawl-pairs) joins RecrawlAttempts only: the summary's other rows keep one plain run a round.
 func (s *Synth) Add(run SynthRun) {
 	attempts, runs := &s.Attempts, &s.Runs
 	if run.Baseline {
 		attempts, runs = &s.BaselineAttempts, &s.Baseline
-	} else if run.Recrawl {
+	} else if run.Recrawl || run.Pair > 0 {
 		attempts, runs = &s.RecrawlAttempts, &s.Recrawl
 	}
 	*attempts = append(*attempts, run)
-	if i := slices.IndexFunc(*runs, func(x SynthRun) bool { return x.Workers == run.Workers && x.Server == run.Server }); i < 0 {
+	if !run.Recrawl && run.Pair > 0 {
+		return
+	} else if i := slices.IndexFunc(*runs, func(x SynthRun) bool { return x.Workers == run.Workers && x.Server == run.Server }); i < 0 {
 		*runs = append(*runs, run)
 	} else if run.PagesPerS > (*runs)[i].PagesPerS {
 		(*runs)[i] = run
@@ -100,6 +104,7 @@ func (s *Synth) Add(run SynthRun) {
 // SynthRun is one part 1 crawl with Workers processes.
 type SynthRun struct {
 	Workers, Attempt int
+	Pair             int // --recrawl-pairs: the on/off pair of its round (0: the first)
 	Server
 	Baseline, Recrawl bool // run with --baseline-bin; with config recrawl on (--recrawl-ab)
 	Crawl             string

@@ -115,12 +115,13 @@ var tableFuncs = template.FuncMap{
 		}
 		return nil
 	},
-	"three": three,
+	"three":      three,
+	"recrawlOff": recrawlOff,
 	// recrawlAB: part 1's fastest 3-worker runs with recrawl on / off on each server (beside): pages/s
 	// "on / off = ratio (each round's ratio)", or CPU ms per page (workers + ZooKeeper) and writes per page.
 	"recrawlAB": func(s *Synth, figure string) string {
 		return beside(func(srv Server) string {
-			on, off := three(s.Recrawl, srv, 0), three(s.Runs, srv, 0)
+			on, off := three(s.Recrawl, srv, 0), recrawlOff(s, srv)
 			if on.Workers == 0 || off.Workers == 0 {
 				return ""
 			} else if figure == "cpu" {
@@ -128,7 +129,13 @@ var tableFuncs = template.FuncMap{
 			}
 			var rounds []string
 			for _, x := range s.RecrawlAttempts {
-				if y := three(s.Attempts, srv, x.Attempt); x.Server == srv && y.Workers > 0 {
+				y := three(s.Attempts, srv, x.Attempt) // the round's plain run, or the pair's (Pair > 0)
+				for _, z := range s.RecrawlAttempts {
+					if !z.Recrawl && x.Pair > 0 && z.Pair == x.Pair && z.Server == srv && z.Attempt == x.Attempt {
+						y = z
+					}
+				}
+				if x.Recrawl && x.Server == srv && y.Workers > 0 {
 					rounds = append(rounds, f2(x.PagesPerS/y.PagesPerS))
 				}
 			}
@@ -171,6 +178,17 @@ func three(runs []SynthRun, srv Server, attempt int) SynthRun {
 		}
 	}
 	return SynthRun{}
+}
+
+// recrawlOff returns the fastest 3-worker run with recrawl off on srv (of a round or a --recrawl-pairs pair).
+func recrawlOff(s *Synth, srv Server) SynthRun {
+	off := three(s.Runs, srv, 0)
+	for _, x := range s.RecrawlAttempts {
+		if !x.Recrawl && x.Server == srv && x.PagesPerS > off.PagesPerS {
+			off = x
+		}
+	}
+	return off
 }
 
 // tally lists the outcome of each run in the order first seen, equal
