@@ -22,8 +22,12 @@ const (
 	// maxCommitOps bounds the ops of one combined multi.
 	maxCommitOps = 1000
 	// maxCommitBytes bounds the paths plus data (bytes) of one combined
-	// multi, well under ZooKeeper's default 1 MiB jute.maxbuffer.
-	maxCommitBytes = 512 << 10
+	// multi (a larger single request goes alone): ZooKeeper keeps its last
+	// 500 transactions in memory (ZKDatabase's committed log; 3.8 refuses a
+	// smaller zookeeper.commitLogCount) at three to four times their bytes,
+	// so this keeps that share of its heap near 500 x 64 KiB x 3.5 = 110 MiB
+	// (docs/design.md, "ZooKeeper's committed log").
+	maxCommitBytes = 64 << 10
 	// maxCommitsInFlight is 1: a failed combined multi puts its innocent
 	// requests back at the front of the queue, which keeps their order only
 	// if no later multi was sent meanwhile; and waiting for the reply is

@@ -22,8 +22,9 @@ const (
 	// coded, encodeKeys: under 54 bits each, at most 27,653 bytes of data;
 	// 6.75 bytes a key for uniform fingerprints).
 	chunkKeys = 4096
-	// maxPostBytes bounds the encoded data of one post.
-	maxPostBytes = 256 << 10
+	// maxPostBytes bounds the encoded data of one post (one create in a
+	// multi: near coord's group-commit bound of 64 KiB).
+	maxPostBytes = 64 << 10
 )
 
 // The znodes of the compact store under the crawl root R (docs/design.md,

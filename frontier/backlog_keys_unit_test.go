@@ -234,3 +234,30 @@ func BenchmarkSeenChunkEncode(b *testing.B) {
 		})
 	}
 }
+
+// TestBatchForms: an open batch (rewritten whole at every append) is
+// written flate-compressed, a full one too, and both decode to the records,
+// as does an open batch of the earlier raw form (crawls hold such batches).
+func TestBatchForms(t *testing.T) {
+	var records [][]byte
+	for i := range 400 {
+		rec, err := Item{URL: "https://www.example.org/docs/section-" + strings.Repeat("x", i%7) + "/page.html", Via: "https://www.example.org/docs/", Depth: 3}.Record()
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, rec)
+	}
+	raw := encodeRecordsLevel(records, 0)
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"open", encodeBatch(records, false)}, {"full", encodeBatch(records, true)}, {"raw (earlier open form)", raw}} {
+		got, err := decodeRecords(tc.data)
+		if err != nil || !slices.EqualFunc(got, records, func(a, b []byte) bool { return string(a) == string(b) }) {
+			t.Errorf("%s: decode = %d records, %v; want the %d records", tc.name, len(got), err, len(records))
+		}
+		if tc.name != "raw (earlier open form)" && (tc.data[0] != recordsFlate || len(tc.data) > len(raw)/3) {
+			t.Errorf("%s: %d bytes, format %q; want flate, at most a third of the raw %d", tc.name, len(tc.data), tc.data[0], len(raw))
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 
 // Limits of one group step (one multi, docs/design.md "Frontier layout 2").
 const (
-	stepPostBytes   = 256 << 10       // inbox post data drained per step
+	stepPostBytes   = 64 << 10        // inbox post data drained per step
 	stepMaxMoves    = 400             // ready items created per step
 	groupResync     = 2 * time.Second // how often the loop re-reads which ready items exist
 	dropLogCapacity = 10_000          // hosts remembered as already logged for a drop
@@ -40,8 +40,10 @@ const (
 const hostByteShare = 8
 
 // stepMoveBytes bounds the ready item data one step creates, so a step's
-// multi stays well under ZooKeeper's 1 MiB request limit.
-const stepMoveBytes = 256 << 10
+// multi stays near coord's group-commit bound (64 KiB, which keeps
+// ZooKeeper's in-memory log of its last 500 transactions small) and far
+// under its 1 MiB request limit.
+const stepMoveBytes = 64 << 10
 
 // OwnerOptions are what an Owner needs of its process.
 type OwnerOptions struct {
