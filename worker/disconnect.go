@@ -76,8 +76,9 @@ func (w *Worker) guardConnection(ctx context.Context, sess *coord.Session, suspe
 		}
 		ok, ago, limit := w.heardRecently()
 		if !ok {
-			w.log.Warn("ZooKeeper has not answered for too long: cancelling in-flight fetches, claiming nothing until the session is confirmed",
-				"session", sess.String(), "session_timeout", leaseTimeout(w.client), "last_answered_ago", ago.Round(time.Millisecond))
+			w.log.Warn("ZooKeeper has not answered for too long: cancelling in-flight fetches, claiming nothing until the session is confirmed; the items in flight stay queued",
+				"session", sess.String(), "session_timeout", leaseTimeout(w.client), "last_answered_ago", ago.Round(time.Millisecond),
+				"items_in_flight", w.counters.inFlight.Load())
 			suspend()
 			return
 		}
@@ -130,6 +131,10 @@ func (w *Worker) releaseWhenConnected(claim itemClaim, it frontier.Item) {
 			return
 		case errors.Is(err, coord.ErrConnectionLoss), errors.Is(err, context.DeadlineExceeded):
 			continue
+		case errors.Is(err, coord.ErrClosed):
+			// The worker stopped: its session, and the claim, end with it.
+			w.log.Debug("release of an item abandoned while cut off ended with the worker", "url", it.URL)
+			return
 		default:
 			// ErrClaimLost...: nothing should be held any more; logged so
 			// that a claim left behind anyway can be traced.

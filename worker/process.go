@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -361,13 +362,20 @@ func (a *attempt) abandon(why error) { a.w.abandon(a.ctx, a.claim, a.it, why) }
 // lost reports a finisher (op) that failed with err. When the fence
 // refused it (the session that held the claim is gone) the item stays
 // queued for its next claimer; after any other error the claim is
-// released.
+// released. An item whose work context ended (cut off from ZooKeeper, or
+// a hard stop) is logged at debug level: the one line that ended them all
+// says how many (disconnect.go), where each of a thousand items in flight
+// had its own error line.
 func (a *attempt) lost(op string, err error) {
 	if errors.Is(err, coord.ErrClaimLost) || errors.Is(err, coord.ErrSessionExpired) {
 		a.w.log.Warn("claim lost before "+op+": the item stays queued (at-least-once)", "url", a.it.URL)
 		return
 	}
-	a.w.log.Error(op+" failed; releasing the claim", "url", a.it.URL, "error", err)
+	level := slog.LevelError
+	if a.ctx.Err() != nil {
+		level = slog.LevelDebug
+	}
+	a.w.log.Log(context.Background(), level, op+" failed; releasing the claim", "url", a.it.URL, "error", err)
 	a.abandon(err)
 }
 
@@ -562,7 +570,11 @@ const releaseTimeout = 5 * time.Second
 // of at most releaseTimeout is made (a lost session took the claim with it;
 // a stopping worker closes its session next).
 func (w *Worker) abandon(ctx context.Context, claim itemClaim, it frontier.Item, why error) {
-	w.log.Info("item abandoned uncompleted; it stays queued", "url", it.URL, "reason", why)
+	level := slog.LevelInfo
+	if ctx.Err() != nil {
+		level = slog.LevelDebug // cut off or stopping: counted by the line that ended them
+	}
+	w.log.Log(context.Background(), level, "item abandoned uncompleted; it stays queued", "url", it.URL, "reason", why)
 	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := claim.Release(rctx)
