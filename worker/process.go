@@ -364,8 +364,8 @@ func (a *attempt) abandon(why error) { a.w.abandon(a.ctx, a.claim, a.it, why) }
 // queued for its next claimer; after any other error the claim is
 // released. An item whose work context ended (cut off from ZooKeeper, or
 // a hard stop) is logged at debug level: the one line that ended them all
-// says how many (disconnect.go), where each of a thousand items in flight
-// had its own error line.
+// says how many (disconnect.go), and abandon's line names each item, where
+// each of a thousand items in flight also had its own error line.
 func (a *attempt) lost(op string, err error) {
 	if errors.Is(err, coord.ErrClaimLost) || errors.Is(err, coord.ErrSessionExpired) {
 		a.w.log.Warn("claim lost before "+op+": the item stays queued (at-least-once)", "url", a.it.URL)
@@ -570,11 +570,9 @@ const releaseTimeout = 5 * time.Second
 // of at most releaseTimeout is made (a lost session took the claim with it;
 // a stopping worker closes its session next).
 func (w *Worker) abandon(ctx context.Context, claim itemClaim, it frontier.Item, why error) {
-	level := slog.LevelInfo
-	if ctx.Err() != nil {
-		level = slog.LevelDebug // cut off or stopping: counted by the line that ended them
-	}
-	w.log.Log(context.Background(), level, "item abandoned uncompleted; it stays queued", "url", it.URL, "reason", why)
+	// One line per item, at info level: its URL may be fetched again
+	// (at-least-once), and chaos tests match every duplicate fetch to one.
+	w.log.Info("item abandoned uncompleted; it stays queued", "url", it.URL, "reason", why)
 	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := claim.Release(rctx)
