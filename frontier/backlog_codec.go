@@ -35,9 +35,9 @@ const (
 
 // encodeRecords returns records as a format byte and uvarint n, n x
 // (uvarint len, bytes), flate-compressed when compress is set: the data of
-// an inbox post (compressed) and of a backlog batch (raw while it is the
-// group's open batch and grows with every step, compressed once when it is
-// full, so a step never re-compresses a growing batch).
+// an inbox post (compressed) and of a backlog batch (encodeBatch: the
+// group's open batch is compressed again at each step that appends to it,
+// the full one once, at the best level).
 func encodeRecords(records [][]byte, compress bool) []byte {
 	level := 0
 	if compress {
