@@ -118,7 +118,7 @@ var tableFuncs = template.FuncMap{
 	"three":      three,
 	"recrawlOff": recrawlOff,
 	// recrawlAB: part 1's fastest 3-worker runs with recrawl on / off on each server (beside): pages/s
-	// "on / off = ratio (each round's ratio)", or CPU ms per page (workers + ZooKeeper) and writes per page.
+	// "on / off = ratio (each pair's ratio)", or CPU ms per page (workers + ZooKeeper) and writes per page.
 	"recrawlAB": func(s *Synth, figure string) string {
 		return beside(func(srv Server) string {
 			on, off := three(s.Recrawl, srv, 0), recrawlOff(s, srv)
