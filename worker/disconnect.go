@@ -86,16 +86,29 @@ func (w *Worker) guardConnection(ctx context.Context, sess *coord.Session, suspe
 	}
 }
 
-// confirmPoll is how often awaitSessionConfirmed looks at LastHeard.
-const confirmPoll = 50 * time.Millisecond
+// confirmPoll is how often awaitSessionConfirmed looks at LastHeard;
+// cutOffReport how often it says that the worker is still cut off.
+const (
+	confirmPoll  = 50 * time.Millisecond
+	cutOffReport = time.Minute
+)
 
 // awaitSessionConfirmed returns true once a server has answered a request
 // sent after since (and within the cut-off limit) with sess still alive,
 // false once sess has ended or ctx is done. It holds no subscription.
+// While no server answers it logs a warning every cutOffReport: a worker
+// waits for ZooKeeper for ever (an ensemble's failover ends), and go-zookeeper's
+// own lines say only that each try failed.
 func (w *Worker) awaitSessionConfirmed(ctx context.Context, sess *coord.Session, since time.Time) bool {
 	t := time.NewTicker(confirmPoll)
 	defer t.Stop()
+	report := time.Now().Add(cutOffReport)
 	for {
+		if now := time.Now(); now.After(report) {
+			w.log.Warn("still cut off from ZooKeeper: claiming nothing, waiting for a server to answer (stop the worker with SIGTERM; its claims end with its session)",
+				"cut_off_for", now.Sub(since).Round(time.Second), "session", sess.String())
+			report = now.Add(cutOffReport)
+		}
 		// LastHeard moves past a new session's handshake only after the old
 		// session has been ended (coord ends it in the handshake's event),
 		// so a fresh LastHeard with sess alive is sess's own.
