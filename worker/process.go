@@ -179,11 +179,9 @@ func (a *attempt) fetch(cond fetch.Conditions) *fetch.Result {
 		func(r *fetch.Result) time.Time {
 			// Strict politeness counts from the write; an HTML page that
 			// may be rendered counts from its answer, as the browser's
-			// subrequests that follow it do (fetchSub): a server that read
-			// the page late saw the first subrequest early (one gap of
-			// 211 ms at 4/s in make bench's render check, 2 busy cores).
-			if r.Answered.After(r.Reached) && isHTML(r.MIME) && a.live.render.Mode(a.it.URL) != config.RenderNever {
-				return r.Answered
+			// subrequests that follow it do (answeredAt).
+			if isHTML(r.MIME) && a.live.render.Mode(a.it.URL) != config.RenderNever {
+				return answeredAt(r)
 			}
 			return r.Reached
 		})
@@ -373,10 +371,10 @@ func (a *attempt) abandon(why error) { a.w.abandon(a.ctx, a.claim, a.it, why) }
 // lost reports a finisher (op) that failed with err. When the fence
 // refused it (the session that held the claim is gone) the item stays
 // queued for its next claimer; after any other error the claim is
-// released. An item whose work context ended (cut off from ZooKeeper, or
-// a hard stop) is logged at debug level: the one line that ended them all
-// says how many (disconnect.go), and abandon's line names each item, where
-// each of a thousand items in flight also had its own error line.
+// released. The error is logged at debug level for an item whose work
+// context ended (cut off from ZooKeeper, or a hard stop): the warning that
+// ended them says how many (guardConnection), and abandon's info line names
+// each item.
 func (a *attempt) lost(op string, err error) {
 	if errors.Is(err, coord.ErrClaimLost) || errors.Is(err, coord.ErrSessionExpired) {
 		a.w.log.Warn("claim lost before "+op+": the item stays queued (at-least-once)", "url", a.it.URL)

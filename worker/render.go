@@ -362,18 +362,7 @@ func (a *attempt) fetchSub() (*fetch.Result, error) {
 	w := a.w
 	res, ferr, _, _, err := a.request(false,
 		func() (*fetch.Result, error) { return w.fetcher.FetchIf(a.cookieCtx(), a.it.URL, fetch.Conditions{}) },
-		// A browser's subrequests follow each other at the key's
-		// interval, a burst at the server; their interval counts from
-		// the answer's first byte, when the server has read the request
-		// whatever its own scheduling (from the write, a server that read
-		// one late saw the next early: 1-2 of 115 requests closer than the
-		// interval on 2 busy cores). It costs each subrequest its latency.
-		func(r *fetch.Result) time.Time {
-			if r.Answered.After(r.Reached) {
-				return r.Answered
-			}
-			return r.Reached
-		})
+		answeredAt)
 	if err != nil {
 		return nil, err
 	}
@@ -388,6 +377,20 @@ func (a *attempt) fetchSub() (*fetch.Result, error) {
 		return nil, fmt.Errorf("%s: %w", a.it.URL, ferr)
 	}
 	return res, nil
+}
+
+// answeredAt is when r's answer began (its first byte), else when it was
+// written: where a browser's subrequests, and a page that may be rendered,
+// count their key's next interval from. They follow each other at the
+// key's interval, a burst at the server, and counted from the write a
+// server that read one late saw the next early (1-2 of 115 requests closer
+// than the interval on 2 busy cores); from the answer the server has read
+// the request whatever its own scheduling. It costs each its latency.
+func answeredAt(r *fetch.Result) time.Time {
+	if r.Answered.After(r.Reached) {
+		return r.Answered
+	}
+	return r.Reached
 }
 
 // storeSub writes a fetched subrequest's WARC records (dedup as a page's)
